@@ -1,0 +1,80 @@
+"""ctxeval: measure the quality of the context a RAG system retrieves.
+
+The public surface, all importable from ``ctxeval``:
+
+* data: :class:`Sample`, :func:`load_samples`;
+* running: :func:`evaluate`, :func:`aevaluate`, :func:`get_metric`, :class:`Evaluation`;
+* results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`;
+* plugins: the protocols :class:`Metric`, :class:`Extractor`, :class:`Matcher`,
+  :class:`RunContext`, the values :class:`Unit` and :class:`Verdict`, the :class:`Registry`,
+  :func:`plugins`, :func:`default_registry`, and the score rules in :mod:`ctxeval.policy`;
+* errors: :class:`CtxevalError` and its subclasses.
+
+Importing ctxeval loads neither litellm nor spaCy: plugins that need them import them when
+they first run.
+"""
+
+from __future__ import annotations
+
+from . import policy
+from ._version import __version__
+from .errors import (
+    ConfigError,
+    CtxevalError,
+    DataError,
+    InvalidResultError,
+    MissingExtraError,
+    PluginConflictError,
+    PluginError,
+    UnknownNameError,
+)
+from .evaluation import Evaluation, MetricSummary
+from .loading import SampleStream, load_samples
+from .protocols import (
+    DeterministicMetric,
+    Extractor,
+    Matcher,
+    Metric,
+    RunContext,
+    Unit,
+    Verdict,
+)
+from .registry import PluginInfo, Registry, default_registry
+from .results import MetricResult, Status, Usage
+from .runner import aevaluate, evaluate, get_metric, plugins
+from .sample import Sample
+
+__all__ = [
+    "ConfigError",
+    "CtxevalError",
+    "DataError",
+    "DeterministicMetric",
+    "Evaluation",
+    "Extractor",
+    "InvalidResultError",
+    "Matcher",
+    "Metric",
+    "MetricResult",
+    "MetricSummary",
+    "MissingExtraError",
+    "PluginConflictError",
+    "PluginError",
+    "PluginInfo",
+    "Registry",
+    "RunContext",
+    "Sample",
+    "SampleStream",
+    "Status",
+    "UnknownNameError",
+    "Unit",
+    "Usage",
+    "Verdict",
+    "__version__",
+    "aevaluate",
+    "default_registry",
+    "evaluate",
+    "get_metric",
+    "load_samples",
+    "plugins",
+    "policy",
+]

@@ -1,0 +1,113 @@
+"""Convenience base classes for plugins (optional: the protocols are what counts).
+
+* :class:`BaseMetric`: an attrs class with a ``name`` option (rows carry it; it defaults to the
+  registry name) and the class attributes the registry reads.
+* :class:`BaseDeterministicMetric`: for a metric that needs no I/O; write :meth:`score` and
+  get :meth:`ascore` for free.
+* :class:`Dependency`: an optional module a plugin needs, with its install command, so that a
+  missing extra shows the plugin as *unavailable* instead of failing at import.
+
+Example, a complete third-party metric::
+
+    import attrs
+    from ctxeval import MetricResult, Sample, policy
+    from ctxeval.base import BaseDeterministicMetric
+
+    @attrs.frozen(kw_only=True)
+    class ContextCount(BaseDeterministicMetric):
+        registry_name = "context_count_at_most"
+        requires = ("retrieved_contexts",)
+        limit: int = 5
+
+        def score(self, sample: Sample) -> MetricResult:
+            n = len(sample.retrieved_contexts or ())
+            return MetricResult.ok(1.0 if n <= self.limit else 0.0, details={"count": n})
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+if TYPE_CHECKING:
+    from .protocols import RunContext
+    from .results import MetricResult
+    from .sample import Sample
+
+__all__ = ["BaseDeterministicMetric", "BaseMetric", "Dependency", "options_of"]
+
+
+@attrs.frozen(slots=True)
+class Dependency:
+    """An optional module a plugin needs, and the command that installs it.
+
+    The registry checks it with :func:`importlib.util.find_spec`, without importing it.
+    """
+
+    module: str
+    install: str
+
+
+def _default_name(self: BaseMetric) -> str:
+    return self.default_name()
+
+
+@attrs.frozen(kw_only=True)
+class BaseMetric:
+    """Base for metrics built as attrs classes; options are the attrs fields.
+
+    Subclasses set the class attributes :attr:`registry_name` and :attr:`requires`, and may set
+    :attr:`dependencies`. The ``name`` option renames the rows, so one evaluation can hold the
+    same metric twice with different options.
+    """
+
+    registry_name: ClassVar[str] = ""
+    """The name the metric is registered under."""
+    requires: ClassVar[tuple[str, ...]] = ()
+    """The sample fields the metric needs."""
+    dependencies: ClassVar[tuple[Dependency, ...]] = ()
+    """Optional modules the metric needs at run time."""
+
+    name: str = attrs.field(
+        default=attrs.Factory(_default_name, takes_self=True),
+        validator=attrs.validators.instance_of(str),
+    )
+    """The name the result rows carry (default: the registry name, with its parameters)."""
+
+    def default_name(self) -> str:
+        """The row name when ``name`` is not given; metrics with a parameter add it here."""
+        return self.registry_name or type(self).__name__
+
+    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        raise NotImplementedError(f"{type(self).__name__} does not implement ascore()")
+
+
+@attrs.frozen(kw_only=True)
+class BaseDeterministicMetric(BaseMetric):
+    """Base for metrics that need no I/O: implement :meth:`score`."""
+
+    def score(self, sample: Sample) -> MetricResult:
+        raise NotImplementedError(f"{type(self).__name__} does not implement score()")
+
+    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        return self.score(sample)
+
+
+def options_of(factory: Any) -> list[str] | None:
+    """The option names a plugin factory accepts, or None when they cannot be told."""
+    if isinstance(factory, type) and attrs.has(factory):
+        return [f.alias or f.name for f in attrs.fields(factory) if f.init]
+    import inspect
+
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return None
+    names = []
+    for parameter in signature.parameters.values():
+        if parameter.kind is parameter.VAR_KEYWORD:
+            return None
+        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            names.append(parameter.name)
+    return names

@@ -1,0 +1,190 @@
+"""String similarity between reference passages and retrieved chunks, in bulk (rapidfuzz).
+
+Every measure gives a similarity in [0, 1]. The matrix of a sample is computed in one
+:func:`rapidfuzz.process.cdist` call, not pair by pair in Python.
+
+=================  ===========================================================================
+measure            similarity of a reference passage ``r`` and a retrieved chunk ``c``
+=================  ===========================================================================
+``levenshtein``    ``1 - edit distance / max(len(r), len(c))`` (ragas's default)
+``hamming``        ``1 - Hamming distance / max length`` (the shorter string is padded)
+``jaro``           Jaro similarity
+``jaro_winkler``   Jaro-Winkler similarity
+``indel``          ``1 - (insertions + deletions) / (len(r) + len(c))`` (``fuzz.ratio``)
+``partial``        best alignment of the shorter string inside the longer one
+                   (``fuzz.partial_ratio``); symmetric, so a tiny chunk inside the reference
+                   also scores high
+``containment``    how much of ``r`` is found in ``c``: the best alignment of ``r`` inside
+                   ``c``, scaled by ``min(1, len(c) / len(r))``. A chunk that holds the whole
+                   passage plus other text scores 1.0; a chunk holding only part of the passage
+                   scores at most that part. Asymmetric, and the measure to use when chunks
+                   and reference passages differ in size.
+=================  ===========================================================================
+
+The character-level measures (all but ``containment`` and ``partial``) penalise any size
+difference: a retrieved chunk that contains the reference passage plus as much other text
+scores about 0.5 with ``levenshtein``, and ragas scores such a chunk as irrelevant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from ..policy import is_match
+from ..protocols import RunContext, Verdict
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["MEASURES", "SimilarityMatcher", "best_matches", "similarity_matrix"]
+
+MEASURES: Final = (
+    "levenshtein",
+    "hamming",
+    "jaro",
+    "jaro_winkler",
+    "indel",
+    "partial",
+    "containment",
+)
+"""The similarity measures, by name."""
+
+
+def _scorer(measure: str) -> tuple[Callable[..., float], float]:
+    """The rapidfuzz scorer for ``measure`` and the factor that brings it to [0, 1]."""
+    from rapidfuzz import fuzz
+    from rapidfuzz.distance import Hamming, Indel, Jaro, JaroWinkler, Levenshtein
+
+    table: dict[str, tuple[Callable[..., float], float]] = {
+        "levenshtein": (Levenshtein.normalized_similarity, 1.0),
+        "hamming": (Hamming.normalized_similarity, 1.0),
+        "jaro": (Jaro.normalized_similarity, 1.0),
+        "jaro_winkler": (JaroWinkler.normalized_similarity, 1.0),
+        "indel": (Indel.normalized_similarity, 1.0),
+        "partial": (fuzz.partial_ratio, 0.01),
+        "containment": (fuzz.partial_ratio, 0.01),
+    }
+    return table[measure]
+
+
+def check_measure(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """attrs validator: ``value`` names a measure."""
+    if value not in MEASURES:
+        import difflib
+
+        close = difflib.get_close_matches(str(value), MEASURES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"{attribute.name}={value!r} is not a similarity measure{hint} "
+            f"(choose from {', '.join(MEASURES)})"
+        )
+
+
+def check_threshold(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    """attrs validator: a threshold is a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{attribute.name} must be a number in [0, 1], got {value!r}")
+
+
+def similarity_matrix(
+    references: Sequence[str],
+    retrieved: Sequence[str],
+    *,
+    measure: str = "levenshtein",
+    normalize: bool = False,
+) -> npt.NDArray[np.float64]:
+    """Similarities of every reference passage (rows) to every retrieved chunk (columns).
+
+    Args:
+        measure: one of :data:`MEASURES`.
+        normalize: compare lower-cased text with punctuation folded to spaces
+            (``rapidfuzz.utils.default_process``) instead of the raw text.
+    """
+    import numpy as np
+    from rapidfuzz import process, utils
+
+    scorer, factor = _scorer(measure)
+    processor = utils.default_process if normalize else None
+    matrix = process.cdist(
+        references, retrieved, scorer=scorer, processor=processor, dtype=np.float64
+    )
+    if factor != 1.0:
+        matrix *= factor
+    if measure == "containment" and matrix.size:
+        if normalize:
+            references = [utils.default_process(r) for r in references]
+            retrieved = [utils.default_process(c) for c in retrieved]
+        ref_len = np.array([len(r) for r in references], dtype=np.float64)[:, None]
+        chunk_len = np.array([len(c) for c in retrieved], dtype=np.float64)[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(ref_len > 0, np.minimum(1.0, chunk_len / ref_len), 1.0)
+        matrix *= share
+    np.clip(matrix, 0.0, 1.0, out=matrix)
+    return matrix
+
+
+def best_matches(
+    matrix: npt.NDArray[np.float64], threshold: float, axis: int
+) -> list[dict[str, Any]]:
+    """For each row (``axis=1``) or column (``axis=0``): its best counterpart and verdict.
+
+    Returns one dict per item: ``index``, ``matched`` (best similarity ``>=`` threshold),
+    ``similarity`` (the best one) and ``evidence`` (the counterpart's index, or None).
+    """
+    count = matrix.shape[0] if axis == 1 else matrix.shape[1]
+    if matrix.size == 0:
+        return [
+            {"index": i, "matched": False, "similarity": 0.0, "evidence": None}
+            for i in range(count)
+        ]
+    best = matrix.argmax(axis=axis).tolist()
+    scores = matrix.max(axis=axis).tolist()
+    return [
+        {
+            "index": i,
+            "matched": is_match(score, threshold),
+            "similarity": score,
+            "evidence": evidence,
+        }
+        for i, (score, evidence) in enumerate(zip(scores, best))
+    ]
+
+
+@attrs.frozen(kw_only=True)
+class SimilarityMatcher:
+    """Matcher ``similarity``: an item is supported when some candidate is similar enough.
+
+    Options:
+        measure: one of :data:`MEASURES` (default ``levenshtein``).
+        threshold: the least similarity that counts as a match (default 0.5; ``>=``).
+        normalize: compare case- and punctuation-folded text (default False).
+    """
+
+    registry_name = "similarity"
+    name: str = "similarity"
+    measure: str = attrs.field(default="levenshtein", validator=check_measure)
+    threshold: float = attrs.field(default=0.5, validator=check_threshold)
+    normalize: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+
+    def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
+        """:meth:`match` without a run context (it needs no I/O)."""
+        matrix = similarity_matrix(
+            items, candidates, measure=self.measure, normalize=self.normalize
+        )
+        return [
+            Verdict(row["matched"], row["similarity"], row["evidence"])
+            for row in best_matches(matrix, self.threshold, axis=1)
+        ]
+
+    async def match(
+        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
+    ) -> list[Verdict]:
+        """One verdict per item: matched when its best candidate reaches the threshold."""
+        return self.match_now(items, candidates)
+
+    def describe(self) -> Mapping[str, Any]:
+        return {"measure": self.measure, "threshold": self.threshold, "normalize": self.normalize}

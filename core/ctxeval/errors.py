@@ -1,0 +1,165 @@
+"""The exceptions ctxeval raises, in one hierarchy users can catch.
+
+Every exception derives from :class:`CtxevalError`. Each one says what was wrong, where
+(file, line, field, sample id, plugin) and what to do about it, so that its message can be
+shown to a user as it is.
+
+::
+
+    CtxevalError
+    ├── DataError            a sample or an input file is malformed (also a ValueError)
+    ├── ConfigError          a metric, option or argument is wrong (also a ValueError)
+    │   └── UnknownNameError a plugin name that no registered plugin has (also a LookupError)
+    ├── PluginError          a plugin could not be loaded or misbehaved
+    │   ├── PluginConflictError  two distributions claim one name
+    │   └── MissingExtraError    an optional dependency is not installed (also an ImportError)
+    └── InvalidResultError   a metric produced a result that breaks the score policy
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "CtxevalError",
+    "DataError",
+    "InvalidResultError",
+    "MissingExtraError",
+    "PluginConflictError",
+    "PluginError",
+    "UnknownNameError",
+]
+
+
+class CtxevalError(Exception):
+    """Base class of every error ctxeval raises on purpose."""
+
+
+class DataError(CtxevalError, ValueError):
+    """A sample, or a row of an input file, is malformed.
+
+    The message names the place as precisely as it is known: ``file:line``, the field and the
+    sample id, followed by what was wrong and, where there is one, what to do.
+
+    Attributes:
+        problem: what is wrong, in words (without the location).
+        path: the input file, when the sample came from one.
+        line: the 1-based line (JSONL, JSON, CSV) or row (Parquet) of the sample in ``path``.
+        field: the field that is wrong, when one is.
+        sample_id: the sample's id, when it is known.
+        hint: what to do about it.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        sample_id: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.path = path
+        self.line = line
+        self.field = field
+        self.sample_id = sample_id
+        self.hint = hint
+        super().__init__(self._render())
+
+    def located(
+        self,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        sample_id: str | None = None,
+    ) -> DataError:
+        """Return a copy that also names the file, line and sample id (known ones are kept)."""
+        return DataError(
+            self.problem,
+            path=self.path or path,
+            line=self.line if self.line is not None else line,
+            field=self.field,
+            sample_id=self.sample_id if self.sample_id is not None else sample_id,
+            hint=self.hint,
+        )
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+        elif self.line is not None:
+            where = f"line {self.line}"
+        parts = []
+        if where:
+            parts.append(where)
+        if self.sample_id is not None:
+            parts.append(f"sample {self.sample_id!r}")
+        if self.field is not None:
+            parts.append(f"field {self.field!r}")
+        message = ": ".join([*parts, self.problem]) if parts else self.problem
+        if self.hint:
+            message += f" ({self.hint})"
+        return message
+
+    def __reduce__(self) -> tuple[object, ...]:  # keep keyword arguments through pickling
+        return (_rebuild_data_error, (self.problem, self.__dict__))
+
+
+def _rebuild_data_error(problem: str, state: dict[str, object]) -> DataError:
+    error = DataError.__new__(DataError)
+    error.__dict__.update(state)
+    Exception.__init__(error, error._render())
+    return error
+
+
+class ConfigError(CtxevalError, ValueError):
+    """A metric, an option or an argument is wrong; the message names it and the accepted values."""
+
+
+class UnknownNameError(ConfigError, LookupError):
+    """No registered plugin has this name.
+
+    Attributes:
+        group: the entry-point group that was searched (e.g. ``ctxeval.metrics``).
+        name: the name that was asked for.
+        suggestions: the closest known names, best first.
+    """
+
+    def __init__(self, group: str, name: str, known: list[str], suggestions: list[str]) -> None:
+        self.group = group
+        self.name = name
+        self.suggestions = suggestions
+        kind = group.rsplit(".", 1)[-1].rstrip("s")
+        message = f"unknown {kind} {name!r}"
+        if suggestions:
+            message += f"; did you mean {' or '.join(repr(s) for s in suggestions)}?"
+        elif known:
+            message += f"; known {kind}s: {', '.join(sorted(known))}"
+        else:
+            message += f"; no {kind} is registered in group {group!r}"
+        super().__init__(message)
+
+
+class PluginError(CtxevalError):
+    """A plugin could not be loaded, or did something a plugin must not do."""
+
+
+class PluginConflictError(PluginError):
+    """Two installed distributions register the same name in one entry-point group."""
+
+
+class MissingExtraError(PluginError, ImportError):
+    """A plugin needs an optional dependency that is not installed.
+
+    Attributes:
+        install: the exact command that installs what is missing.
+    """
+
+    def __init__(self, message: str, *, install: str) -> None:
+        self.install = install
+        super().__init__(f"{message}; install it with: {install}")
+
+
+class InvalidResultError(CtxevalError):
+    """A metric returned a result that breaks the score policy (e.g. a score outside [0, 1])."""

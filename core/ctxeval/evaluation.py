@@ -1,0 +1,181 @@
+"""The outcome of a run: :class:`Evaluation`, its rows and its per-metric :class:`MetricSummary`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .results import MetricResult, Status, Usage
+
+__all__ = ["Evaluation", "MetricSummary"]
+
+
+@attrs.frozen(slots=True)
+class MetricSummary:
+    """How one metric did over all samples.
+
+    Attributes:
+        metric: the metric's row name.
+        mean: mean score over the ``ok`` rows (None when there is none).
+        n_ok, n_undefined, n_error: rows of each status.
+        ci95: a 95% confidence interval of the mean (normal approximation, clipped to
+            [0, 1]); None with fewer than two ``ok`` rows.
+        usage: what the metric's rows cost, summed.
+    """
+
+    metric: str
+    mean: float | None
+    n_ok: int
+    n_undefined: int
+    n_error: int
+    ci95: tuple[float, float] | None
+    usage: Usage
+
+    @property
+    def n(self) -> int:
+        """All rows of the metric."""
+        return self.n_ok + self.n_undefined + self.n_error
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "mean": self.mean,
+            "n_ok": self.n_ok,
+            "n_undefined": self.n_undefined,
+            "n_error": self.n_error,
+            "ci95": list(self.ci95) if self.ci95 is not None else None,
+            "usage": self.usage.to_dict(),
+        }
+
+
+def _summarize(metric: str, rows: Sequence[MetricResult]) -> MetricSummary:
+    scores = [r.score for r in rows if r.status is Status.OK and r.score is not None]
+    usage = Usage()
+    for row in rows:
+        if not row.usage.is_zero:
+            usage = usage + row.usage
+    n = len(scores)
+    mean = math.fsum(scores) / n if n else None
+    ci95 = None
+    if n >= 2 and mean is not None:
+        variance = math.fsum((s - mean) ** 2 for s in scores) / (n - 1)
+        half = 1.959963984540054 * math.sqrt(variance / n)
+        ci95 = (max(0.0, mean - half), min(1.0, mean + half))
+    return MetricSummary(
+        metric=metric,
+        mean=mean,
+        n_ok=n,
+        n_undefined=sum(r.status is Status.UNDEFINED for r in rows),
+        n_error=sum(r.status is Status.ERROR for r in rows),
+        ci95=ci95,
+        usage=usage,
+    )
+
+
+class Evaluation:
+    """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric).
+
+    Attributes:
+        results: the rows.
+        metrics: the metric row names, in the order they were asked for.
+    """
+
+    def __init__(self, results: Sequence[MetricResult], metrics: Sequence[str]) -> None:
+        self.results: tuple[MetricResult, ...] = tuple(results)
+        self.metrics: tuple[str, ...] = tuple(metrics)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __iter__(self) -> Iterator[MetricResult]:
+        return iter(self.results)
+
+    def __repr__(self) -> str:
+        return f"<Evaluation {len(self.results)} rows, metrics={list(self.metrics)}>"
+
+    def rows(self, metric: str) -> list[MetricResult]:
+        """The rows of one metric, in input order."""
+        self._check_metric(metric)
+        return [r for r in self.results if r.metric == metric]
+
+    def scores(self, metric: str) -> list[float | None]:
+        """The scores of one metric in input order (None for undefined and error rows)."""
+        return [r.score for r in self.rows(metric)]
+
+    def summary(self) -> dict[str, MetricSummary]:
+        """Per metric: mean, n_ok, n_undefined, n_error, 95% CI and usage."""
+        by_metric: dict[str, list[MetricResult]] = {m: [] for m in self.metrics}
+        for row in self.results:
+            by_metric.setdefault(row.metric, []).append(row)
+        return {metric: _summarize(metric, rows) for metric, rows in by_metric.items()}
+
+    @property
+    def usage(self) -> Usage:
+        """What the whole run cost."""
+        total = Usage()
+        for row in self.results:
+            if not row.usage.is_zero:
+                total = total + row.usage
+        return total
+
+    @property
+    def ok(self) -> bool:
+        """True when no row is an error."""
+        return all(r.status is not Status.ERROR for r in self.results)
+
+    def to_jsonl(self, path: str | os.PathLike[str]) -> Path:
+        """Write one JSON object per row (``results.jsonl`` format); returns the path."""
+        target = Path(path)
+        with target.open("w", encoding="utf-8") as handle:
+            for row in self.results:
+                handle.write(json.dumps(row.to_dict(), ensure_ascii=False))
+                handle.write("\n")
+        return target
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike[str]) -> Evaluation:
+        """Read back what :meth:`to_jsonl` wrote."""
+        rows = []
+        with Path(path).open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    rows.append(MetricResult.from_dict(json.loads(line)))
+        metrics = list(dict.fromkeys(r.metric for r in rows))
+        return cls(rows, metrics)
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` with one row per result (needs pandas).
+
+        Columns: ``sample_id``, ``metric``, ``status``, ``score``, ``reason``, ``details``,
+        and the usage fields (``requests``, ``retries``, ``prompt_tokens``,
+        ``completion_tokens``, ``cost_usd``, ``cache_hits``).
+        """
+        from ._optional import require_pandas
+
+        require_pandas("Evaluation.to_pandas()")
+        import pandas as pd
+
+        records = []
+        for row in self.results:
+            record = row.to_dict()
+            record.update(record.pop("usage"))
+            records.append(record)
+        columns = [
+            "sample_id", "metric", "status", "score", "reason", "details",
+            "requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits",
+        ]  # fmt: skip
+        return pd.DataFrame.from_records(records, columns=columns)
+
+    def _check_metric(self, metric: str) -> None:
+        if metric not in self.metrics:
+            from .errors import ConfigError
+
+            raise ConfigError(
+                f"no metric {metric!r} in this evaluation; it has: {', '.join(self.metrics)}"
+            )

@@ -1,0 +1,312 @@
+"""Read samples from JSONL, JSON, CSV and Parquet files, one at a time.
+
+:func:`load_samples` returns a :class:`SampleStream`: an iterator that reads the file lazily
+(a JSONL or CSV file of any size is never held in memory whole) and turns each row into a
+:class:`~ctxeval.Sample`. A bad row raises a :class:`~ctxeval.DataError` naming the file, the
+line and the field; with ``strict=False`` the bad row is logged, kept in
+:attr:`SampleStream.errors` and skipped, and the good rows go on.
+
+Formats, chosen by the file's suffix (or ``format=``):
+
+* ``.jsonl`` / ``.ndjson``: one JSON object per line; blank lines are skipped.
+* ``.json``: an array of objects, or an object of equal-length columns
+  (``{"question": [...], "contexts": [...]}``, as ``Dataset.to_dict()`` writes).
+* ``.csv``: a header row; list fields hold JSON arrays (``["a", "b"]``); an empty cell is null.
+* ``.parquet``: needs ``pyarrow``; read in record batches.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, Final
+
+from .errors import ConfigError, DataError
+from .sample import ID_LIST_FIELDS, TEXT_LIST_FIELDS, FIELD_ALIASES, Sample
+
+__all__ = ["FORMATS", "SampleStream", "load_samples"]
+
+logger = logging.getLogger(__name__)
+
+FORMATS: Final[Mapping[str, str]] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+"""File suffixes and the format each one is read as."""
+
+_LIST_FIELDS: Final = frozenset(
+    [*TEXT_LIST_FIELDS, *ID_LIST_FIELDS, *(k for k, v in FIELD_ALIASES.items() if v in TEXT_LIST_FIELDS)]
+)
+
+
+class SampleStream(Iterator[Sample]):
+    """An iterator of samples read lazily from one file.
+
+    Attributes:
+        path: the file being read.
+        format: ``jsonl``, ``json``, ``csv`` or ``parquet``.
+        strict: whether the first bad row raises (True) or is skipped (False).
+        errors: the bad rows skipped so far (lenient mode only), as :class:`DataError`.
+        rows_read: rows read so far, good and bad.
+    """
+
+    def __init__(self, path: Path, format: str, strict: bool) -> None:
+        self.path = path
+        self.format = format
+        self.strict = strict
+        self.errors: list[DataError] = []
+        self.rows_read = 0
+        self._rows = _READERS[format](path)
+
+    def __iter__(self) -> SampleStream:
+        return self
+
+    def __next__(self) -> Sample:
+        while True:
+            try:
+                line, row = next(self._rows)
+            except DataError as exc:  # the file itself is unreadable past this point
+                raise exc.located(path=str(self.path)) from None
+            self.rows_read += 1
+            try:
+                if isinstance(row, _Bad):
+                    raise row.error
+                return Sample.from_dict(row)
+            except DataError as exc:
+                sample_id = row.get("id") if isinstance(row, Mapping) else None
+                error = exc.located(
+                    path=str(self.path),
+                    line=line,
+                    sample_id=None if sample_id is None else str(sample_id),
+                )
+                if self.strict:
+                    raise error from None
+                logger.warning("skipping a bad row: %s", error)
+                self.errors.append(error)
+
+    def close(self) -> None:
+        """Stop reading and release the file."""
+        close = getattr(self._rows, "close", None)
+        if close is not None:
+            close()
+
+
+def load_samples(
+    path: str | os.PathLike[str], *, format: str | None = None, strict: bool = True
+) -> SampleStream:
+    """Open ``path`` and return a lazy stream of its samples.
+
+    Args:
+        path: a ``.jsonl``, ``.json``, ``.csv`` or ``.parquet`` file.
+        format: read the file as this format, whatever its suffix.
+        strict: raise at the first bad row (default); when False, log bad rows, collect them in
+            :attr:`SampleStream.errors` and go on with the good ones.
+
+    Raises:
+        DataError: the file does not exist or cannot be read (at once), or a row is bad
+            (while iterating, in strict mode); the message names file, line and field.
+        ConfigError: the format is unknown.
+        MissingExtraError: a Parquet file without ``pyarrow`` installed.
+    """
+    file = Path(path)
+    if format is None:
+        format = FORMATS.get(file.suffix.lower())
+        if format is None:
+            raise ConfigError(
+                f"{file}: cannot tell the format from the suffix {file.suffix!r}; use one of "
+                f"{', '.join(sorted(FORMATS))} or pass format= "
+                f"({', '.join(sorted(set(FORMATS.values())))})"
+            )
+    elif format not in _READERS:
+        raise ConfigError(
+            f"unknown format {format!r}; use one of {', '.join(sorted(_READERS))}"
+        )
+    if not file.exists():
+        raise DataError("no such file", path=str(file), hint="check the path")
+    if file.is_dir():
+        raise DataError("is a directory, not a file", path=str(file))
+    if not os.access(file, os.R_OK):
+        raise DataError("permission denied", path=str(file))
+    if format == "parquet":
+        from ._optional import require_pyarrow
+
+        require_pyarrow(f"reading {file}")
+    return SampleStream(file, format, strict)
+
+
+# --- readers: each yields (line, row) where row is whatever the line holds ----------------
+
+Row = tuple[int, Any]
+
+
+def _read_jsonl(path: Path) -> Iterator[Row]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, _Bad(f"not valid UTF-8 at byte {exc.start} of the line")
+                continue
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}")
+
+
+def _read_json(path: Path) -> Iterator[Row]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 at byte {exc.start}") from None
+    decoder = json.JSONDecoder()
+    position = _skip_space(text, 0)
+    if position >= len(text):
+        return
+    try:
+        if text[position] == "[":
+            position = _skip_space(text, position + 1)
+            if text[position : position + 1] == "]":
+                return
+            while True:
+                line = text.count("\n", 0, position) + 1
+                row, position = decoder.raw_decode(text, position)
+                yield line, row
+                position = _skip_space(text, position)
+                if text[position : position + 1] == ",":
+                    position = _skip_space(text, position + 1)
+                    continue
+                if text[position : position + 1] == "]":
+                    break
+                raise json.JSONDecodeError("expected ',' or ']'", text, position)
+        else:
+            document, end = decoder.raw_decode(text, position)
+            if _skip_space(text, end) != len(text):
+                raise json.JSONDecodeError("extra data after the document", text, end)
+            yield from _columns(document)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+
+
+def _columns(document: object) -> Iterator[Row]:
+    if not isinstance(document, dict):
+        raise DataError(
+            f"expected an array of samples or an object of columns, got {type(document).__name__}"
+        )
+    lengths = {key: len(v) for key, v in document.items() if isinstance(v, list)}
+    if not lengths or len(lengths) != len(document):
+        raise DataError(
+            "a JSON object must map every field to a list of values (one per sample)",
+            hint="or write an array of sample objects",
+        )
+    if len(set(lengths.values())) != 1:
+        raise DataError(
+            "columns have different lengths: "
+            + ", ".join(f"{k}={n}" for k, n in sorted(lengths.items()))
+        )
+    for index in range(next(iter(lengths.values()))):
+        yield index + 1, {key: column[index] for key, column in document.items()}
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def _read_csv(path: Path) -> Iterator[Row]:
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    with path.open("r", encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(_decoded_lines(handle))
+        if reader.fieldnames is None:
+            return
+        while True:
+            start = reader.line_num + 1
+            try:
+                record = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield start, _Bad(f"not valid CSV: {exc}")
+                return
+            yield start, _csv_row(record, reader.fieldnames)
+
+
+def _decoded_lines(handle: IO[str]) -> Iterator[str]:
+    line = 0
+    while True:
+        line += 1
+        try:
+            text = handle.readline()
+        except UnicodeDecodeError as exc:
+            raise DataError(f"not valid UTF-8 near line {line}: {exc.reason}") from None
+        if not text:
+            return
+        yield text
+
+
+def _csv_row(record: Mapping[str | None, Any], header: Any) -> Any:
+    if None in record:  # more cells than the header has names
+        return _Bad(f"the row has {len(record[None])} cell(s) more than the header")
+    row: dict[str, Any] = {}
+    for key, cell in record.items():
+        assert key is not None
+        if cell is None:  # fewer cells than the header
+            return _Bad(f"the row has fewer cells than the header ({len(header)})")
+        if cell == "":
+            row[key] = None
+        elif key in _LIST_FIELDS:
+            try:
+                row[key] = json.loads(cell)
+            except json.JSONDecodeError:
+                return _Bad(
+                    "a list field must hold a JSON array",
+                    field=FIELD_ALIASES.get(key, key),
+                    hint='write it as ["first", "second"], e.g. with json.dumps',
+                )
+        else:
+            row[key] = cell
+    return row
+
+
+def _read_parquet(path: Path) -> Iterator[Row]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise DataError(f"not a readable Parquet file: {exc}") from None
+    number = 0
+    with parquet:
+        for batch in parquet.iter_batches(batch_size=1024):
+            for row in batch.to_pylist():
+                number += 1
+                yield number, row
+
+
+class _Bad(dict[str, Any]):
+    """A row that could not even be parsed; turning it into a sample raises its error."""
+
+    def __init__(self, problem: str, *, field: str | None = None, hint: str | None = None) -> None:
+        super().__init__()
+        self.error = DataError(problem, field=field, hint=hint)
+
+
+_READERS: Final = {
+    "jsonl": _read_jsonl,
+    "json": _read_json,
+    "csv": _read_csv,
+    "parquet": _read_parquet,
+}

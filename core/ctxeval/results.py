@@ -1,0 +1,242 @@
+"""What a metric returns: :class:`MetricResult`, with its :class:`Status` and :class:`Usage`.
+
+A result is checked when it is built, so a result that breaks the score policy cannot exist:
+an ``ok`` result has a finite score in [0, 1]; an ``undefined`` or ``error`` result has no score
+and says why in ``reason``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .errors import InvalidResultError
+
+__all__ = ["MetricResult", "Status", "Usage"]
+
+
+class Status(str, enum.Enum):
+    """The outcome of scoring one sample with one metric."""
+
+    OK = "ok"
+    """A score was computed."""
+    UNDEFINED = "undefined"
+    """The metric has no value for this sample (e.g. nothing to recall); ``reason`` says why."""
+    ERROR = "error"
+    """Scoring failed (bad input, a failing plugin, an LLM that never answered); see ``reason``."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _non_negative_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"Usage.{attribute.name} must be a non-negative int, got {value!r}")
+
+
+def _optional_cost(instance: object, attribute: attrs.Attribute[float | None], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"Usage.cost_usd must be None or a non-negative number, got {value!r}")
+
+
+@attrs.frozen(slots=True)
+class Usage:
+    """What scoring cost: requests, retries, tokens, money and cache hits.
+
+    ``cost_usd`` is ``None`` when the price of a model is unknown; it is never guessed. Usages
+    add up with ``+``; a sum has a cost only if every part has one (or costs nothing).
+    """
+
+    requests: int = attrs.field(default=0, validator=_non_negative_int)
+    """LLM requests sent over the network (each retry attempt counts)."""
+    retries: int = attrs.field(default=0, validator=_non_negative_int)
+    """Attempts that were retries of an earlier, failed attempt."""
+    prompt_tokens: int = attrs.field(default=0, validator=_non_negative_int)
+    completion_tokens: int = attrs.field(default=0, validator=_non_negative_int)
+    cost_usd: float | None = attrs.field(default=0.0, validator=_optional_cost)
+    """Cost in US dollars from the local price table, or ``None`` when unknown."""
+    cache_hits: int = attrs.field(default=0, validator=_non_negative_int)
+    """Answers served from the on-disk cache instead of the network."""
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        if self.cost_usd is None or other.cost_usd is None:
+            cost: float | None = None
+        else:
+            cost = self.cost_usd + other.cost_usd
+        return Usage(
+            requests=self.requests + other.requests,
+            retries=self.retries + other.retries,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=cost,
+            cache_hits=self.cache_hits + other.cache_hits,
+        )
+
+    @property
+    def is_zero(self) -> bool:
+        """True when nothing was spent and nothing was looked up."""
+        return self == _ZERO
+
+    def to_dict(self) -> dict[str, Any]:
+        """The usage as a plain JSON-ready dict."""
+        return {
+            "requests": self.requests,
+            "retries": self.retries,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "cache_hits": self.cache_hits,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Build a usage from :meth:`to_dict`'s output (missing keys count as zero)."""
+        return cls(
+            requests=data.get("requests", 0),
+            retries=data.get("retries", 0),
+            prompt_tokens=data.get("prompt_tokens", 0),
+            completion_tokens=data.get("completion_tokens", 0),
+            cost_usd=data.get("cost_usd", 0.0),
+            cache_hits=data.get("cache_hits", 0),
+        )
+
+
+_ZERO = Usage()
+NO_USAGE = _ZERO
+
+
+def _check_result(result: MetricResult) -> None:
+    status, score, reason = result.status, result.score, result.reason
+    if status is Status.OK:
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise InvalidResultError(
+                f"metric {result.metric!r}, sample {result.sample_id!r}: an 'ok' result needs a "
+                f"float score, got {type(score).__name__} {score!r}"
+            )
+        if not (0.0 <= score <= 1.0):  # also rejects NaN
+            raise InvalidResultError(
+                f"metric {result.metric!r}, sample {result.sample_id!r}: score {score!r} is "
+                "outside [0, 1]; a metric must never produce such a score"
+            )
+    else:
+        if score is not None:
+            raise InvalidResultError(
+                f"metric {result.metric!r}, sample {result.sample_id!r}: a {status.value!r} "
+                f"result has no score, got {score!r}"
+            )
+        if not reason:
+            raise InvalidResultError(
+                f"metric {result.metric!r}, sample {result.sample_id!r}: a {status.value!r} "
+                "result must say why in 'reason'"
+            )
+
+
+def _to_status(value: Status | str) -> Status:
+    return value if isinstance(value, Status) else Status(value)
+
+
+def _to_score(value: float | None) -> float | None:
+    # ints (0 and 1) become floats so that every score has one type; bools are refused later.
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    return value
+
+
+@attrs.frozen(slots=True)
+class MetricResult:
+    """The score of one sample by one metric, with its evidence and its cost.
+
+    Build results with :meth:`ok`, :meth:`undefined` and :meth:`error`; the constructor
+    checks the score policy (``ok`` means a score in [0, 1], never NaN; other statuses carry a
+    reason and no score) and raises :class:`~ctxeval.InvalidResultError` otherwise.
+
+    ``sample_id`` and ``metric`` are filled in by the runner; a metric leaves them empty.
+    """
+
+    status: Status = attrs.field(converter=_to_status)
+    score: float | None = attrs.field(default=None, converter=_to_score)
+    reason: str | None = None
+    """Why the result is undefined or an error, in words; optional for ``ok``."""
+    details: Mapping[str, Any] = attrs.field(factory=dict)
+    """The evidence: extracted units, per-item verdicts with index and reason, matched pairs."""
+    usage: Usage = attrs.field(factory=Usage)
+    sample_id: str = ""
+    metric: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        _check_result(self)
+
+    @classmethod
+    def ok(
+        cls, score: float, *, details: Mapping[str, Any] | None = None, usage: Usage = NO_USAGE
+    ) -> MetricResult:
+        """A computed score in [0, 1]."""
+        return cls(Status.OK, score, None, {} if details is None else details, usage)
+
+    @classmethod
+    def undefined(
+        cls, reason: str, *, details: Mapping[str, Any] | None = None, usage: Usage = NO_USAGE
+    ) -> MetricResult:
+        """No value exists for this sample (e.g. there is nothing to recall)."""
+        return cls(Status.UNDEFINED, None, reason, {} if details is None else details, usage)
+
+    @classmethod
+    def error(
+        cls, reason: str, *, details: Mapping[str, Any] | None = None, usage: Usage = NO_USAGE
+    ) -> MetricResult:
+        """Scoring failed; ``reason`` says how (exception type and message)."""
+        return cls(Status.ERROR, None, reason, {} if details is None else details, usage)
+
+    @property
+    def is_ok(self) -> bool:
+        return self.status is Status.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as written to ``results.jsonl``."""
+        return {
+            "sample_id": self.sample_id,
+            "metric": self.metric,
+            "status": self.status.value,
+            "score": self.score,
+            "reason": self.reason,
+            "details": _plain(self.details),
+            "usage": self.usage.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricResult:
+        """Rebuild a result from :meth:`to_dict`'s output (the policy is checked again)."""
+        return cls(
+            status=data["status"],
+            score=data.get("score"),
+            reason=data.get("reason"),
+            details=data.get("details") or {},
+            usage=Usage.from_dict(data.get("usage") or {}),
+            sample_id=str(data.get("sample_id", "")),
+            metric=str(data.get("metric", "")),
+        )
+
+
+def _plain(value: Any) -> Any:
+    """Turn details into JSON-ready values (tuples to lists, attrs classes to dicts)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if attrs.has(type(value)):
+        return _plain(attrs.asdict(value, recurse=False))
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value

@@ -1,0 +1,230 @@
+"""The unit of evaluation: :class:`Sample`, one question with what was retrieved for it.
+
+Field names are those of ragas's ``SingleTurnSample`` so that existing datasets load
+unchanged; the older ragas names (``question``, ``answer``, ``ground_truth``, ``contexts``) are
+accepted by :meth:`Sample.from_dict`. Every field is optional: each metric declares the fields
+it requires, and a sample without them gets an ``error`` row for that metric only.
+
+Values are checked and normalised when a sample is built: lists become tuples, context IDs
+(str or int) become strings, and anything else raises :class:`~ctxeval.DataError` naming the
+field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from .errors import DataError
+
+__all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "Sample"]
+
+TEXT_FIELDS: Final = ("user_input", "response", "reference")
+TEXT_LIST_FIELDS: Final = ("retrieved_contexts", "reference_contexts")
+ID_LIST_FIELDS: Final = ("retrieved_context_ids", "reference_context_ids")
+SAMPLE_FIELDS: Final[tuple[str, ...]] = (*TEXT_FIELDS, *TEXT_LIST_FIELDS, *ID_LIST_FIELDS, "id")
+"""The data fields of a sample, in the order they are written."""
+
+FIELD_ALIASES: Final[Mapping[str, str]] = {
+    "question": "user_input",
+    "answer": "response",
+    "ground_truth": "reference",
+    "contexts": "retrieved_contexts",
+}
+"""Older ragas field names and the names they stand for."""
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _optional_text(field: str) -> Callable[[object], str | None]:
+    def convert(value: object) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        raise DataError(f"expected a string, got {_type_name(value)}", field=field)
+
+    return convert
+
+
+def _text_list(field: str) -> Callable[[object], tuple[str, ...] | None]:
+    def convert(value: object) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            raise DataError(
+                "expected a list of strings, got a single string",
+                field=field,
+                hint=f'wrap it in a list: "{field}": ["..."]',
+            )
+        if not isinstance(value, (list, tuple)):
+            raise DataError(f"expected a list of strings, got {_type_name(value)}", field=field)
+        for position, item in enumerate(value):
+            if not isinstance(item, str):
+                raise DataError(
+                    f"item {position} is {_type_name(item)}, expected a string", field=field
+                )
+        return tuple(value)
+
+    return convert
+
+
+def _id_value(value: object) -> str | None:
+    """A context or sample ID as a string, or None when it is not a str or an int."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _id_list(field: str) -> Callable[[object], tuple[str, ...] | None]:
+    def convert(value: object) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            raise DataError(
+                f"expected a list of IDs, got a single {_type_name(value)}",
+                field=field,
+                hint=f'wrap it in a list: "{field}": [{value!r}]',
+            )
+        if not isinstance(value, (list, tuple)):
+            raise DataError(f"expected a list of IDs, got {_type_name(value)}", field=field)
+        out = []
+        for position, item in enumerate(value):
+            as_id = _id_value(item)
+            if as_id is None:
+                raise DataError(
+                    f"item {position} is {_type_name(item)} {item!r}; IDs must be strings or "
+                    "integers",
+                    field=field,
+                )
+            out.append(as_id)
+        return tuple(out)
+
+    return convert
+
+
+def _sample_id(value: object) -> str | None:
+    if value is None:
+        return None
+    as_id = _id_value(value)
+    if as_id is None:
+        raise DataError(
+            f"expected a string or an integer, got {_type_name(value)} {value!r}", field="id"
+        )
+    return as_id
+
+
+def _metadata(value: object) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise DataError(f"expected a mapping, got {_type_name(value)}", field="metadata")
+    return value
+
+
+@attrs.frozen(slots=True, repr=False)
+class Sample:
+    """One question with what a RAG system retrieved for it, and the reference to compare to.
+
+    Example:
+        >>> s = Sample(retrieved_context_ids=["doc_1", 2], reference_context_ids=[2])
+        >>> s.retrieved_context_ids
+        ('doc_1', '2')
+    """
+
+    user_input: str | None = attrs.field(default=None, converter=_optional_text("user_input"))
+    """The question asked."""
+    response: str | None = attrs.field(default=None, converter=_optional_text("response"))
+    """The answer the RAG system generated."""
+    reference: str | None = attrs.field(default=None, converter=_optional_text("reference"))
+    """The reference (ground-truth) answer."""
+    retrieved_contexts: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_text_list("retrieved_contexts")
+    )
+    """The retrieved chunks, best-ranked first."""
+    reference_contexts: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_text_list("reference_contexts")
+    )
+    """The chunks that should have been retrieved."""
+    retrieved_context_ids: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_id_list("retrieved_context_ids")
+    )
+    """IDs of the retrieved chunks, best-ranked first (ints become strings)."""
+    reference_context_ids: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_id_list("reference_context_ids")
+    )
+    """IDs of the chunks that should have been retrieved (ints become strings)."""
+    id: str | None = attrs.field(default=None, converter=_sample_id)
+    """The sample's id; without one, a sample is known by its 0-based position in the input."""
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_metadata, eq=False)
+    """Fields of the input that are not sample fields, kept as they were (not compared)."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Sample:
+        """Build a sample from a dict with ragas field names (older names accepted).
+
+        Keys that are not sample fields go to :attr:`metadata`. A key given under both its old
+        and its new name is an error, as is a value of the wrong type.
+
+        Raises:
+            DataError: naming the field that is wrong.
+        """
+        if not isinstance(data, Mapping):
+            raise DataError(f"a sample must be an object with named fields, got {_type_name(data)}")
+        fields: dict[str, Any] = {}
+        metadata: dict[str, Any] = {}
+        for key, value in data.items():
+            if not isinstance(key, str):
+                raise DataError(f"field names must be strings, got {_type_name(key)} {key!r}")
+            name = FIELD_ALIASES.get(key, key)
+            if name in _FIELD_SET:
+                if name in fields:
+                    old = key if key != name else _old_name(name)
+                    raise DataError(
+                        f"given twice, as {old!r} and as {name!r}",
+                        field=name,
+                        hint="keep one of the two",
+                    )
+                fields[name] = value
+            elif key == "metadata" and isinstance(value, Mapping):
+                metadata.update(value)
+            else:
+                metadata[key] = value
+        return cls(**fields, metadata=metadata)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sample as a dict with ragas field names; fields that are None are left out."""
+        out: dict[str, Any] = {}
+        for name in SAMPLE_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+    def missing(self, fields: Iterable[str]) -> list[str]:
+        """The fields among ``fields`` that this sample does not have (None)."""
+        return [name for name in fields if getattr(self, name) is None]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={_short(getattr(self, name))}"
+            for name in SAMPLE_FIELDS
+            if getattr(self, name) is not None
+        )
+        return f"Sample({shown})"
+
+
+_FIELD_SET: Final = frozenset(SAMPLE_FIELDS)
+
+
+def _old_name(name: str) -> str:
+    return next(old for old, new in FIELD_ALIASES.items() if new == name)
+
+
+def _short(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...)"

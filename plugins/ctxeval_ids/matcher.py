@@ -1,0 +1,37 @@
+"""Matcher ``id``: an ID is matched when it is among the candidate IDs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ctxeval import RunContext, Verdict
+
+__all__ = ["IDMatcher"]
+
+
+@attrs.frozen(kw_only=True)
+class IDMatcher:
+    """Exact matching of IDs (compared as strings); the evidence is the first candidate rank."""
+
+    registry_name = "id"
+    name: str = "id"
+
+    def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
+        """:meth:`match` without a run context (it needs no I/O)."""
+        first: dict[str, int] = {}
+        for index, candidate in enumerate(candidates):
+            first.setdefault(str(candidate), index)
+        verdicts = []
+        for item in items:
+            index = first.get(str(item))
+            verdicts.append(
+                Verdict(index is not None, 1.0 if index is not None else 0.0, index)
+            )
+        return verdicts
+
+    async def match(
+        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
+    ) -> list[Verdict]:
+        return self.match_now(items, candidates)
