@@ -49,10 +49,6 @@ class Dependency:
     install: str
 
 
-def _default_name(self: BaseMetric) -> str:
-    return self.default_name()
-
-
 @attrs.frozen(kw_only=True)
 class BaseMetric:
     """Base for metrics built as attrs classes; options are the attrs fields.
@@ -69,11 +65,12 @@ class BaseMetric:
     dependencies: ClassVar[tuple[Dependency, ...]] = ()
     """Optional modules the metric needs at run time."""
 
-    name: str = attrs.field(
-        default=attrs.Factory(_default_name, takes_self=True),
-        validator=attrs.validators.instance_of(str),
-    )
+    name: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     """The name the result rows carry (default: the registry name, with its parameters)."""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.name:  # computed here: it may depend on options declared after it
+            object.__setattr__(self, "name", self.default_name())
 
     def default_name(self) -> str:
         """The row name when ``name`` is not given; metrics with a parameter add it here."""
