@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from .errors import ConfigError, DataError
-from .sample import ID_LIST_FIELDS, TEXT_LIST_FIELDS, FIELD_ALIASES, Sample
+from .sample import FIELD_ALIASES, ID_LIST_FIELDS, TEXT_LIST_FIELDS, Sample
 
 __all__ = ["FORMATS", "SampleStream", "load_samples"]
 
@@ -44,7 +44,11 @@ FORMATS: Final[Mapping[str, str]] = {
 """File suffixes and the format each one is read as."""
 
 _LIST_FIELDS: Final = frozenset(
-    [*TEXT_LIST_FIELDS, *ID_LIST_FIELDS, *(k for k, v in FIELD_ALIASES.items() if v in TEXT_LIST_FIELDS)]
+    [
+        *TEXT_LIST_FIELDS,
+        *ID_LIST_FIELDS,
+        *(k for k, v in FIELD_ALIASES.items() if v in TEXT_LIST_FIELDS),
+    ]
 )
 
 
@@ -127,9 +131,7 @@ def load_samples(
                 f"({', '.join(sorted(set(FORMATS.values())))})"
             )
     elif format not in _READERS:
-        raise ConfigError(
-            f"unknown format {format!r}; use one of {', '.join(sorted(_READERS))}"
-        )
+        raise ConfigError(f"unknown format {format!r}; use one of {', '.join(sorted(_READERS))}")
     if not file.exists():
         raise DataError("no such file", path=str(file), hint="check the path")
     if file.is_dir():

@@ -34,8 +34,8 @@ __all__ = [
     "average_precision",
     "average_precision_value",
     "dedupe",
-    "no_reference",
     "is_match",
+    "no_reference",
     "precision",
     "recall",
 ]
@@ -139,9 +139,7 @@ def average_precision(
         return MetricResult.undefined(
             f"nothing retrieved: there are no {what}", details=details, usage=usage
         )
-    return MetricResult.ok(
-        float(average_precision_value(verdicts)), details=details, usage=usage
-    )
+    return MetricResult.ok(float(average_precision_value(verdicts)), details=details, usage=usage)
 
 
 def _check_counts(part: int, whole: int) -> None:

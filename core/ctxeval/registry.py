@@ -152,8 +152,7 @@ def _import_target(target: str) -> Any:
 def _load_failure(entry: _Entry, exc: BaseException) -> PluginError:
     kind = entry.group.rsplit(".", 1)[-1].rstrip("s")
     message = (
-        f"{kind} {entry.name!r} from {entry.origin()} failed to load: "
-        f"{type(exc).__name__}: {exc}"
+        f"{kind} {entry.name!r} from {entry.origin()} failed to load: {type(exc).__name__}: {exc}"
     )
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
@@ -315,7 +314,9 @@ class Registry:
                 hints = []
                 for option in unknown:
                     close = difflib.get_close_matches(option, accepted, n=1)
-                    hints.append(f"{option!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+                    hints.append(
+                        f"{option!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                    )
                 raise ConfigError(
                     f"{kind} {name!r} has no option {', '.join(hints)}; its options are: "
                     f"{', '.join(accepted) or '(none)'}"
@@ -373,7 +374,11 @@ class Registry:
             for name in sorted(self._entries[group]):
                 entries = self._entries[group][name]
                 for entry in entries:
-                    infos.append(self._info(entry, entries, canonical.get((entry.target, entry.distribution))))
+                    infos.append(
+                        self._info(
+                            entry, entries, canonical.get((entry.target, entry.distribution))
+                        )
+                    )
         return infos
 
     def _canonical_names(self, group: str) -> dict[tuple[str, str | None], str]:
@@ -396,33 +401,32 @@ class Registry:
         return canonical
 
     def _info(self, entry: _Entry, rivals: list[_Entry], canonical: str | None) -> PluginInfo:
-        alias_of = canonical if canonical is not None and canonical != entry.name else None
-        base = dict(
+        info = PluginInfo(
             group=entry.group,
             name=entry.name,
             target=entry.target,
             distribution=entry.distribution,
             version=entry.version,
-            alias_of=alias_of,
+            status="ok",
+            alias_of=canonical if canonical is not None and canonical != entry.name else None,
         )
         if len(rivals) > 1:
-            return PluginInfo(
-                **base, status="conflict", error=_conflict_message(entry.group, entry.name, rivals)
-            )
+            error = _conflict_message(entry.group, entry.name, rivals)
+            return attrs.evolve(info, status="conflict", error=error)
         try:
             factory = entry.load()
         except PluginError as exc:
             install = exc.install if isinstance(exc, MissingExtraError) else None
-            return PluginInfo(**base, status="broken", error=str(exc), install=install)
+            return attrs.evolve(info, status="broken", error=str(exc), install=install)
         missing = _missing(getattr(factory, "dependencies", ()))
         if missing:
-            return PluginInfo(
-                **base,
+            return attrs.evolve(
+                info,
                 status="unavailable",
                 error=f"needs {', '.join(d.module for d in missing)}",
                 install=missing[0].install,
             )
-        return PluginInfo(**base, status="ok")
+        return info
 
 
 def _conflict_message(group: str, name: str, entries: list[_Entry]) -> str:

@@ -38,7 +38,7 @@ def _non_negative_int(instance: object, attribute: attrs.Attribute[int], value: 
         raise ValueError(f"Usage.{attribute.name} must be a non-negative int, got {value!r}")
 
 
-def _optional_cost(instance: object, attribute: attrs.Attribute[float | None], value: object) -> None:
+def _optional_cost(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
@@ -113,30 +113,32 @@ _ZERO = Usage()
 NO_USAGE = _ZERO
 
 
+def _who(result: MetricResult) -> str:
+    parts = []
+    if result.metric:
+        parts.append(f"metric {result.metric!r}")
+    if result.sample_id:
+        parts.append(f"sample {result.sample_id!r}")
+    return ", ".join(parts) + ": " if parts else ""
+
+
 def _check_result(result: MetricResult) -> None:
     status, score, reason = result.status, result.score, result.reason
+    who = _who(result)
     if status is Status.OK:
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             raise InvalidResultError(
-                f"metric {result.metric!r}, sample {result.sample_id!r}: an 'ok' result needs a "
-                f"float score, got {type(score).__name__} {score!r}"
+                f"{who}an 'ok' result needs a float score, got {type(score).__name__} {score!r}"
             )
         if not (0.0 <= score <= 1.0):  # also rejects NaN
             raise InvalidResultError(
-                f"metric {result.metric!r}, sample {result.sample_id!r}: score {score!r} is "
-                "outside [0, 1]; a metric must never produce such a score"
+                f"{who}score {score!r} is outside [0, 1]; a metric must never produce such a score"
             )
     else:
         if score is not None:
-            raise InvalidResultError(
-                f"metric {result.metric!r}, sample {result.sample_id!r}: a {status.value!r} "
-                f"result has no score, got {score!r}"
-            )
+            raise InvalidResultError(f"{who}a {status.value!r} result has no score, got {score!r}")
         if not reason:
-            raise InvalidResultError(
-                f"metric {result.metric!r}, sample {result.sample_id!r}: a {status.value!r} "
-                "result must say why in 'reason'"
-            )
+            raise InvalidResultError(f"{who}a {status.value!r} result must say why in 'reason'")
 
 
 def _to_status(value: Status | str) -> Status:

@@ -106,8 +106,7 @@ def _to_sample(item: Sample | Mapping[str, Any], index: int) -> Sample:
 
 def _missing_field_error(sample: Sample, metric: Metric, missing: list[str]) -> MetricResult:
     reason = (
-        f"the sample has no {', '.join(repr(f) for f in missing)}, which "
-        f"{metric.name} requires"
+        f"the sample has no {', '.join(repr(f) for f in missing)}, which {metric.name} requires"
     )
     typos = [
         f"{key!r} (did you mean {close[0]!r}?)"
@@ -170,8 +169,7 @@ async def aevaluate(
     resolved = _resolve(metrics, registry)
     ctx = Context(registry, max_concurrency=max_concurrency, llm=llm)
     sync_score = [
-        getattr(m, "score", None) if callable(getattr(m, "score", None)) else None
-        for m in resolved
+        getattr(m, "score", None) if callable(getattr(m, "score", None)) else None for m in resolved
     ]
     rows: list[MetricResult] = []
     seen_ids: set[str] = set()

@@ -12,7 +12,7 @@ field.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -40,35 +40,29 @@ def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _optional_text(field: str) -> Callable[[object], str | None]:
-    def convert(value: object) -> str | None:
-        if value is None or isinstance(value, str):
-            return value
-        raise DataError(f"expected a string, got {_type_name(value)}", field=field)
-
-    return convert
+def _text(value: object, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise DataError(f"expected a string, got {_type_name(value)}", field=field)
 
 
-def _text_list(field: str) -> Callable[[object], tuple[str, ...] | None]:
-    def convert(value: object) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
+def _texts(value: object, field: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise DataError(
+            "expected a list of strings, got a single string",
+            field=field,
+            hint=f'wrap it in a list: "{field}": ["..."]',
+        )
+    if not isinstance(value, (list, tuple)):
+        raise DataError(f"expected a list of strings, got {_type_name(value)}", field=field)
+    for position, item in enumerate(value):
+        if not isinstance(item, str):
             raise DataError(
-                "expected a list of strings, got a single string",
-                field=field,
-                hint=f'wrap it in a list: "{field}": ["..."]',
+                f"item {position} is {_type_name(item)}, expected a string", field=field
             )
-        if not isinstance(value, (list, tuple)):
-            raise DataError(f"expected a list of strings, got {_type_name(value)}", field=field)
-        for position, item in enumerate(value):
-            if not isinstance(item, str):
-                raise DataError(
-                    f"item {position} is {_type_name(item)}, expected a string", field=field
-                )
-        return tuple(value)
-
-    return convert
+    return tuple(value)
 
 
 def _id_value(value: object) -> str | None:
@@ -80,31 +74,56 @@ def _id_value(value: object) -> str | None:
     return None
 
 
-def _id_list(field: str) -> Callable[[object], tuple[str, ...] | None]:
-    def convert(value: object) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+def _ids(value: object, field: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        raise DataError(
+            f"expected a list of IDs, got a single {_type_name(value)}",
+            field=field,
+            hint=f'wrap it in a list: "{field}": [{value!r}]',
+        )
+    if not isinstance(value, (list, tuple)):
+        raise DataError(f"expected a list of IDs, got {_type_name(value)}", field=field)
+    out = []
+    for position, item in enumerate(value):
+        as_id = _id_value(item)
+        if as_id is None:
             raise DataError(
-                f"expected a list of IDs, got a single {_type_name(value)}",
+                f"item {position} is {_type_name(item)} {item!r}; IDs must be strings or integers",
                 field=field,
-                hint=f'wrap it in a list: "{field}": [{value!r}]',
             )
-        if not isinstance(value, (list, tuple)):
-            raise DataError(f"expected a list of IDs, got {_type_name(value)}", field=field)
-        out = []
-        for position, item in enumerate(value):
-            as_id = _id_value(item)
-            if as_id is None:
-                raise DataError(
-                    f"item {position} is {_type_name(item)} {item!r}; IDs must be strings or "
-                    "integers",
-                    field=field,
-                )
-            out.append(as_id)
-        return tuple(out)
+        out.append(as_id)
+    return tuple(out)
 
-    return convert
+
+# attrs converters must be named functions for type checkers: one per field.
+def _user_input(value: object) -> str | None:
+    return _text(value, "user_input")
+
+
+def _response(value: object) -> str | None:
+    return _text(value, "response")
+
+
+def _reference(value: object) -> str | None:
+    return _text(value, "reference")
+
+
+def _retrieved_contexts(value: object) -> tuple[str, ...] | None:
+    return _texts(value, "retrieved_contexts")
+
+
+def _reference_contexts(value: object) -> tuple[str, ...] | None:
+    return _texts(value, "reference_contexts")
+
+
+def _retrieved_context_ids(value: object) -> tuple[str, ...] | None:
+    return _ids(value, "retrieved_context_ids")
+
+
+def _reference_context_ids(value: object) -> tuple[str, ...] | None:
+    return _ids(value, "reference_context_ids")
 
 
 def _sample_id(value: object) -> str | None:
@@ -134,26 +153,26 @@ class Sample:
         ('doc_1', '2')
     """
 
-    user_input: str | None = attrs.field(default=None, converter=_optional_text("user_input"))
+    user_input: str | None = attrs.field(default=None, converter=_user_input)
     """The question asked."""
-    response: str | None = attrs.field(default=None, converter=_optional_text("response"))
+    response: str | None = attrs.field(default=None, converter=_response)
     """The answer the RAG system generated."""
-    reference: str | None = attrs.field(default=None, converter=_optional_text("reference"))
+    reference: str | None = attrs.field(default=None, converter=_reference)
     """The reference (ground-truth) answer."""
     retrieved_contexts: tuple[str, ...] | None = attrs.field(
-        default=None, converter=_text_list("retrieved_contexts")
+        default=None, converter=_retrieved_contexts
     )
     """The retrieved chunks, best-ranked first."""
     reference_contexts: tuple[str, ...] | None = attrs.field(
-        default=None, converter=_text_list("reference_contexts")
+        default=None, converter=_reference_contexts
     )
     """The chunks that should have been retrieved."""
     retrieved_context_ids: tuple[str, ...] | None = attrs.field(
-        default=None, converter=_id_list("retrieved_context_ids")
+        default=None, converter=_retrieved_context_ids
     )
     """IDs of the retrieved chunks, best-ranked first (ints become strings)."""
     reference_context_ids: tuple[str, ...] | None = attrs.field(
-        default=None, converter=_id_list("reference_context_ids")
+        default=None, converter=_reference_context_ids
     )
     """IDs of the chunks that should have been retrieved (ints become strings)."""
     id: str | None = attrs.field(default=None, converter=_sample_id)

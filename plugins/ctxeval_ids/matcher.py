@@ -25,10 +25,8 @@ class IDMatcher:
             first.setdefault(str(candidate), index)
         verdicts = []
         for item in items:
-            index = first.get(str(item))
-            verdicts.append(
-                Verdict(index is not None, 1.0 if index is not None else 0.0, index)
-            )
+            rank = first.get(str(item))
+            verdicts.append(Verdict(rank is not None, 1.0 if rank is not None else 0.0, rank))
         return verdicts
 
     async def match(

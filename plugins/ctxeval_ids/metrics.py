@@ -39,11 +39,11 @@ from ctxeval import MetricResult, Sample, policy
 from ctxeval.base import BaseDeterministicMetric
 
 __all__ = [
+    "IDMRR",
     "IDAveragePrecision",
     "IDBasedContextPrecision",
     "IDBasedContextRecall",
     "IDHitRateAtK",
-    "IDMRR",
     "IDNDCGAtK",
     "IDPrecisionAtK",
     "IDRecallAtK",
@@ -185,9 +185,7 @@ class IDAveragePrecision(_IDMetric):
                 hits += 1
                 total += Fraction(hits, rank)
                 ranks.append(rank)
-        return MetricResult.ok(
-            float(total / len(reference)), details={"relevant_ranks": ranks}
-        )
+        return MetricResult.ok(float(total / len(reference)), details={"relevant_ranks": ranks})
 
 
 def _discount(rank: int) -> float:

@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from ..policy import is_match
-from ..protocols import RunContext, Verdict
+from ctxeval.policy import is_match
+from ctxeval.protocols import RunContext, Verdict
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["MEASURES", "SimilarityMatcher", "best_matches", "similarity_matrix"]
+__all__ = ["MEASURES", "SimilarityMatcher", "best_matches", "normalize_text", "similarity_matrix"]
 
 MEASURES: Final = (
     "levenshtein",
@@ -90,6 +90,13 @@ def check_threshold(instance: object, attribute: attrs.Attribute[float], value: 
         raise ValueError(f"{attribute.name} must be a number in [0, 1], got {value!r}")
 
 
+def normalize_text(text: str) -> str:
+    """Lower-case ``text``, turn punctuation into spaces and fold white space to one space."""
+    from rapidfuzz import utils
+
+    return " ".join(utils.default_process(text).split())
+
+
 def similarity_matrix(
     references: Sequence[str],
     retrieved: Sequence[str],
@@ -101,23 +108,20 @@ def similarity_matrix(
 
     Args:
         measure: one of :data:`MEASURES`.
-        normalize: compare lower-cased text with punctuation folded to spaces
-            (``rapidfuzz.utils.default_process``) instead of the raw text.
+        normalize: compare lower-cased text with punctuation and runs of white space folded
+            to single spaces instead of the raw text.
     """
     import numpy as np
-    from rapidfuzz import process, utils
+    from rapidfuzz import process
 
+    if normalize:
+        references = [normalize_text(r) for r in references]
+        retrieved = [normalize_text(c) for c in retrieved]
     scorer, factor = _scorer(measure)
-    processor = utils.default_process if normalize else None
-    matrix = process.cdist(
-        references, retrieved, scorer=scorer, processor=processor, dtype=np.float64
-    )
+    matrix = process.cdist(references, retrieved, scorer=scorer, dtype=np.float64)
     if factor != 1.0:
         matrix *= factor
     if measure == "containment" and matrix.size:
-        if normalize:
-            references = [utils.default_process(r) for r in references]
-            retrieved = [utils.default_process(c) for c in retrieved]
         ref_len = np.array([len(r) for r in references], dtype=np.float64)[:, None]
         chunk_len = np.array([len(c) for c in retrieved], dtype=np.float64)[None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -150,7 +154,7 @@ def best_matches(
             "similarity": score,
             "evidence": evidence,
         }
-        for i, (score, evidence) in enumerate(zip(scores, best))
+        for i, (score, evidence) in enumerate(zip(scores, best, strict=False))
     ]
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 import attrs
 
-from .. import policy
-from ..base import BaseDeterministicMetric
-from ..results import MetricResult
-from ..sample import Sample
+from ctxeval import policy
+from ctxeval.base import BaseDeterministicMetric
+from ctxeval.results import MetricResult
+from ctxeval.sample import Sample
+
 from .similarity import best_matches, check_measure, check_threshold, similarity_matrix
 
 __all__ = ["NonLLMContextPrecisionWithReference", "NonLLMContextRecall"]
@@ -36,7 +37,7 @@ class _StringMetric(BaseDeterministicMetric):
     threshold: float = attrs.field(default=0.5, validator=check_threshold)
     """The least similarity that counts as a match (``>=``)."""
     normalize: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
-    """Compare lower-cased text with punctuation folded to spaces."""
+    """Compare lower-cased text with punctuation and white space folded to single spaces."""
 
     def _settings(self) -> dict[str, Any]:
         return {"measure": self.measure, "threshold": self.threshold, "normalize": self.normalize}

@@ -18,8 +18,48 @@ __all__ = ["KeywordExtractor", "KeywordRecall", "SubstringMatcher"]
 
 _WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*|\d+")
 _STOP_WORDS = frozenset(
-    "a an and are as at be been but by for from had has have he her his in into is it its of "
-    "on or she that the their them they this to was were which who will with".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "she",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "which",
+        "who",
+        "will",
+        "with",
+    ]
 )
 
 
@@ -72,13 +112,14 @@ class KeywordRecall(BaseMetric):
     matcher: str = "substring"
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
-        assert sample.reference is not None and sample.retrieved_contexts is not None
+        assert sample.reference is not None
+        assert sample.retrieved_contexts is not None
         extractor = ctx.registry.get_extractor(self.extractor)
         matcher = ctx.registry.get_matcher(self.matcher)
         [keywords] = await extractor.extract([sample.reference], ctx)
         verdicts = await matcher.match([k.key for k in keywords], sample.retrieved_contexts, ctx)
-        found = [k.text for k, v in zip(keywords, verdicts) if v.matched]
-        missing = [k.text for k, v in zip(keywords, verdicts) if not v.matched]
+        found = [k.text for k, v in zip(keywords, verdicts, strict=False) if v.matched]
+        missing = [k.text for k, v in zip(keywords, verdicts, strict=False) if not v.matched]
         return policy.recall(
             len(found),
             len(keywords),

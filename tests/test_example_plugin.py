@@ -1,0 +1,71 @@
+"""The third-party example plugin, installed as a real distribution, is discovered and runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ctxeval-example-plugin"
+
+SCRIPT = r"""
+import json, ctxeval
+infos = {(p.group, p.name): p for p in ctxeval.plugins()}
+metric = ctxeval.get_metric("keyword_recall")
+ev = ctxeval.evaluate(
+    [{"reference": "Gustave Eiffel designed the tower in Paris in 1889.",
+      "retrieved_contexts": ["The tower in Paris was completed in 1889."]}],
+    metrics=[metric],
+)
+row = ev.results[0]
+print(json.dumps({
+    "statuses": {f"{g}:{n}": (p.status, p.distribution) for (g, n), p in infos.items()
+                 if p.distribution == "ctxeval-example-plugin"},
+    "score": row.score, "details": row.details, "status": row.status.value,
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pip-install the example into a private target folder (the test environment is untouched)."""
+    target = tmp_path_factory.mktemp("example-plugin-site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(target), str(EXAMPLE)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    return target
+
+
+def test_example_plugin_is_discovered_and_runs(installed: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(installed), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, check=True
+    )
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["statuses"] == {
+        "ctxeval.metrics:keyword_recall": ["ok", "ctxeval-example-plugin"],
+        "ctxeval.extractors:keywords": ["ok", "ctxeval-example-plugin"],
+        "ctxeval.matchers:substring": ["ok", "ctxeval-example-plugin"],
+    }
+    # keywords: gustave, eiffel, designed, tower, paris, 1889 -> tower, paris, 1889 found
+    assert result["status"] == "ok"
+    assert result["score"] == 0.5
+    assert result["details"]["missing"] == ["Gustave", "Eiffel", "designed"]
+
+
+def test_without_installing_it_the_plugin_is_unknown() -> None:
+    import ctxeval
+
+    with pytest.raises(ctxeval.UnknownNameError):
+        ctxeval.get_metric("keyword_recall")

@@ -1,0 +1,202 @@
+"""load_samples: every format, errors with file, line and field, strict and lenient modes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+import ctxeval
+from ctxeval import ConfigError, DataError, Sample, load_samples
+
+ROWS = [
+    {
+        "id": "a",
+        "user_input": "q1",
+        "retrieved_contexts": ["x", "y"],
+        "reference_context_ids": [1, "2"],
+    },
+    {"question": "q2", "contexts": ["z"], "ground_truth": "g"},
+]
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_jsonl(tmp_path: Path) -> None:
+    samples = list(load_samples(write_jsonl(tmp_path / "d.jsonl", ROWS)))
+    assert samples[0].reference_context_ids == ("1", "2")
+    assert samples[1].user_input == "q2"
+    assert samples[1].retrieved_contexts == ("z",)
+
+
+def test_jsonl_skips_blank_lines_and_a_bom(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"reference": "r1"}\n\n   \n{"reference": "r2"}')
+    assert [s.reference for s in load_samples(path)] == ["r1", "r2"]
+
+
+def test_json_array_and_columns(tmp_path: Path) -> None:
+    array = tmp_path / "a.json"
+    array.write_text(json.dumps(ROWS, indent=2))
+    assert len(list(load_samples(array))) == 2
+    columns = tmp_path / "c.json"
+    columns.write_text(json.dumps({"question": ["q1", "q2"], "contexts": [["a"], ["b", "c"]]}))
+    samples = list(load_samples(columns))
+    assert [s.retrieved_contexts for s in samples] == [("a",), ("b", "c")]
+
+
+def test_json_errors_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_text('[\n  {"reference": "ok"},\n  {"retrieved_contexts": "oops"}\n]')
+    stream = load_samples(path)
+    assert next(stream).reference == "ok"
+    with pytest.raises(DataError) as info:
+        next(stream)
+    assert str(info.value).startswith(f"{path}:3: field 'retrieved_contexts'")
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"reference": "ok"},\n {"reference": ]')
+    with pytest.raises(DataError, match=r"not valid JSON.*line 2"):
+        list(load_samples(bad))
+    columns = tmp_path / "cols.json"
+    columns.write_text('{"question": ["a", "b"], "contexts": [["x"]]}')
+    with pytest.raises(DataError, match="different lengths"):
+        list(load_samples(columns))
+
+
+def test_csv_with_json_list_fields(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            ["id", "user_input", "retrieved_contexts", "reference_context_ids", "reference"]
+        )
+        writer.writerow(["s1", "q, with comma", json.dumps(["a", "b\nc"]), json.dumps([1, 2]), ""])
+        writer.writerow(["s2", "q2", json.dumps([]), "", "r"])
+    first, second = load_samples(path)
+    assert first.retrieved_contexts == ("a", "b\nc")
+    assert first.reference_context_ids == ("1", "2")
+    assert first.reference is None  # an empty cell is null
+    assert second.retrieved_contexts == ()
+    assert second.reference_context_ids is None
+
+
+def test_csv_bad_list_names_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text(
+        'id,contexts\ns1,"[""ok""]"\ns2,"[\'python\', \'repr\']"\ns3,a,b\n', encoding="utf-8"
+    )
+    stream = load_samples(path)
+    assert next(stream).id == "s1"
+    with pytest.raises(DataError) as info:
+        next(stream)
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}:3: field 'retrieved_contexts': a list field must hold a JSON array"
+    )
+    assert "json.dumps" in message
+    with pytest.raises(DataError, match=r"d.csv:4: the row has 1 cell\(s\) more than the header"):
+        next(stream)
+
+
+def test_parquet(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(
+        [
+            {"id": "p1", "retrieved_context_ids": ["a", "b"], "reference_context_ids": ["b"]},
+            {"id": "p2", "retrieved_context_ids": [], "reference_context_ids": ["c"]},
+        ]
+    )
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path)
+    samples = list(load_samples(path))
+    assert [s.id for s in samples] == ["p1", "p2"]
+    assert samples[0].retrieved_context_ids == ("a", "b")
+
+
+def test_strict_stops_at_the_first_bad_row(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "d.jsonl", [{"reference": "a"}, {"id": "s2", "reference": 3}, {"reference": "c"}]
+    )
+    stream = load_samples(path)
+    assert next(stream).reference == "a"  # rows before the bad one were already served
+    with pytest.raises(DataError) as info:
+        next(stream)
+    error = info.value
+    assert (error.path, error.line, error.field, error.sample_id) == (
+        str(path),
+        2,
+        "reference",
+        "s2",
+    )
+    assert str(error) == f"{path}:2: sample 's2': field 'reference': expected a string, got int"
+
+
+def test_lenient_reports_bad_rows_and_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(
+        b'{"reference": "a"}\n'
+        b"not json\n"
+        b'{"reference": "\xff\xfe"}\n'
+        b'["a list"]\n'
+        b'{"retrieved_contexts": [1]}\n'
+        b'{"reference": "f"}\n'
+    )
+    stream = load_samples(path, strict=False)
+    assert [s.reference for s in stream] == ["a", "f"]
+    assert [e.line for e in stream.errors] == [2, 3, 4, 5]
+    assert "not valid JSON" in str(stream.errors[0])
+    assert "UTF-8" in str(stream.errors[1])
+    assert "must be an object" in str(stream.errors[2])
+    assert stream.errors[3].field == "retrieved_contexts"
+    assert stream.rows_read == 6
+    assert "skipping a bad row" in caplog.text
+
+
+def test_file_level_errors(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no such file"):
+        load_samples(tmp_path / "missing.jsonl")
+    with pytest.raises(DataError, match="directory"):
+        load_samples(tmp_path, format="jsonl")
+    (tmp_path / "data.txt").write_text("{}")
+    with pytest.raises(ConfigError, match="cannot tell the format"):
+        load_samples(tmp_path / "data.txt")
+    with pytest.raises(ConfigError, match="unknown format"):
+        load_samples(tmp_path / "data.txt", format="xml")
+    assert list(load_samples(tmp_path / "data.txt", format="jsonl")) == [Sample()]
+
+
+def test_jsonl_streams_without_holding_the_file(tmp_path: Path) -> None:
+    """A 60 MB file is read with a peak far below its size."""
+    path = tmp_path / "big.jsonl"
+    row = json.dumps({"reference": "r" * 2000, "retrieved_contexts": ["c" * 2000] * 4}) + "\n"
+    with path.open("w") as handle:
+        for _ in range(6000):
+            handle.write(row)
+    assert path.stat().st_size > 55_000_000
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in load_samples(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 6000
+    assert peak < 5_000_000, peak
+
+
+def test_evaluate_reads_a_stream_lazily(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"retrieved_context_ids": ["a"], "reference_context_ids": ["a"]}] * 3,
+    )
+    evaluation = ctxeval.evaluate(load_samples(path), metrics=["id_based_context_recall"])
+    assert evaluation.scores("id_based_context_recall") == [1.0, 1.0, 1.0]
