@@ -124,6 +124,8 @@ def _who(result: MetricResult) -> str:
 
 def _check_result(result: MetricResult) -> None:
     status, score, reason = result.status, result.score, result.reason
+    if status is Status.OK and type(score) is float and 0.0 <= score <= 1.0:
+        return  # the common case, checked first: this runs for every row
     who = _who(result)
     if status is Status.OK:
         if isinstance(score, bool) or not isinstance(score, (int, float)):
@@ -199,6 +201,18 @@ class MetricResult:
         """Scoring failed; ``reason`` says how (exception type and message)."""
         return cls(Status.ERROR, None, reason, {} if details is None else details, usage)
 
+    def labelled(self, sample_id: str, metric: str) -> MetricResult:
+        """This result, labelled with its sample and metric (the runner calls this).
+
+        The result was checked when it was built, so the copy is not checked again.
+        """
+        new = object.__new__(MetricResult)
+        for name in _RESULT_FIELDS:
+            object.__setattr__(new, name, getattr(self, name))
+        object.__setattr__(new, "sample_id", sample_id)
+        object.__setattr__(new, "metric", metric)
+        return new
+
     @property
     def is_ok(self) -> bool:
         return self.status is Status.OK
@@ -227,6 +241,9 @@ class MetricResult:
             sample_id=str(data.get("sample_id", "")),
             metric=str(data.get("metric", "")),
         )
+
+
+_RESULT_FIELDS: tuple[str, ...] = ("status", "score", "reason", "details", "usage")
 
 
 def _plain(value: Any) -> Any:

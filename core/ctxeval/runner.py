@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
-import attrs
 
 from .context import Context
 from .errors import ConfigError, CtxevalError, DataError
@@ -125,7 +124,7 @@ def _checked(result: object, metric: Metric, sample_id: str) -> MetricResult:
         result = MetricResult.error(
             f"metric {metric.name!r} returned {type(result).__name__}, not a MetricResult"
         )
-    return attrs.evolve(result, sample_id=sample_id, metric=metric.name)
+    return result.labelled(sample_id, metric.name)
 
 
 def _failure(exc: BaseException, metric: Metric) -> MetricResult:
