@@ -162,7 +162,7 @@ def test_evaluate_on_trio() -> None:
 
 
 async def test_the_run_context_runs_blocking_work_in_threads() -> None:
-    ctx = ctxeval.context.Context(ctxeval.default_registry(), cpu_workers=1)
+    ctx = ctxeval.context.Scheduler(ctxeval.default_registry(), cpu_workers=1).context()
     assert await ctx.run_cpu(sum, [1, 2, 3]) == 6
     assert isinstance(ctx, ctxeval.RunContext)
 

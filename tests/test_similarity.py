@@ -95,7 +95,7 @@ async def test_similarity_matcher_plugin(anyio_backend: str) -> None:
         "similarity", measure="containment", threshold=0.9
     )
     assert isinstance(matcher, SimilarityMatcher)
-    ctx = ctxeval.context.Context(ctxeval.default_registry())
+    ctx = ctxeval.context.Scheduler(ctxeval.default_registry()).context()
     verdicts = await matcher.match([PASSAGE, "Mount Everest"], [BIG_CHUNK], ctx)
     assert [v.matched for v in verdicts] == [True, False]
     assert verdicts[0].evidence == 0
@@ -104,6 +104,6 @@ async def test_similarity_matcher_plugin(anyio_backend: str) -> None:
 @pytest.mark.anyio
 async def test_id_matcher_plugin(anyio_backend: str) -> None:
     matcher = ctxeval.default_registry().get_matcher("id")
-    ctx = ctxeval.context.Context(ctxeval.default_registry())
+    ctx = ctxeval.context.Scheduler(ctxeval.default_registry()).context()
     verdicts = await matcher.match(["b", "z"], ["a", "b", "b"], ctx)
     assert [(v.matched, v.evidence) for v in verdicts] == [(True, 1), (False, None)]

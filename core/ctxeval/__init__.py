@@ -3,7 +3,9 @@
 The public surface, all importable from ``ctxeval``:
 
 * data: :class:`Sample`, :func:`load_samples`;
-* running: :func:`evaluate`, :func:`aevaluate`, :func:`get_metric`, :class:`Evaluation`;
+* running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
+  :class:`Evaluation`, and the run's settings :class:`Limits`, :class:`RetryPolicy` and its
+  :class:`Progress` events;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`;
 * plugins: the protocols :class:`Metric`, :class:`Extractor`, :class:`Matcher`,
   :class:`RunContext`, the values :class:`Unit` and :class:`Verdict`, the :class:`Registry`,
@@ -19,17 +21,28 @@ from __future__ import annotations
 from . import policy
 from ._version import __version__
 from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    CallError,
+    CallTimeoutError,
     ConfigError,
     CtxevalError,
     DataError,
+    FatalCallError,
     InvalidResultError,
+    MalformedOutputError,
     MissingExtraError,
     PluginConflictError,
     PluginError,
+    RateLimitError,
+    ServiceError,
+    TransientCallError,
     UnknownNameError,
 )
 from .evaluation import Evaluation, MetricSummary
+from .limits import Limits
 from .loading import SampleStream, load_samples
+from .progress import Progress
 from .protocols import (
     DeterministicMetric,
     Extractor,
@@ -41,17 +54,25 @@ from .protocols import (
 )
 from .registry import PluginInfo, Registry, default_registry
 from .results import MetricResult, Status, Usage
-from .runner import aevaluate, evaluate, get_metric, plugins
+from .retry import RetryPolicy
+from .runner import RowStream, aevaluate, evaluate, get_metric, plugins, stream
 from .sample import Sample
 
 __all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "CallError",
+    "CallTimeoutError",
     "ConfigError",
     "CtxevalError",
     "DataError",
     "DeterministicMetric",
     "Evaluation",
     "Extractor",
+    "FatalCallError",
     "InvalidResultError",
+    "Limits",
+    "MalformedOutputError",
     "Matcher",
     "Metric",
     "MetricResult",
@@ -60,11 +81,17 @@ __all__ = [
     "PluginConflictError",
     "PluginError",
     "PluginInfo",
+    "Progress",
+    "RateLimitError",
     "Registry",
+    "RetryPolicy",
+    "RowStream",
     "RunContext",
     "Sample",
     "SampleStream",
+    "ServiceError",
     "Status",
+    "TransientCallError",
     "Unit",
     "UnknownNameError",
     "Usage",
@@ -77,4 +104,5 @@ __all__ = [
     "load_samples",
     "plugins",
     "policy",
+    "stream",
 ]

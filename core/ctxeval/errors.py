@@ -13,19 +13,41 @@ shown to a user as it is.
     ├── PluginError          a plugin could not be loaded or misbehaved
     │   ├── PluginConflictError  two distributions claim one name
     │   └── MissingExtraError    an optional dependency is not installed (also an ImportError)
-    └── InvalidResultError   a metric produced a result that breaks the score policy
+    ├── InvalidResultError   a metric produced a result that breaks the score policy
+    └── CallError            a call to a service (an LLM) failed
+        ├── TransientCallError   worth retrying
+        │   ├── RateLimitError       429 Too Many Requests (with ``retry_after`` when given)
+        │   ├── ServiceError         5xx, connection reset or refused
+        │   ├── CallTimeoutError     no answer within the timeout (also a TimeoutError)
+        │   └── MalformedOutputError the answer broke the expected schema (retried a few times)
+        └── FatalCallError       never retried
+            ├── AuthenticationError  401/403: a missing, wrong or unauthorised key
+            └── BadRequestError      400/404/422: the request itself is wrong
+
+Plugins raise the :class:`CallError` subclasses (or errors carrying an HTTP ``status_code``) from
+the functions they give to :meth:`RunContext.call`; the scheduler retries exactly the transient
+ones.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "CallError",
+    "CallTimeoutError",
     "ConfigError",
     "CtxevalError",
     "DataError",
+    "FatalCallError",
     "InvalidResultError",
+    "MalformedOutputError",
     "MissingExtraError",
     "PluginConflictError",
     "PluginError",
+    "RateLimitError",
+    "ServiceError",
+    "TransientCallError",
     "UnknownNameError",
 ]
 
@@ -163,3 +185,57 @@ class MissingExtraError(PluginError, ImportError):
 
 class InvalidResultError(CtxevalError):
     """A metric returned a result that breaks the score policy (e.g. a score outside [0, 1])."""
+
+
+class CallError(CtxevalError):
+    """A call to an outside service (an LLM endpoint) failed.
+
+    Attributes:
+        status_code: the HTTP status, when there was one.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        self.status_code = status_code
+        super().__init__(message)
+
+
+class TransientCallError(CallError):
+    """A failure that may pass: the scheduler retries it with backoff."""
+
+
+class RateLimitError(TransientCallError):
+    """The service answered 429 Too Many Requests.
+
+    Attributes:
+        retry_after: seconds the service asked to wait (``Retry-After``), when it said.
+    """
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, status_code: int | None = 429
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, status_code=status_code)
+
+
+class ServiceError(TransientCallError):
+    """The service failed on its side (5xx), or the connection broke."""
+
+
+class CallTimeoutError(TransientCallError, TimeoutError):
+    """No answer arrived within the call's timeout."""
+
+
+class MalformedOutputError(TransientCallError):
+    """The answer did not fit the expected schema; retried up to a small cap."""
+
+
+class FatalCallError(CallError):
+    """A failure that retrying cannot fix: it fails the row at once."""
+
+
+class AuthenticationError(FatalCallError):
+    """The service refused the credentials (401 or 403): check the API key and its rights."""
+
+
+class BadRequestError(FatalCallError):
+    """The service refused the request itself (400, 404, 422): check the model name and options."""

@@ -25,7 +25,7 @@ import attrs
 
 if TYPE_CHECKING:
     from .registry import Registry
-    from .results import MetricResult
+    from .results import MetricResult, Usage
     from .sample import Sample
 
 __all__ = [
@@ -76,11 +76,11 @@ class Verdict:
 
 @runtime_checkable
 class RunContext(Protocol):
-    """The services a run gives to the plugins it calls.
+    """The services a run gives to the plugins it calls (one context per metric and sample).
 
-    A plugin never owns a semaphore or a retry loop: it passes its LLM calls to :meth:`call`
-    and its blocking work to :meth:`run_cpu`, and the run applies its limits, timeouts, retries
-    and accounting.
+    A plugin never owns a semaphore or a retry loop: it passes each request to a shared
+    resource to :meth:`call` and its blocking work to :meth:`run_cpu`, and the run applies its
+    limits, timeouts, retries and accounting.
     """
 
     @property
@@ -88,12 +88,39 @@ class RunContext(Protocol):
         """The registry this run resolves plugin names in."""
         ...
 
-    async def call(self, func: Callable[[], Awaitable[T]], *, resource: str = "default") -> T:
-        """Await ``func()`` under the run's shared limit for ``resource`` (e.g. a model)."""
+    @property
+    def llm(self) -> Any:
+        """The run's LLM configuration (``llm=`` of :func:`ctxeval.evaluate`), or None."""
+        ...
+
+    @property
+    def cache(self) -> Any:
+        """The run's cache, or None."""
+        ...
+
+    async def call(
+        self,
+        func: Callable[[], Awaitable[T]],
+        *,
+        resource: str = "default",
+        tokens: float = 0.0,
+        timeout: float | None = None,
+    ) -> T:
+        """Await ``func()`` (one request) under the shared limits of ``resource``.
+
+        Transient failures (429, 5xx, timeouts, malformed answers up to a cap) are retried with
+        backoff by calling ``func`` again; fatal ones (authentication, bad request) are raised
+        at once.
+        """
         ...
 
     async def run_cpu(self, func: Callable[..., T], *args: Any) -> T:
         """Run blocking ``func(*args)`` off the event loop, under the run's CPU limit."""
+        ...
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count tokens, cost and cache hits against the current row (requests are counted
+        by :meth:`call`)."""
         ...
 
 

@@ -213,6 +213,10 @@ class MetricResult:
         object.__setattr__(new, "metric", metric)
         return new
 
+    def with_usage(self, usage: Usage) -> MetricResult:
+        """This result with ``usage`` in place of its own."""
+        return attrs.evolve(self, usage=usage)
+
     @property
     def is_ok(self) -> bool:
         return self.status is Status.OK

@@ -1,12 +1,21 @@
-"""Run metrics over samples: :func:`evaluate` (blocking) and :func:`aevaluate` (async).
+"""Run metrics over samples: :func:`stream`, :func:`aevaluate` (async) and :func:`evaluate`.
 
-Rows come back in input order: sample by sample, and within a sample in the order the
-metrics were given. Nothing is dropped: a sample that lacks a field a metric requires, a
-metric that raises or returns something that is not a valid :class:`MetricResult`, each gives
-an ``error`` row with the reason, and the run goes on.
+Rows come out in input order: sample by sample, and within a sample in the order the metrics
+were given, as soon as every earlier row is out. Nothing is dropped: a sample that lacks a field
+a metric requires, a metric that raises or returns something that is not a valid
+:class:`MetricResult`, an LLM call that fails for good, each gives an ``error`` row with the
+reason, and the run goes on.
 
-Deterministic metrics (those with a synchronous ``score``) are called directly; the others
-run concurrently, several samples at once, under the run context's limits.
+How the work is done:
+
+* Deterministic metrics (those with a synchronous ``score``) are called directly.
+* The others run concurrently, each sample in its own task, at most ``samples_in_flight``
+  samples at once (a sample's slot frees when its rows are *emitted*, so memory stays bounded
+  even behind one slow sample). Their outside calls pass through the shared
+  :class:`~ctxeval.context.Scheduler`: one concurrency limit and rate budget per resource,
+  timeouts and retries.
+* With ``journal=``, every row is appended to the journal as it finishes; ``resume=True`` reuses
+  the ``ok`` and ``undefined`` rows of an earlier, interrupted run.
 """
 
 from __future__ import annotations
@@ -14,25 +23,39 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence, Sized
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import anyio
+from anyio.abc import ObjectSendStream, TaskGroup
 
-from .context import Context
+from .context import Scheduler
 from .errors import ConfigError, CtxevalError, DataError
 from .evaluation import Evaluation
+from .journal import Journal
+from .limits import Limits
+from .progress import Progress, ProgressTracker
 from .protocols import Metric
-from .registry import Registry, default_registry
+from .registry import PluginInfo, Registry, default_registry
 from .results import MetricResult
+from .retry import RetryPolicy
 from .sample import SAMPLE_FIELDS, Sample
 
-__all__ = ["aevaluate", "evaluate", "get_metric", "plugins"]
+__all__ = ["RowStream", "aevaluate", "evaluate", "get_metric", "plugins", "stream"]
 
 logger = logging.getLogger(__name__)
 
 Backend = Literal["asyncio", "trio"]
+
+_BATCH_ROWS = 256
+"""Rows handed to the reader at once (samples that waited for outside calls go at once)."""
+_BATCH_SECONDS = 0.05
+"""The longest a finished row waits in a batch while the run keeps producing."""
+SampleInput = Sample | Mapping[str, Any]
 
 
 def get_metric(name: str, /, *, registry: Registry | None = None, **options: Any) -> Metric:
@@ -52,7 +75,7 @@ def get_metric(name: str, /, *, registry: Registry | None = None, **options: Any
     return (registry or default_registry()).get_metric(name, **options)
 
 
-def plugins(*, registry: Registry | None = None) -> list[Any]:
+def plugins(*, registry: Registry | None = None) -> list[PluginInfo]:
     """Every registered plugin with its group, name, distribution, version and status."""
     return (registry or default_registry()).plugins()
 
@@ -91,7 +114,7 @@ def _resolve(metrics: Sequence[str | Metric], registry: Registry) -> list[Metric
     return resolved
 
 
-def _to_sample(item: Sample | Mapping[str, Any], index: int) -> Sample:
+def _to_sample(item: SampleInput, index: int) -> Sample:
     if isinstance(item, Sample):
         return item
     try:
@@ -135,80 +158,162 @@ def _failure(exc: BaseException, metric: Metric) -> MetricResult:
     return MetricResult.error(f"{kind} in metric {metric.name!r}: {exc}")
 
 
-async def aevaluate(
-    samples: Iterable[Sample | Mapping[str, Any]],
-    metrics: Sequence[str | Metric],
-    *,
-    llm: Any = None,
-    registry: Registry | None = None,
-    max_concurrency: int = 16,
-    samples_in_flight: int = 256,
-) -> Evaluation:
-    """Score every sample with every metric, inside a running anyio/asyncio/trio program.
+class _Run:
+    """The state of one run: metrics, scheduler, journal, progress, order of emission."""
 
-    Args:
-        samples: :class:`Sample` objects or dicts with sample field names (read lazily).
-        metrics: metric names (with default options) or metrics from :func:`get_metric`.
-        llm: the LLM configuration for metrics that need one (unused by the others).
-        registry: resolve names here instead of the default registry.
-        max_concurrency: calls in flight at once per shared resource (e.g. one model).
-        samples_in_flight: samples being scored at once by metrics that are not
-            deterministic; bounds memory on large inputs.
+    def __init__(
+        self,
+        metrics: list[Metric],
+        scheduler: Scheduler,
+        journal: Journal | None,
+        previous: dict[tuple[str, str], MetricResult],
+        tracker: ProgressTracker,
+        samples_in_flight: int,
+    ) -> None:
+        self.metrics = metrics
+        self.scheduler = scheduler
+        self.journal = journal
+        self.previous = previous
+        self.tracker = tracker
+        self.window = anyio.Semaphore(samples_in_flight)
+        self.sync_score: list[Callable[[Sample], object] | None] = [
+            getattr(m, "score", None) if callable(getattr(m, "score", None)) else None
+            for m in metrics
+        ]
+        self.finished: dict[int, list[MetricResult]] = {}
+        self.next_to_emit = 0
+        self.emitting = False
+        self.batch: list[MetricResult] = []
+        self.last_flush = time.monotonic()
+        self.failure: BaseException | None = None
 
-    Returns:
-        An :class:`Evaluation` whose rows are in input order.
+    def _finish_row(self, row: MetricResult) -> MetricResult:
+        if self.journal is not None:
+            self.journal.write(row)
+        self.tracker.add(row)
+        return row
 
-    Raises:
-        ConfigError: a metric is unknown, misconfigured or given twice.
-        DataError: a sample dict is malformed, or two samples share an id.
-    """
-    if max_concurrency < 1 or samples_in_flight < 1:
-        raise ConfigError("max_concurrency and samples_in_flight must be at least 1")
-    registry = registry or default_registry()
-    resolved = _resolve(metrics, registry)
-    ctx = Context(registry, max_concurrency=max_concurrency, llm=llm)
-    sync_score = [
-        getattr(m, "score", None) if callable(getattr(m, "score", None)) else None for m in resolved
-    ]
-    rows: list[MetricResult] = []
-    seen_ids: set[str] = set()
-    window: list[tuple[str, Sample]] = []
-
-    async def flush() -> None:
-        slots: list[MetricResult | None] = [None] * (len(window) * len(resolved))
-
-        async def run_one(slot: int, metric: Metric, sample: Sample, sample_id: str) -> None:
-            try:
-                result = await metric.ascore(sample, ctx)
-            except Exception as exc:
-                slots[slot] = _checked(_failure(exc, metric), metric, sample_id)
+    def score_now(
+        self, sample: Sample, sample_id: str
+    ) -> tuple[list[MetricResult | None], list[int]]:
+        """The rows that need no waiting, and the indexes of the metrics still to run."""
+        rows: list[MetricResult | None] = [None] * len(self.metrics)
+        waiting = []
+        for position, metric in enumerate(self.metrics):
+            reused = self.previous.get((sample_id, metric.name)) if self.previous else None
+            if reused is not None:
+                rows[position] = reused
+                self.tracker.add(reused, resumed=True)
+                continue
+            missing = sample.missing(metric.requires)
+            if missing:
+                row = _missing_field_error(sample, metric, missing)
             else:
-                slots[slot] = _checked(result, metric, sample_id)
+                score = self.sync_score[position]
+                if score is None:
+                    waiting.append(position)
+                    continue
+                try:
+                    row = score(sample)  # type: ignore[assignment]
+                except Exception as exc:
+                    row = _failure(exc, metric)
+            rows[position] = self._finish_row(_checked(row, metric, sample_id))
+        return rows, waiting
 
-        async with anyio.create_task_group() as tg:
-            for position, (sample_id, sample) in enumerate(window):
-                for m_index, metric in enumerate(resolved):
-                    slot = position * len(resolved) + m_index
-                    missing = sample.missing(metric.requires)
-                    if missing:
-                        slots[slot] = _checked(
-                            _missing_field_error(sample, metric, missing), metric, sample_id
-                        )
-                        continue
-                    score = sync_score[m_index]
-                    if score is not None:
-                        try:
-                            slots[slot] = _checked(score(sample), metric, sample_id)
-                        except Exception as exc:
-                            slots[slot] = _checked(_failure(exc, metric), metric, sample_id)
-                    else:
-                        tg.start_soon(run_one, slot, metric, sample, sample_id)
-        for row in slots:
-            assert row is not None
-            rows.append(row)
-        window.clear()
+    async def score_later(
+        self,
+        index: int,
+        sample: Sample,
+        sample_id: str,
+        rows: list[MetricResult | None],
+        waiting: list[int],
+        send: ObjectSendStream[list[MetricResult]],
+    ) -> None:
+        async def one(position: int) -> None:
+            metric = self.metrics[position]
+            ctx = self.scheduler.context()
+            try:
+                result: object = await metric.ascore(sample, ctx)
+            except Exception as exc:
+                result = _failure(exc, metric)
+            row = _checked(result, metric, sample_id)
+            if not ctx.usage.is_zero:
+                row = row.with_usage(row.usage + ctx.usage)
+            rows[position] = self._finish_row(row)
 
-    for index, item in enumerate(samples):
+        if len(waiting) == 1:
+            await one(waiting[0])
+        else:
+            async with anyio.create_task_group() as group:
+                for position in waiting:
+                    group.start_soon(one, position)
+        await self.done(index, rows, send, eager=True)
+
+    async def done(
+        self,
+        index: int,
+        rows: list[MetricResult | None],
+        send: ObjectSendStream[list[MetricResult]],
+        *,
+        eager: bool,
+    ) -> None:
+        """Sample ``index`` is complete: emit it and every later one already complete, in order.
+
+        Rows go out in batches (fewer hand-overs between tasks); ``eager`` sends at once, as
+        the samples that waited for outside calls do. Only one task emits at a time: a task
+        that finds another one emitting leaves its rows to it.
+        """
+        self.finished[index] = rows  # type: ignore[assignment]
+        if self.emitting:
+            return
+        self.emitting = True
+        try:
+            while True:
+                while self.next_to_emit in self.finished:
+                    self.batch.extend(self.finished.pop(self.next_to_emit))
+                    self.next_to_emit += 1
+                    self.window.release()
+                if self.batch and (
+                    eager
+                    or len(self.batch) >= _BATCH_ROWS
+                    or time.monotonic() - self.last_flush >= _BATCH_SECONDS
+                ):
+                    await self.flush(send)
+                    continue  # others may have finished while we waited
+                break
+        finally:
+            self.emitting = False
+
+    async def flush(self, send: ObjectSendStream[list[MetricResult]]) -> None:
+        """Send the rows emitted so far to the reader."""
+        batch, self.batch = self.batch, []
+        self.last_flush = time.monotonic()
+        if batch:
+            await send.send(batch)
+
+
+async def _produce(
+    run: _Run,
+    samples: Iterable[SampleInput] | Any,
+    send: ObjectSendStream[list[MetricResult]],
+) -> None:
+    async with send:
+        async with anyio.create_task_group() as group:
+            try:
+                await _read_samples(run, samples, send, group)
+            except Exception as exc:  # handed to the reader as it is (not in an exception group)
+                run.failure = exc
+                group.cancel_scope.cancel()
+        if run.failure is None:
+            await run.flush(send)
+
+
+async def _read_samples(
+    run: _Run, samples: Any, send: ObjectSendStream[list[MetricResult]], group: TaskGroup
+) -> None:
+    seen_ids: set[str] = set()
+    index = 0
+    async for item in _iterate(samples):
         sample = _to_sample(item, index)
         sample_id = sample.id if sample.id is not None else str(index)
         if sample_id in seen_ids:
@@ -218,15 +323,203 @@ async def aevaluate(
                 hint="sample ids must be unique; results and resumed runs are keyed by them",
             )
         seen_ids.add(sample_id)
-        window.append((sample_id, sample))
-        if len(window) >= samples_in_flight:
-            await flush()
-    if window:
-        await flush()
-    return Evaluation(rows, [m.name for m in resolved])
+        try:
+            run.window.acquire_nowait()
+        except anyio.WouldBlock:
+            await run.flush(send)
+            await run.window.acquire()
+        rows, waiting = run.score_now(sample, sample_id)
+        if waiting:
+            group.start_soon(run.score_later, index, sample, sample_id, rows, waiting, send)
+        else:
+            await run.done(index, rows, send, eager=False)
+        index += 1
 
 
-def _running_loop_in_this_thread() -> bool:
+async def _iterate(samples: Any) -> AsyncIterator[SampleInput]:
+    if hasattr(samples, "__aiter__"):
+        async for item in samples:
+            yield item
+    else:
+        for item in samples:
+            yield item
+
+
+class RowStream(AsyncIterator[MetricResult]):
+    """The rows of a run in input order (what ``async with stream(...)`` gives).
+
+    Attributes:
+        metrics: the row names of the run's metrics, in order.
+    """
+
+    def __init__(
+        self, rows: AsyncIterator[MetricResult], metrics: tuple[str, ...], tracker: ProgressTracker
+    ) -> None:
+        self._rows = rows
+        self.metrics = metrics
+        self._tracker = tracker
+
+    def __aiter__(self) -> RowStream:
+        return self
+
+    async def __anext__(self) -> MetricResult:
+        return await self._rows.__anext__()
+
+    def progress(self) -> Progress:
+        """The progress of the run now."""
+        return self._tracker.snapshot()
+
+
+@asynccontextmanager
+async def stream(
+    samples: Iterable[SampleInput],
+    metrics: Sequence[str | Metric],
+    *,
+    llm: Any = None,
+    registry: Registry | None = None,
+    limits: Limits | Mapping[str, Limits] | None = None,
+    max_concurrency: int | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = 120.0,
+    samples_in_flight: int = 256,
+    journal: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    on_progress: Callable[[Progress], object] | None = None,
+    cache: Any = None,
+) -> AsyncIterator[RowStream]:
+    """Score samples and read the rows as they come, in input order.
+
+    ::
+
+        async with ctxeval.stream(samples, ["id_mrr"]) as rows:
+            async for row in rows:
+                ...
+
+    Leaving the block early cancels the work still running. Arguments are those of
+    :func:`aevaluate`.
+    """
+    if samples_in_flight < 1:
+        raise ConfigError(f"samples_in_flight must be at least 1, got {samples_in_flight!r}")
+    if max_concurrency is not None:
+        if limits is not None:
+            raise ConfigError("give either limits= or max_concurrency=, not both")
+        limits = Limits(max_concurrency=max_concurrency)
+    registry = registry or default_registry()
+    resolved = _resolve(metrics, registry)
+    scheduler = Scheduler(
+        registry, limits=limits, retry=retry, timeout=timeout, llm=llm, cache=cache
+    )
+    total = len(samples) * len(resolved) if isinstance(samples, Sized) else None
+    tracker = ProgressTracker(on_progress, total)
+    open_journal: Journal | None = None
+    previous: dict[tuple[str, str], MetricResult] = {}
+    if journal is not None:
+        open_journal, previous = Journal.open(journal, resolved, resume=resume)
+        if previous:
+            logger.info("%s: resuming; %d row(s) already done", journal, len(previous))
+    elif resume:
+        raise ConfigError("resume=True needs journal= (the journal of the run to resume)")
+    run = _Run(resolved, scheduler, open_journal, previous, tracker, samples_in_flight)
+    send, receive = anyio.create_memory_object_stream[list[MetricResult]](
+        max_buffer_size=max(1, samples_in_flight * len(resolved) // _BATCH_ROWS)
+    )
+
+    async def rows() -> AsyncIterator[MetricResult]:
+        async with receive:
+            async for batch in receive:
+                for row in batch:
+                    yield row
+        if run.failure is not None:
+            raise run.failure
+        tracker.finish()
+
+    error: Exception | None = None
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_produce, run, samples, send)
+            try:
+                yield RowStream(rows(), tuple(m.name for m in resolved), tracker)
+            except Exception as exc:  # raised again below, not wrapped in an exception group
+                error = exc
+            finally:
+                group.cancel_scope.cancel()
+        if error is not None:
+            raise error
+    except BaseException:
+        if open_journal is not None:
+            logger.warning(
+                "run stopped with %d row(s) saved in %s; run again with resume=True "
+                "(ctxeval evaluate --resume) to finish it",
+                tracker.done, open_journal.path,
+            )  # fmt: skip
+        raise
+    finally:
+        if open_journal is not None:
+            open_journal.close()
+
+
+async def aevaluate(
+    samples: Iterable[SampleInput],
+    metrics: Sequence[str | Metric],
+    *,
+    llm: Any = None,
+    registry: Registry | None = None,
+    limits: Limits | Mapping[str, Limits] | None = None,
+    max_concurrency: int | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = 120.0,
+    samples_in_flight: int = 256,
+    journal: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    on_progress: Callable[[Progress], object] | None = None,
+    cache: Any = None,
+) -> Evaluation:
+    """Score every sample with every metric, inside a running anyio/asyncio/trio program.
+
+    Args:
+        samples: :class:`Sample` objects or dicts with sample field names, read lazily (an
+            async iterable works too).
+        metrics: metric names (with default options) or metrics from :func:`get_metric`.
+        llm: the LLM configuration for metrics that need one (unused by the others).
+        registry: resolve names here instead of the default registry.
+        limits: the limits of every resource, or per resource name (see
+            :class:`~ctxeval.Limits`); default: 16 calls in flight per resource.
+        max_concurrency: shortcut for ``limits=Limits(max_concurrency=...)``.
+        retry: the retry policy for failed calls (see :class:`~ctxeval.RetryPolicy`).
+        timeout: seconds one call attempt may take (None: no limit).
+        samples_in_flight: samples being worked on at once; bounds memory on large inputs.
+        journal: a file to append each finished row to, so an interrupted run can resume.
+        resume: reuse the ``ok`` and ``undefined`` rows of ``journal`` (error rows are redone).
+        on_progress: called with a :class:`~ctxeval.Progress` at most every 0.1 s and at the end.
+        cache: a cache handed to plugins through the run context.
+
+    Returns:
+        An :class:`Evaluation` whose rows are in input order.
+
+    Raises:
+        ConfigError: a metric is unknown, misconfigured or given twice; bad run options.
+        DataError: a sample dict is malformed, or two samples share an id.
+    """
+    async with stream(
+        samples,
+        metrics,
+        llm=llm,
+        registry=registry,
+        limits=limits,
+        max_concurrency=max_concurrency,
+        retry=retry,
+        timeout=timeout,
+        samples_in_flight=samples_in_flight,
+        journal=journal,
+        resume=resume,
+        on_progress=on_progress,
+        cache=cache,
+    ) as rows:
+        collected = [row async for row in rows]
+    return Evaluation(collected, rows.metrics)
+
+
+def _loop_running_in_this_thread() -> bool:
     try:
         import sniffio
 
@@ -237,20 +530,18 @@ def _running_loop_in_this_thread() -> bool:
 
 
 def evaluate(
-    samples: Iterable[Sample | Mapping[str, Any]],
+    samples: Iterable[SampleInput],
     metrics: Sequence[str | Metric],
     *,
-    llm: Any = None,
-    registry: Registry | None = None,
-    max_concurrency: int = 16,
-    samples_in_flight: int = 256,
     backend: Backend = "asyncio",
+    **options: Any,
 ) -> Evaluation:
-    """Score every sample with every metric and wait for the result (see :func:`aevaluate`).
+    """Score every sample with every metric and wait for the result.
 
+    Takes the arguments of :func:`aevaluate`, and ``backend`` (``asyncio`` or ``trio``).
     Works from plain code and also where an event loop is already running in this thread
-    (Jupyter, FastAPI handlers, async tests): the run then gets its own loop in a worker
-    thread, without ``nest_asyncio``.
+    (Jupyter, FastAPI handlers, async tests): the run then gets its own loop in a worker thread,
+    without ``nest_asyncio``.
 
     Example:
         >>> ev = evaluate(
@@ -260,20 +551,9 @@ def evaluate(
         ... )
         >>> ev.results[0].score
         0.5
-
-    Args:
-        backend: the event loop to run on, ``asyncio`` or ``trio``.
     """
-    run = functools.partial(
-        aevaluate,
-        samples,
-        metrics,
-        llm=llm,
-        registry=registry,
-        max_concurrency=max_concurrency,
-        samples_in_flight=samples_in_flight,
-    )
-    if not _running_loop_in_this_thread():
+    run = functools.partial(aevaluate, samples, metrics, **options)
+    if not _loop_running_in_this_thread():
         return anyio.run(run, backend=backend)
     outcome: dict[str, Any] = {}
 

@@ -1,0 +1,153 @@
+"""Shared limits on a resource (one LLM model at one endpoint): concurrency and rates.
+
+A :class:`Gate` is what every call to a resource passes through, whatever metric or sample it
+serves:
+
+* at most ``max_concurrency`` calls in flight (an :class:`anyio.CapacityLimiter`);
+* optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
+* adaptive concurrency: a 429 halves the allowed concurrency and, with ``Retry-After``, pauses
+  new calls until then; each run of successes as long as the current limit raises it by one,
+  back up to ``max_concurrency``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import attrs
+
+__all__ = ["Gate", "Limits", "TokenBucket"]
+
+logger = logging.getLogger(__name__)
+
+
+def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be a whole number >= 1, got {value!r}")
+
+
+def _optional_rate(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{attribute.name} must be None or a positive number, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Limits:
+    """The limits of one resource.
+
+    Attributes:
+        max_concurrency: calls in flight at once (default 16).
+        requests_per_minute: requests started per minute, or None for no limit.
+        tokens_per_minute: tokens (as estimated by the caller) per minute, or None.
+        adaptive: back off on 429 and climb back afterwards (default True).
+    """
+
+    max_concurrency: int = attrs.field(default=16, validator=_positive_int)
+    requests_per_minute: float | None = attrs.field(default=None, validator=_optional_rate)
+    tokens_per_minute: float | None = attrs.field(default=None, validator=_optional_rate)
+    adaptive: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+
+
+class TokenBucket:
+    """A budget of ``per_minute`` units that refills continuously; :meth:`take` waits for units."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.capacity = float(per_minute)
+        self.rate = self.capacity / 60.0
+        self._tokens = self.capacity
+        self._stamp: float | None = None
+        self._lock = anyio.Lock()
+
+    def _refill(self) -> None:
+        now = anyio.current_time()
+        if self._stamp is not None:
+            self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+    async def take(self, amount: float = 1.0) -> None:
+        """Wait until ``amount`` units are available and spend them (first come, first served)."""
+        amount = min(float(amount), self.capacity)
+        async with self._lock:
+            self._refill()
+            while self._tokens < amount:
+                await anyio.sleep((amount - self._tokens) / self.rate)
+                self._refill()
+            self._tokens -= amount
+
+
+class Gate:
+    """Every call to one resource passes through its gate (see the module's description)."""
+
+    def __init__(self, name: str, limits: Limits) -> None:
+        self.name = name
+        self.limits = limits
+        self._limiter = anyio.CapacityLimiter(limits.max_concurrency)
+        self._requests = (
+            TokenBucket(limits.requests_per_minute) if limits.requests_per_minute else None
+        )
+        self._tokens = TokenBucket(limits.tokens_per_minute) if limits.tokens_per_minute else None
+        self._paused_until = -math.inf
+        self._successes = 0
+        self.in_flight = 0
+        """Calls in flight now."""
+        self.peak_in_flight = 0
+        """The most calls ever in flight at once."""
+        self.rate_limited = 0
+        """429 answers seen."""
+
+    @property
+    def concurrency(self) -> int:
+        """The concurrency allowed now (lower than the maximum after 429s)."""
+        return int(self._limiter.total_tokens)
+
+    @asynccontextmanager
+    async def slot(self, tokens: float = 0.0) -> AsyncIterator[None]:
+        """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit."""
+        await self._wait_for_pause()
+        if self._requests is not None:
+            await self._requests.take(1)
+        if self._tokens is not None and tokens > 0:
+            await self._tokens.take(tokens)
+        async with self._limiter:
+            await self._wait_for_pause()  # a 429 may have come in while we queued
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                yield
+            finally:
+                self.in_flight -= 1
+
+    async def _wait_for_pause(self) -> None:
+        while True:
+            delay = self._paused_until - anyio.current_time()
+            if delay <= 0:
+                return
+            await anyio.sleep(delay)
+
+    def on_rate_limit(self, retry_after: float | None) -> None:
+        """A 429 arrived: pause new calls for ``retry_after`` and halve the concurrency."""
+        self.rate_limited += 1
+        self._successes = 0
+        if retry_after:
+            self._paused_until = max(self._paused_until, anyio.current_time() + retry_after)
+        if self.limits.adaptive:
+            lower = max(1, self.concurrency // 2)
+            if lower < self.concurrency:
+                self._limiter.total_tokens = lower
+                logger.info("%s: rate limited; concurrency lowered to %d", self.name, lower)
+
+    def on_success(self) -> None:
+        """A call succeeded: after as many successes as the current limit, raise it by one."""
+        if not self.limits.adaptive or self.concurrency >= self.limits.max_concurrency:
+            return
+        self._successes += 1
+        if self._successes >= self.concurrency:
+            self._successes = 0
+            self._limiter.total_tokens = self.concurrency + 1

@@ -1,0 +1,182 @@
+"""Which failures are worth retrying, and how long to wait before the next attempt.
+
+:func:`classify` sorts an exception into one of four kinds:
+
+==============  ============================================================================
+kind            what it covers
+==============  ============================================================================
+``rate_limit``  429 Too Many Requests (:class:`~ctxeval.RateLimitError`, or any error whose
+                HTTP status is 429); waits at least the ``Retry-After`` the service gave
+``transient``   5xx, 408, timeouts, refused or reset connections
+``malformed``   an answer that broke the expected schema; retried at most
+                :attr:`RetryPolicy.max_malformed_retries` times
+``fatal``       401/403 (authentication), 400/404/422 (bad request), and anything unknown:
+                never retried
+==============  ============================================================================
+
+It reads ctxeval's own :class:`~ctxeval.CallError` classes first, then an HTTP ``status_code``
+(on the error or on its ``response``), then well-known exception names of httpx, aiohttp,
+openai and litellm, so that it needs none of those packages imported.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from typing import Any, Final, Literal
+
+import attrs
+
+from .errors import (
+    FatalCallError,
+    MalformedOutputError,
+    RateLimitError,
+    TransientCallError,
+)
+
+__all__ = ["Kind", "RetryPolicy", "classify", "retry_after_of", "status_of"]
+
+Kind = Literal["rate_limit", "transient", "malformed", "fatal"]
+
+_TRANSIENT_NAMES: Final = frozenset(
+    {
+        # httpx
+        "TimeoutException", "ConnectError", "ConnectTimeout", "ReadTimeout", "WriteTimeout",
+        "PoolTimeout", "ReadError", "WriteError", "RemoteProtocolError", "NetworkError",
+        # aiohttp
+        "ClientConnectionError", "ServerDisconnectedError", "ClientOSError",
+        "ServerTimeoutError", "ClientPayloadError",
+        # openai / litellm
+        "APIConnectionError", "APITimeoutError", "Timeout", "InternalServerError",
+        "ServiceUnavailableError", "BadGatewayError",
+    }
+)  # fmt: skip
+_RATE_LIMIT_NAMES: Final = frozenset({"RateLimitError"})
+_FATAL_NAMES: Final = frozenset(
+    {
+        "AuthenticationError", "PermissionDeniedError", "BadRequestError", "NotFoundError",
+        "UnprocessableEntityError", "ContextWindowExceededError", "ContentPolicyViolationError",
+        "UnsupportedParamsError",
+    }
+)  # fmt: skip
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status behind ``exc``, from ``exc.status_code`` or ``exc.response.status_code``."""
+    for holder in (exc, getattr(exc, "response", None)):
+        status = getattr(holder, "status_code", None) if holder is not None else None
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status
+    status = getattr(exc, "status", None)  # aiohttp.ClientResponseError
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status
+    return None
+
+
+def classify(exc: BaseException) -> Kind:
+    """The kind of ``exc``: ``rate_limit``, ``transient``, ``malformed`` or ``fatal``."""
+    if isinstance(exc, RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, MalformedOutputError):
+        return "malformed"
+    if isinstance(exc, TransientCallError):
+        return "transient"
+    if isinstance(exc, FatalCallError):
+        return "fatal"
+    status = status_of(exc)
+    if status is not None:
+        if status == 429:
+            return "rate_limit"
+        if status == 408 or status >= 500:
+            return "transient"
+        if 400 <= status < 500:
+            return "fatal"
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _RATE_LIMIT_NAMES:
+        return "rate_limit"
+    if names & _FATAL_NAMES:
+        return "fatal"
+    if names & _TRANSIENT_NAMES or isinstance(exc, (TimeoutError, ConnectionError)):
+        return "transient"
+    return "fatal"
+
+
+def retry_after_of(exc: BaseException, *, now: float | None = None) -> float | None:
+    """Seconds the service asked to wait, from ``exc.retry_after`` or a ``Retry-After`` header.
+
+    The header may hold seconds or an HTTP date. Returns None when there is none or it cannot
+    be read; never a negative number.
+    """
+    value: Any = getattr(exc, "retry_after", None)
+    if value is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(
+            exc, "headers", None
+        )
+        if headers is not None:
+            try:
+                value = headers.get("retry-after") or headers.get("Retry-After")
+            except Exception:
+                value = None
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(text)
+            except (TypeError, ValueError, IndexError):
+                return None
+            seconds = when.timestamp() - (time.time() if now is None else now)
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """How the scheduler retries a failed call.
+
+    The wait before attempt ``n + 1`` is ``initial_backoff * 2 ** (n - 1)`` plus a random jitter
+    of up to ``jitter`` seconds, capped at ``max_backoff``; after a 429 it is at least the
+    service's ``Retry-After`` (capped at ``max_retry_after``).
+
+    Attributes:
+        max_attempts: attempts in all, the first included (1 disables retries).
+        initial_backoff: seconds before the first retry.
+        max_backoff: the longest wait between attempts.
+        jitter: the largest random extra wait, in seconds.
+        max_malformed_retries: retries for answers that broke the schema.
+        max_retry_after: the longest ``Retry-After`` honoured, in seconds.
+    """
+
+    max_attempts: int = attrs.field(default=6)
+    initial_backoff: float = attrs.field(default=0.5, validator=_positive)
+    max_backoff: float = attrs.field(default=30.0, validator=_positive)
+    jitter: float = attrs.field(default=0.5, validator=_non_negative)
+    max_malformed_retries: int = attrs.field(default=2)
+    max_retry_after: float = attrs.field(default=300.0, validator=_positive)
+
+    @max_attempts.validator
+    def _check_attempts(self, attribute: attrs.Attribute[int], value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"max_attempts must be a whole number >= 1, got {value!r}")
+
+    @max_malformed_retries.validator
+    def _check_malformed(self, attribute: attrs.Attribute[int], value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"max_malformed_retries must be a whole number >= 0, got {value!r}")
