@@ -150,12 +150,24 @@ def _checked(result: object, metric: Metric, sample_id: str) -> MetricResult:
     return result.labelled(sample_id, metric.name)
 
 
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or ``[exc]``."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, Exception) and isinstance(inner, tuple) and inner:
+        return [leaf for sub in inner for leaf in _leaves(sub)]
+    return [exc]
+
+
 def _failure(exc: BaseException, metric: Metric) -> MetricResult:
+    """The error row for a metric that raised (the first failure inside a task group)."""
     logger.debug("metric %s failed", metric.name, exc_info=exc)
-    kind = type(exc).__name__
-    if isinstance(exc, CtxevalError):
-        return MetricResult.error(f"{kind}: {exc}")
-    return MetricResult.error(f"{kind} in metric {metric.name!r}: {exc}")
+    leaves = _leaves(exc)
+    first = leaves[0]
+    kind = type(first).__name__
+    more = f" (and {len(leaves) - 1} more failure(s))" if len(leaves) > 1 else ""
+    if isinstance(first, CtxevalError):
+        return MetricResult.error(f"{kind}: {first}{more}")
+    return MetricResult.error(f"{kind} in metric {metric.name!r}: {first}{more}")
 
 
 class _Run:

@@ -1,0 +1,176 @@
+"""Journal and resume: an interrupted run, resumed, ends with the rows of an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+
+import ctxeval
+from ctxeval import MetricResult, Sample, Status
+from ctxeval.base import BaseMetric
+
+pytestmark = pytest.mark.anyio
+
+
+@attrs.frozen(kw_only=True)
+class Counting(BaseMetric):
+    """An async metric that counts its calls (a stand-in for an LLM judge)."""
+
+    registry_name = "counting"
+    requires = ("reference",)
+    calls: list[str] = attrs.field(factory=list, eq=False, repr=False)
+    fail_on: frozenset[str] = attrs.field(default=frozenset(), eq=False, repr=False)
+    on_call: Any = attrs.field(default=None, eq=False, repr=False)
+
+    async def ascore(self, sample: Sample, ctx: ctxeval.RunContext) -> MetricResult:
+        self.calls.append(sample.id or "")
+        if self.on_call is not None:
+            self.on_call(len(self.calls))
+        await anyio.sleep(0.001 * (hash(sample.id) % 5))
+        if sample.id in self.fail_on:
+            raise RuntimeError("flaky judge")
+        return MetricResult.ok(int(sample.reference or 0) / 100)
+
+
+SAMPLES = [
+    {
+        "id": f"s{i}",
+        "reference": str(i),
+        "retrieved_context_ids": ["a", str(i % 3)],
+        "reference_context_ids": ["0"],
+    }
+    for i in range(60)
+]
+
+
+def metrics(counting: Counting) -> list[ctxeval.Metric | str]:
+    return [counting, "id_mrr", ctxeval.get_metric("id_recall_at_k", k=2)]
+
+
+async def interrupted_run(journal: Path, stop_after: int) -> None:
+    """Cancel the run (as Ctrl-C or a crash would) at the ``stop_after``-th judge call."""
+    with anyio.CancelScope() as scope:
+
+        def on_call(calls: int) -> None:
+            if calls >= stop_after:
+                scope.cancel()
+
+        counting = Counting(on_call=on_call)
+        async with ctxeval.stream(
+            SAMPLES, metrics(counting), journal=journal, samples_in_flight=8
+        ) as rows:
+            async for _ in rows:
+                await anyio.sleep(0)
+    assert scope.cancelled_caught
+
+
+@pytest.mark.parametrize("stop_after", [1, 9, 23, 47, 59])
+async def test_resume_after_interruption_equals_an_uninterrupted_run(
+    tmp_path: Path, stop_after: int
+) -> None:
+    expected = await ctxeval.aevaluate(SAMPLES, metrics(Counting()))
+    journal = tmp_path / "journal.jsonl"
+    await interrupted_run(journal, stop_after)
+    lines = journal.read_text().splitlines()[1:]
+    assert 0 < len(lines) < len(SAMPLES) * 3
+    judged_before = {json.loads(line)["sample_id"] for line in lines if '"counting"' in line}
+
+    counting = Counting()
+    resumed = await ctxeval.aevaluate(SAMPLES, metrics(counting), journal=journal, resume=True)
+    assert resumed.results == expected.results
+    # the judge ran again only for the samples whose row had not been journaled
+    assert sorted(counting.calls) == sorted({s["id"] for s in SAMPLES} - judged_before)
+    assert len(journal.read_text().splitlines()) - 1 == len(SAMPLES) * 3
+
+
+async def test_error_rows_are_retried_on_resume(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    first = await ctxeval.aevaluate(
+        SAMPLES[:5], [Counting(fail_on=frozenset({"s1", "s3"}))], journal=journal
+    )
+    assert [r.status for r in first.results].count(Status.ERROR) == 2
+    counting = Counting()
+    second = await ctxeval.aevaluate(SAMPLES[:5], [counting], journal=journal, resume=True)
+    assert second.ok
+    assert sorted(counting.calls) == ["s1", "s3"]
+
+
+async def test_changed_options_are_recomputed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    metric = ctxeval.get_metric("id_recall_at_k", k=2, name="recall")
+    await ctxeval.aevaluate(SAMPLES[:3], [metric], journal=journal)
+    changed = ctxeval.get_metric("id_recall_at_k", k=1, name="recall")
+    again = await ctxeval.aevaluate(SAMPLES[:3], [changed], journal=journal, resume=True)
+    assert all(r.details["k"] == 1 for r in again.results)
+    assert "options of recall changed" in caplog.text
+
+
+async def test_a_torn_last_line_is_ignored(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    await ctxeval.aevaluate(SAMPLES[:4], ["id_mrr"], journal=journal)
+    text = journal.read_text()
+    journal.write_text(text[: len(text) - 20])  # the process died mid-line
+    counting_rows = await ctxeval.aevaluate(SAMPLES[:4], ["id_mrr"], journal=journal, resume=True)
+    assert len(counting_rows.results) == 4
+    assert counting_rows.ok
+
+
+def test_journal_is_private_and_not_a_journal_is_refused(tmp_path: Path) -> None:
+    journal = tmp_path / "run" / "journal.jsonl"
+    ctxeval.evaluate(SAMPLES[:2], ["id_mrr"], journal=journal)
+    assert stat.S_IMODE(os.stat(journal).st_mode) == 0o600
+    header = json.loads(journal.read_text().splitlines()[0])
+    assert header["ctxeval_journal"] == 1
+    assert set(header["metrics"]) == {"id_mrr"}
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"hello": 1}\n')
+    with pytest.raises(ctxeval.DataError, match="not a ctxeval journal"):
+        ctxeval.evaluate(SAMPLES[:2], ["id_mrr"], journal=other, resume=True)
+    with pytest.raises(ctxeval.ConfigError, match="resume=True needs journal="):
+        ctxeval.evaluate(SAMPLES[:2], ["id_mrr"], resume=True)
+
+
+async def test_the_interruption_says_how_to_resume(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    await interrupted_run(tmp_path / "journal.jsonl", stop_after=5)
+    assert "run again with resume=True" in caplog.text
+
+
+async def test_progress_events() -> None:
+    events: list[ctxeval.Progress] = []
+    await ctxeval.aevaluate(SAMPLES, metrics(Counting()), on_progress=events.append)
+    last = events[-1]
+    assert last.finished
+    assert last.done == last.total == 180
+    assert last.errors == 0
+    assert last.rate > 0
+    assert last.eta == 0.0
+
+
+async def test_rows_stream_before_the_run_ends() -> None:
+    """The first rows arrive while later samples are still being scored."""
+
+    @attrs.frozen(kw_only=True)
+    class SlowLast(BaseMetric):
+        registry_name = "slow_last"
+
+        async def ascore(self, sample: Sample, ctx: ctxeval.RunContext) -> MetricResult:
+            await anyio.sleep(5 if sample.id == "s9" else 0)
+            return MetricResult.ok(1.0)
+
+    seen = []
+    with anyio.move_on_after(2):
+        async with ctxeval.stream([{"id": f"s{i}"} for i in range(10)], [SlowLast()]) as rows:
+            async for row in rows:
+                seen.append(row.sample_id)
+    assert seen == [f"s{i}" for i in range(9)]

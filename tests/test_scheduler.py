@@ -1,0 +1,327 @@
+"""The scheduler: shared limits, retry classification, Retry-After, adaptive concurrency, rates."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+
+import ctxeval
+from ctxeval import (
+    AuthenticationError,
+    BadRequestError,
+    CallTimeoutError,
+    Limits,
+    MalformedOutputError,
+    MetricResult,
+    RateLimitError,
+    RetryPolicy,
+    Sample,
+    ServiceError,
+    Status,
+)
+from ctxeval.base import BaseMetric
+from ctxeval.context import Scheduler
+from ctxeval.limits import TokenBucket
+from ctxeval.retry import classify, retry_after_of
+
+pytestmark = pytest.mark.anyio
+
+FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.01, jitter=0.0)
+
+
+class Recorder:
+    """A fake outside service: records calls in flight and can fail on a script."""
+
+    def __init__(self, delay: float = 0.005, failures: list[BaseException] | None = None) -> None:
+        self.delay = delay
+        self.failures = list(failures or [])
+        self.in_flight = 0
+        self.peak = 0
+        self.calls = 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await anyio.sleep(self.delay)
+            if self.failures:
+                raise self.failures.pop(0)
+            return "answer"
+        finally:
+            self.in_flight -= 1
+
+
+@attrs.frozen(kw_only=True)
+class Fanout(BaseMetric):
+    """Makes ``calls`` concurrent calls to one shared resource per sample."""
+
+    registry_name = "fanout"
+    service: Recorder = attrs.field(eq=False)
+    calls: int = 3
+    resource: str = "model-a"
+
+    async def ascore(self, sample: Sample, ctx: ctxeval.RunContext) -> MetricResult:
+        async with anyio.create_task_group() as group:
+            for _ in range(self.calls):
+                group.start_soon(lambda: ctx.call(self.service, resource=self.resource))
+        return MetricResult.ok(1.0)
+
+
+# --- limits --------------------------------------------------------------------------------
+
+
+async def test_the_limit_is_shared_across_metrics_and_samples_and_reached() -> None:
+    service = Recorder(delay=0.01)
+    metrics = [Fanout(service=service, name="a"), Fanout(service=service, name="b", calls=2)]
+    evaluation = await ctxeval.aevaluate(
+        [{"id": str(i)} for i in range(30)], metrics, max_concurrency=7, retry=FAST
+    )
+    assert evaluation.ok
+    assert service.calls == 30 * 5
+    assert service.peak == 7  # never more than the limit, and the limit was used
+
+
+async def test_resources_have_separate_limits() -> None:
+    a, b = Recorder(delay=0.01), Recorder(delay=0.01)
+    metrics = [Fanout(service=a, name="a", resource="A"), Fanout(service=b, name="b", resource="B")]
+    limits = {"A": Limits(max_concurrency=2), "B": Limits(max_concurrency=5)}
+    await ctxeval.aevaluate([{"id": str(i)} for i in range(10)], metrics, limits=limits)
+    assert (a.peak, b.peak) == (2, 5)
+
+
+async def test_usage_counts_every_attempt() -> None:
+    service = Recorder(failures=[ServiceError("503"), ServiceError("502")])
+    metric = Fanout(service=service, calls=1)
+    [row] = (await ctxeval.aevaluate([{}], [metric], retry=FAST)).results
+    assert row.status is Status.OK
+    assert (row.usage.requests, row.usage.retries) == (3, 2)
+
+
+# --- retry classification ------------------------------------------------------------------
+
+
+class HTTPLikeError(Exception):
+    def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
+        self.response = type("Response", (), {"status_code": status, "headers": headers or {}})()
+        super().__init__(f"HTTP {status}")
+
+
+class APIConnectionError(Exception):  # named like openai's / litellm's
+    pass
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (RateLimitError("slow down"), "rate_limit"),
+        (HTTPLikeError(429), "rate_limit"),
+        (ServiceError("down"), "transient"),
+        (HTTPLikeError(500), "transient"),
+        (HTTPLikeError(503), "transient"),
+        (HTTPLikeError(408), "transient"),
+        (TimeoutError(), "transient"),
+        (CallTimeoutError("late"), "transient"),
+        (ConnectionResetError(), "transient"),
+        (APIConnectionError(), "transient"),
+        (MalformedOutputError("not JSON"), "malformed"),
+        (AuthenticationError("bad key", status_code=401), "fatal"),
+        (HTTPLikeError(401), "fatal"),
+        (HTTPLikeError(403), "fatal"),
+        (BadRequestError("no such model", status_code=404), "fatal"),
+        (HTTPLikeError(400), "fatal"),
+        (HTTPLikeError(422), "fatal"),
+        (ValueError("a bug"), "fatal"),
+    ],
+)
+def test_classify(error: BaseException, kind: str) -> None:
+    assert classify(error) == kind
+
+
+def test_retry_after_is_read_from_attributes_and_headers() -> None:
+    assert retry_after_of(RateLimitError("x", retry_after=2.5)) == 2.5
+    assert retry_after_of(HTTPLikeError(429, {"retry-after": "3"})) == 3.0
+    assert (
+        retry_after_of(
+            HTTPLikeError(429, {"retry-after": "Thu, 01 Jan 2037 00:00:10 GMT"}), now=2114380800.0
+        )
+        == 10.0
+    )
+    assert retry_after_of(HTTPLikeError(429, {"retry-after": "soon"})) is None
+    assert retry_after_of(HTTPLikeError(429)) is None
+
+
+@pytest.mark.parametrize(
+    ("failures", "status", "calls"),
+    [
+        ([AuthenticationError("invalid API key", status_code=401)], Status.ERROR, 1),
+        ([BadRequestError("model not found", status_code=404)], Status.ERROR, 1),
+        ([ValueError("a bug in the plugin")], Status.ERROR, 1),
+        ([ServiceError("500")] * 3, Status.OK, 4),
+        ([ServiceError("500")] * 6, Status.ERROR, 6),
+        ([CallTimeoutError("late")] * 2, Status.OK, 3),
+        ([RateLimitError("429")] * 2, Status.OK, 3),
+        ([MalformedOutputError("bad JSON")] * 2, Status.OK, 3),
+        ([MalformedOutputError("bad JSON")] * 3, Status.ERROR, 3),
+    ],
+)
+async def test_what_is_retried(failures: list[BaseException], status: Status, calls: int) -> None:
+    service = Recorder(delay=0, failures=failures)
+    metric = Fanout(service=service, calls=1)
+    started = time.monotonic()
+    [row] = (await ctxeval.aevaluate([{}], [metric], retry=FAST)).results
+    assert row.status is status, row.reason
+    assert service.calls == calls
+    if status is Status.ERROR:
+        assert type(failures[0]).__name__ in (row.reason or "")
+    assert time.monotonic() - started < 5  # fatal errors never wait out a retry budget
+
+
+async def test_a_hung_call_is_cut_by_the_timeout_and_retried() -> None:
+    class Hangs(Recorder):
+        async def __call__(self) -> str:
+            self.calls += 1
+            if self.calls == 1:
+                await anyio.sleep(60)
+            return "answer"
+
+    service = Hangs()
+    metric = Fanout(service=service, calls=1)
+    [row] = (await ctxeval.aevaluate([{}], [metric], retry=FAST, timeout=0.1)).results
+    assert row.status is Status.OK
+    assert (service.calls, row.usage.retries) == (2, 1)
+
+
+async def test_a_call_that_always_hangs_ends_as_an_error_row() -> None:
+    service = Recorder(delay=60)
+    metric = Fanout(service=service, calls=1)
+    policy = RetryPolicy(max_attempts=2, initial_backoff=0.001, jitter=0)
+    [row] = (await ctxeval.aevaluate([{}], [metric], retry=policy, timeout=0.05)).results
+    assert row.status is Status.ERROR
+    assert row.reason == "CallTimeoutError: no answer from model-a within 0.05 s"
+
+
+async def test_a_429_with_retry_after_waits_that_long(anyio_backend: str) -> None:
+    service = Recorder(delay=0, failures=[RateLimitError("429", retry_after=1.0)])
+    metric = Fanout(service=service, calls=1)
+    started = time.monotonic()
+    [row] = (await ctxeval.aevaluate([{}], [metric], retry=FAST)).results
+    waited = time.monotonic() - started
+    assert row.status is Status.OK
+    assert 0.95 <= waited < 5.0, waited  # about a second: never less than asked
+
+
+# --- exact timing on a virtual clock (trio's MockClock) --------------------------------------
+
+
+def run_on_mock_clock(func: Callable[[], Any]) -> Any:
+    trio_testing = pytest.importorskip("trio.testing")
+    return anyio.run(
+        func,
+        backend="trio",
+        backend_options={"clock": trio_testing.MockClock(autojump_threshold=0)},
+    )
+
+
+def test_retry_after_pauses_every_new_call_to_the_resource() -> None:
+    async def scenario() -> tuple[float, float]:
+        scheduler = Scheduler(ctxeval.default_registry(), retry=RetryPolicy(max_attempts=1))
+        ctx = scheduler.context()
+        t0 = anyio.current_time()
+
+        async def limited() -> None:
+            raise RateLimitError("429", retry_after=2.0)
+
+        async def fine() -> float:
+            return anyio.current_time()
+
+        with pytest.raises(RateLimitError):
+            await ctx.call(limited, resource="m")
+        started = await ctx.call(fine, resource="m")  # another call: it waits the pause out
+        assert scheduler.gate("m").rate_limited == 1
+        return t0, started
+
+    t0, started = run_on_mock_clock(scenario)
+    assert started - t0 == pytest.approx(2.0)
+
+
+def test_adaptive_concurrency_halves_on_429_and_climbs_back() -> None:
+    async def scenario() -> list[int]:
+        scheduler = Scheduler(
+            ctxeval.default_registry(), limits=Limits(max_concurrency=8), retry=FAST
+        )
+        gate = scheduler.gate("m")
+        seen = [gate.concurrency]
+        gate.on_rate_limit(None)
+        seen.append(gate.concurrency)
+        gate.on_rate_limit(None)
+        seen.append(gate.concurrency)
+        ctx = scheduler.context()
+
+        async def ok() -> None:
+            await anyio.sleep(0.01)
+
+        for _ in range(2 + 3 + 4 + 5 + 6 + 7):
+            await ctx.call(ok, resource="m")
+        seen.append(gate.concurrency)
+        return seen
+
+    assert run_on_mock_clock(scenario) == [8, 4, 2, 8]
+
+
+def test_non_adaptive_limits_do_not_move() -> None:
+    async def scenario() -> int:
+        gate = Scheduler(
+            ctxeval.default_registry(), limits=Limits(max_concurrency=8, adaptive=False)
+        ).gate("m")
+        gate.on_rate_limit(1.0)
+        return gate.concurrency
+
+    assert run_on_mock_clock(scenario) == 8
+
+
+def test_token_bucket_spreads_calls_over_the_minute() -> None:
+    async def scenario() -> list[float]:
+        bucket = TokenBucket(per_minute=6)  # one every 10 s once the first 6 are spent
+        times = []
+        for _ in range(8):
+            await bucket.take(1)
+            times.append(anyio.current_time())
+        return [t - times[0] for t in times]
+
+    times = run_on_mock_clock(scenario)
+    assert times[:6] == [0.0] * 6
+    assert times[6] == pytest.approx(10.0)
+    assert times[7] == pytest.approx(20.0)
+
+
+def test_requests_per_minute_limit_applies_to_calls() -> None:
+    async def scenario() -> float:
+        scheduler = Scheduler(ctxeval.default_registry(), limits=Limits(requests_per_minute=120))
+        ctx = scheduler.context()
+
+        async def ok() -> None:
+            return None
+
+        start = anyio.current_time()
+        for _ in range(130):  # 120 at once, then one every 0.5 s
+            await ctx.call(ok, resource="m")
+        return anyio.current_time() - start
+
+    assert run_on_mock_clock(scenario) == pytest.approx(5.0)
+
+
+def test_bad_limits_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_concurrency"):
+        Limits(max_concurrency=0)
+    with pytest.raises(ValueError, match="requests_per_minute"):
+        Limits(requests_per_minute=-1)
+    with pytest.raises(ValueError, match="max_attempts"):
+        RetryPolicy(max_attempts=0)
+    with pytest.raises(ctxeval.ConfigError, match="either limits= or max_concurrency="):
+        ctxeval.evaluate([{}], ["id_mrr"], limits=Limits(), max_concurrency=3)
