@@ -174,3 +174,28 @@ async def test_rows_stream_before_the_run_ends() -> None:
             async for row in rows:
                 seen.append(row.sample_id)
     assert seen == [f"s{i}" for i in range(9)]
+
+
+async def test_memory_stays_bounded_behind_a_slow_reader() -> None:
+    """Samples are read from the input only as fast as rows leave: at most about
+    ``samples_in_flight`` samples (plus one batch of rows) are held at any time."""
+    read = 0
+
+    def source():  # a large input read lazily
+        nonlocal read
+        for i in range(20_000):
+            read += 1
+            yield {"id": str(i), "reference": "1"}
+
+    consumed = 0
+    ahead = 0
+    async with ctxeval.stream(source(), [Counting()], samples_in_flight=32) as rows:
+        async for _ in rows:
+            consumed += 1
+            ahead = max(ahead, read - consumed)
+            if consumed % 100 == 0:
+                await anyio.sleep(0.001)  # a slow reader
+            if consumed == 3000:
+                break
+    assert ahead <= 32 * 2 + 256, ahead
+    assert read < 3000 + 32 * 2 + 256

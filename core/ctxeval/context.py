@@ -116,11 +116,26 @@ class Scheduler:
         transient errors and 429s are retried up to ``retry.max_attempts`` attempts in all,
         malformed answers up to ``retry.max_malformed_retries`` times, fatal errors never.
         """
-        from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-
         gate = self.gate(resource)
         limit = self.timeout if timeout is None else timeout
         malformed = 0
+
+        async def attempt() -> T:
+            try:
+                async with gate.slot(tokens):
+                    meter.requests += 1
+                    if limit is None:
+                        return await func()
+                    with anyio.fail_after(limit):
+                        return await func()
+            except TimeoutError as exc:
+                if isinstance(exc, CallTimeoutError):
+                    raise
+                raise CallTimeoutError(f"no answer from {resource} within {limit:g} s") from None
+            except Exception as exc:
+                if classify(exc) == "rate_limit":
+                    gate.on_rate_limit(retry_after_of(exc))
+                raise
 
         def should_retry(exc: BaseException) -> bool:
             nonlocal malformed
@@ -130,49 +145,61 @@ class Scheduler:
                 return malformed <= self.retry.max_malformed_retries
             return kind != "fatal"
 
-        def wait(state: RetryCallState) -> float:
+        # The first attempt runs bare: most calls succeed, and tenacity's set-up is not free.
+        try:
+            result = await attempt()
+        except Exception as exc:
+            if self.retry.max_attempts == 1 or not should_retry(exc):
+                raise
+            first_failure = exc
+        else:
+            gate.on_success()
+            return result
+        return await self._retry(attempt, first_failure, should_retry, resource, meter, gate)
+
+    async def _retry(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        first_failure: BaseException,
+        should_retry: Callable[[BaseException], bool],
+        resource: str,
+        meter: _Meter,
+        gate: Gate,
+    ) -> T:
+        """Attempts 2 to ``max_attempts`` on tenacity's ``AsyncRetrying`` (sleeping via anyio)."""
+        from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+        def log(number: int, exc: BaseException | None, sleep: float) -> None:
+            logger.info(
+                "%s: attempt %d failed (%s: %s); retrying in %.2f s",
+                resource, number, type(exc).__name__, exc, sleep,
+            )  # fmt: skip
+
+        def wait(state: RetryCallState) -> float:  # tenacity counts from our second attempt
             exc = state.outcome.exception() if state.outcome is not None else None
             assert exc is not None
-            return self.backoff(state.attempt_number, exc)
+            return self.backoff(state.attempt_number + 1, exc)
 
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
             sleep = state.next_action.sleep if state.next_action is not None else 0.0
-            logger.info(
-                "%s: attempt %d failed (%s: %s); retrying in %.2f s",
-                resource, state.attempt_number, type(exc).__name__, exc, sleep,
-            )  # fmt: skip
+            log(state.attempt_number + 1, exc, sleep)
 
+        first_wait = self.backoff(1, first_failure)
+        log(1, first_failure, first_wait)
+        await anyio.sleep(first_wait)
         retrying = AsyncRetrying(
             sleep=anyio.sleep,
-            stop=stop_after_attempt(self.retry.max_attempts),
+            stop=stop_after_attempt(self.retry.max_attempts - 1),
             wait=wait,
             retry=retry_if_exception(should_retry),
             before_sleep=before_sleep,
             reraise=True,
         )
-        async for attempt in retrying:
-            with attempt:
-                if attempt.retry_state.attempt_number > 1:
-                    meter.retries += 1
-                try:
-                    async with gate.slot(tokens):
-                        meter.requests += 1
-                        if limit is None:
-                            result = await func()
-                        else:
-                            with anyio.fail_after(limit):
-                                result = await func()
-                except TimeoutError as exc:
-                    if isinstance(exc, CallTimeoutError):
-                        raise
-                    raise CallTimeoutError(
-                        f"no answer from {resource} within {limit:g} s"
-                    ) from None
-                except Exception as exc:
-                    if classify(exc) == "rate_limit":
-                        gate.on_rate_limit(retry_after_of(exc))
-                    raise
+        async for retry in retrying:
+            with retry:
+                meter.retries += 1
+                result = await attempt()
                 gate.on_success()
                 return result
         raise AssertionError(
@@ -192,7 +219,7 @@ class _Meter:
     def __init__(self) -> None:
         self.requests = 0
         self.retries = 0
-        self.extra = Usage()
+        self.extra: Usage | None = None
 
 
 class RowContext:
@@ -252,12 +279,14 @@ class RowContext:
 
     def add_usage(self, usage: Usage) -> None:
         """Count ``usage`` (tokens, cost, cache hits) against this row."""
-        self._meter.extra = self._meter.extra + usage
+        extra = self._meter.extra
+        self._meter.extra = usage if extra is None else extra + usage
 
     @property
-    def usage(self) -> Usage:
-        """What this row has spent so far."""
+    def usage(self) -> Usage | None:
+        """What this row has spent so far; None when nothing."""
         meter = self._meter
-        if not meter.requests:
-            return meter.extra
-        return meter.extra + Usage(requests=meter.requests, retries=meter.retries)
+        counted = Usage(requests=meter.requests, retries=meter.retries) if meter.requests else None
+        if counted is None or meter.extra is None:
+            return counted or meter.extra
+        return meter.extra + counted

@@ -249,8 +249,9 @@ class _Run:
             except Exception as exc:
                 result = _failure(exc, metric)
             row = _checked(result, metric, sample_id)
-            if not ctx.usage.is_zero:
-                row = row.with_usage(row.usage + ctx.usage)
+            spent = ctx.usage
+            if spent is not None:
+                row = row.with_usage(spent if row.usage.is_zero else row.usage + spent)
             rows[position] = self._finish_row(row)
 
         if len(waiting) == 1:
