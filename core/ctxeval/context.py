@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .errors import CallTimeoutError, ConfigError
+from .errors import AuthenticationError, CallTimeoutError, ConfigError
 from .limits import Gate, Limits
 from .registry import Registry
 from .results import Usage
@@ -67,6 +67,7 @@ class Scheduler:
         self.llm = llm
         self.cache = cache
         self._gates: dict[str, Gate] = {}
+        self._shared: dict[str, Any] = {}
         self._cpu = anyio.CapacityLimiter(cpu_workers)
         self._random = random.Random()
 
@@ -82,6 +83,25 @@ class Scheduler:
     def gates(self) -> Mapping[str, Gate]:
         """The gates made so far, by resource."""
         return dict(self._gates)
+
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
+        """The run-wide object under ``key``, made by ``factory`` on first use.
+
+        Objects with an ``aclose()`` (an HTTP client, say) are closed when the run ends.
+        """
+        if key not in self._shared:
+            self._shared[key] = factory()
+        value: T = self._shared[key]
+        return value
+
+    async def aclose(self) -> None:
+        """Close the run-wide objects that can be closed."""
+        shared, self._shared = self._shared, {}
+        for value in shared.values():
+            close = getattr(value, "aclose", None)
+            if close is not None:
+                with anyio.CancelScope(shield=True):
+                    await close()
 
     def context(self) -> RowContext:
         """A fresh run context for one metric call on one sample."""
@@ -121,21 +141,25 @@ class Scheduler:
         malformed = 0
 
         async def attempt() -> T:
-            try:
-                async with gate.slot(tokens):
-                    meter.requests += 1
+            async with gate.slot(tokens) as epoch:
+                meter.requests += 1
+                try:
                     if limit is None:
                         return await func()
                     with anyio.fail_after(limit):
                         return await func()
-            except TimeoutError as exc:
-                if isinstance(exc, CallTimeoutError):
+                except TimeoutError as exc:
+                    if isinstance(exc, CallTimeoutError):
+                        raise
+                    raise CallTimeoutError(
+                        f"no answer from {resource} within {limit:g} s"
+                    ) from None
+                except Exception as exc:
+                    if classify(exc) == "rate_limit":
+                        gate.on_rate_limit(retry_after_of(exc), epoch)
+                    elif isinstance(exc, AuthenticationError):
+                        gate.on_refused(exc)
                     raise
-                raise CallTimeoutError(f"no answer from {resource} within {limit:g} s") from None
-            except Exception as exc:
-                if classify(exc) == "rate_limit":
-                    gate.on_rate_limit(retry_after_of(exc))
-                raise
 
         def should_retry(exc: BaseException) -> bool:
             nonlocal malformed
@@ -276,6 +300,10 @@ class RowContext:
     async def run_cpu(self, func: Callable[..., T], *args: Any) -> T:
         """Run blocking ``func(*args)`` in a worker thread, off the event loop."""
         return await self._scheduler.run_cpu(func, *args)
+
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
+        """A run-wide object (e.g. an HTTP client), made once by ``factory``, closed at the end."""
+        return self._scheduler.shared(key, factory)
 
     def add_usage(self, usage: Usage) -> None:
         """Count ``usage`` (tokens, cost, cache hits) against this row."""

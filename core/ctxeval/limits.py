@@ -95,12 +95,15 @@ class Gate:
         self._tokens = TokenBucket(limits.tokens_per_minute) if limits.tokens_per_minute else None
         self._paused_until = -math.inf
         self._successes = 0
+        self._epoch = 0  # bumped at each decrease: one overload lowers the limit once
         self.in_flight = 0
         """Calls in flight now."""
         self.peak_in_flight = 0
         """The most calls ever in flight at once."""
         self.rate_limited = 0
         """429 answers seen."""
+        self.refused: BaseException | None = None
+        """The authentication error that closed this gate, if one did."""
 
     @property
     def concurrency(self) -> int:
@@ -108,19 +111,25 @@ class Gate:
         return int(self._limiter.total_tokens)
 
     @asynccontextmanager
-    async def slot(self, tokens: float = 0.0) -> AsyncIterator[None]:
-        """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit."""
+    async def slot(self, tokens: float = 0.0) -> AsyncIterator[int]:
+        """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit.
+
+        Once the resource refused the credentials, no further request is sent: the slot raises
+        that error at once.
+        """
+        self._check_refused()
         await self._wait_for_pause()
         if self._requests is not None:
             await self._requests.take(1)
         if self._tokens is not None and tokens > 0:
             await self._tokens.take(tokens)
         async with self._limiter:
+            self._check_refused()
             await self._wait_for_pause()  # a 429 may have come in while we queued
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
-                yield
+                yield self._epoch
             finally:
                 self.in_flight -= 1
 
@@ -131,17 +140,36 @@ class Gate:
                 return
             await anyio.sleep(delay)
 
-    def on_rate_limit(self, retry_after: float | None) -> None:
-        """A 429 arrived: pause new calls for ``retry_after`` and halve the concurrency."""
+    def on_rate_limit(self, retry_after: float | None, epoch: int | None = None) -> None:
+        """A 429 arrived: pause new calls for ``retry_after`` and halve the concurrency.
+
+        ``epoch`` is what :meth:`slot` yielded to the call that got the 429: calls that were
+        already in flight when the limit was last lowered do not lower it again (a burst of
+        429s from one overload halves the limit once, not once per call).
+        """
         self.rate_limited += 1
         self._successes = 0
         if retry_after:
             self._paused_until = max(self._paused_until, anyio.current_time() + retry_after)
-        if self.limits.adaptive:
+        if self.limits.adaptive and (epoch is None or epoch == self._epoch):
+            self._epoch += 1
             lower = max(1, self.concurrency // 2)
             if lower < self.concurrency:
                 self._limiter.total_tokens = lower
                 logger.info("%s: rate limited; concurrency lowered to %d", self.name, lower)
+
+    def _check_refused(self) -> None:
+        if self.refused is not None:
+            error = type(self.refused)(
+                f"{self.refused} (not sent: an earlier request to {self.name} was refused)"
+            )
+            raise error
+
+    def on_refused(self, exc: BaseException) -> None:
+        """The resource refused the credentials: fail every later call at once."""
+        if self.refused is None:
+            self.refused = exc
+            logger.error("%s: %s; failing the remaining calls without sending them", self.name, exc)
 
     def on_success(self) -> None:
         """A call succeeded: after as many successes as the current limit, raise it by one."""

@@ -123,6 +123,11 @@ class RunContext(Protocol):
         by :meth:`call`)."""
         ...
 
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
+        """A run-wide object (an HTTP client, a loaded model), made once by ``factory``;
+        objects with ``aclose()`` are closed when the run ends."""
+        ...
+
 
 @runtime_checkable
 class Extractor(Protocol):

@@ -102,8 +102,9 @@ def classify(exc: BaseException) -> Kind:
     return "fatal"
 
 
-def retry_after_of(exc: BaseException, *, now: float | None = None) -> float | None:
-    """Seconds the service asked to wait, from ``exc.retry_after`` or a ``Retry-After`` header.
+def retry_after_of(exc: object, *, now: float | None = None) -> float | None:
+    """Seconds the service asked to wait, from ``exc.retry_after`` or a ``Retry-After`` header
+    (of ``exc.response``, or of ``exc`` itself when it is a response).
 
     The header may hold seconds or an HTTP date. Returns None when there is none or it cannot
     be read; never a negative number.

@@ -467,6 +467,7 @@ async def stream(
             )  # fmt: skip
         raise
     finally:
+        await scheduler.aclose()
         if open_journal is not None:
             open_journal.close()
 

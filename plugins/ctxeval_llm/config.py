@@ -1,0 +1,130 @@
+"""How to reach an LLM: :class:`LLMConfig`, built from whatever ``llm=`` was given."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from ctxeval import ConfigError
+
+__all__ = ["LLMConfig", "resolve_llm"]
+
+Transport = Literal["auto", "litellm", "direct"]
+
+_OPENAI_NATIVE = ("gpt-", "o1", "o3", "o4", "chatgpt-")
+OPENAI_BASE = "https://api.openai.com/v1"
+
+
+def _no_secret(value: object) -> str:
+    return "None" if value is None else "'***'"
+
+
+@attrs.frozen(kw_only=True)
+class LLMConfig:
+    """The LLM a run's judges and extractors call.
+
+    Attributes:
+        model: a litellm model string, e.g. ``"openai/gpt-4o-mini"``, ``"anthropic/claude-..."``,
+            or ``"openai/<name>"`` with ``api_base`` for any OpenAI-compatible server (vLLM,
+            Ollama, llama.cpp server, TGI).
+        api_base: the endpoint, when not the provider's default.
+        api_key: the key; default: the provider's usual environment variable
+            (``OPENAI_API_KEY``...). Never shown in reprs, logs, results or the cache.
+        temperature: 0 for reproducible judgements.
+        max_tokens: the longest answer.
+        timeout: seconds one request may take (default: the run's ``timeout``).
+        transport: ``"direct"`` (a lean HTTP client, OpenAI-compatible endpoints only),
+            ``"litellm"`` (any provider) or ``"auto"`` (direct where it applies).
+        json_schema: send the output schema as ``response_format`` (True), or only describe it
+            in the prompt (False); the answer is validated strictly either way.
+        extra: more keyword arguments for ``litellm.acompletion`` (and request fields for the
+            direct transport).
+        completion: a bring-your-own async callable replacing the transport: it receives the
+            request dict (``model``, ``messages``, ``temperature``, ...) and returns the answer
+            text, or a dict with ``content`` and optional ``prompt_tokens`` /
+            ``completion_tokens``.
+    """
+
+    model: str = attrs.field(validator=attrs.validators.instance_of(str))
+    api_base: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=_no_secret)
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout: float | None = None
+    transport: Transport = attrs.field(default="auto")
+    json_schema: bool = True
+    extra: Mapping[str, Any] = attrs.field(factory=dict)
+    completion: Callable[[dict[str, Any]], Awaitable[Any]] | None = attrs.field(
+        default=None, repr=False, eq=False
+    )
+
+    @transport.validator
+    def _check_transport(self, attribute: attrs.Attribute[str], value: str) -> None:
+        if value not in ("auto", "litellm", "direct"):
+            raise ConfigError(f"transport must be 'auto', 'litellm' or 'direct', got {value!r}")
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint as a string (for cache keys and resource names)."""
+        if self.api_base:
+            return self.api_base.rstrip("/")
+        return OPENAI_BASE if self.is_openai_compatible else "default"
+
+    @property
+    def resource(self) -> str:
+        """The scheduler resource: one shared limit per model and endpoint."""
+        return f"{self.model}@{self.endpoint}"
+
+    @property
+    def is_openai_compatible(self) -> bool:
+        """True for ``openai/...`` models and OpenAI's own model names."""
+        name = self.model
+        return name.startswith("openai/") or ("/" not in name and name.startswith(_OPENAI_NATIVE))
+
+    @property
+    def wire_model(self) -> str:
+        """The model name as an OpenAI-compatible server expects it (no provider prefix)."""
+        return self.model.removeprefix("openai/")
+
+    def chosen_transport(self) -> str:
+        """``callable``, ``direct`` or ``litellm``: the transport this configuration uses."""
+        if self.completion is not None:
+            return "callable"
+        if self.transport == "auto":
+            return "direct" if self.is_openai_compatible else "litellm"
+        if self.transport == "direct" and not self.is_openai_compatible:
+            raise ConfigError(
+                f"transport='direct' speaks the OpenAI API only; model {self.model!r} is not "
+                "OpenAI-compatible (use 'openai/<name>' with api_base, or transport='litellm')"
+            )
+        return self.transport
+
+    def key_for_direct(self) -> str | None:
+        """The API key the direct transport sends: the given one, else ``OPENAI_API_KEY``."""
+        return self.api_key or os.environ.get("OPENAI_API_KEY")
+
+
+def resolve_llm(value: Any) -> LLMConfig:
+    """An :class:`LLMConfig` from ``llm=``: a config, a model string, a dict or a callable."""
+    if isinstance(value, LLMConfig):
+        return value
+    if value is None:
+        raise ConfigError(
+            "this metric needs an LLM: pass llm='openai/gpt-4o-mini' (any litellm model string), "
+            "llm=LLMConfig(...), or an async callable, to evaluate() or to the metric"
+        )
+    if isinstance(value, str):
+        return LLMConfig(model=value)
+    if isinstance(value, Mapping):
+        try:
+            return LLMConfig(**value)
+        except TypeError as exc:
+            raise ConfigError(f"bad llm settings: {exc}") from None
+    if callable(value):
+        return LLMConfig(model="custom", completion=value)
+    raise ConfigError(
+        f"llm must be a model string, a dict, an LLMConfig or a callable, got {value!r}"
+    )

@@ -1,0 +1,42 @@
+"""Reading a model's answer: tolerant JSON extraction, then strict validation."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ctxeval import MalformedOutputError
+
+__all__ = ["parse_json", "redact"]
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|(?:key|token)-[A-Za-z0-9_\-]{12,})")
+
+
+def parse_json(text: str) -> Any:
+    """The JSON object in ``text``: as it is, inside a code fence, or with text around it.
+
+    Raises:
+        MalformedOutputError: no JSON object can be read (the message shows the start of it).
+    """
+    candidates = [text.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+    snippet = text.strip().replace("\n", " ")[:120]
+    raise MalformedOutputError(f"the model's answer is not JSON: {snippet!r}")
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every given secret, and anything shaped like an API key, masked."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _KEY_LIKE.sub("***", text)

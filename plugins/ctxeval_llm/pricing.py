@@ -1,0 +1,54 @@
+"""Cost in USD from litellm's local price table, read without importing litellm.
+
+litellm ships its table as ``model_prices_and_context_window_backup.json``; reading that file
+costs milliseconds, where ``import litellm`` costs seconds. Unknown models cost ``None``, never
+a made-up number.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cost_usd", "price_table"]
+
+logger = logging.getLogger(__name__)
+
+_TABLE = "model_prices_and_context_window_backup.json"
+
+
+@functools.cache
+def price_table() -> dict[str, Any]:
+    """litellm's bundled price table, or an empty one when litellm is not installed."""
+    try:
+        spec = importlib.util.find_spec("litellm")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / _TABLE
+        if path.exists():
+            try:
+                table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                logger.warning("could not read litellm's price table at %s", path)
+                return {}
+            return table
+    return {}
+
+
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """The price of one request, or None when the model is not in the table."""
+    table = price_table()
+    entry = table.get(model) or table.get(model.split("/", 1)[-1])
+    if not isinstance(entry, dict):
+        return None
+    inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+    if not isinstance(inp, (int, float)) or not isinstance(out, (int, float)):
+        return None
+    return prompt_tokens * float(inp) + completion_tokens * float(out)

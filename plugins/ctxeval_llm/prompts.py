@@ -1,0 +1,349 @@
+"""The prompts, as versioned templates with few-shot examples and strict output checks.
+
+Each :class:`Prompt` puts its stable part first (instructions, output schema, examples in the
+system message) and the sample's text last, so that providers' prompt caching applies. Its
+``version`` is part of the cache key: change the text, bump the version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ctxeval import MalformedOutputError
+
+__all__ = [
+    "ATTRIBUTION",
+    "ENTITIES",
+    "ENTITY_PRESENCE",
+    "USEFULNESS",
+    "USEFULNESS_BATCH",
+    "Prompt",
+]
+
+
+def _binary(value: Any, where: str) -> int:
+    if isinstance(value, bool) or value not in (0, 1) or not isinstance(value, int):
+        raise MalformedOutputError(f"{where} must be exactly 0 or 1, got {value!r}")
+    return value
+
+
+def _object(value: Any, keys: tuple[str, ...], where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise MalformedOutputError(f"{where} must be a JSON object, got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise MalformedOutputError(f"{where} lacks {', '.join(missing)}")
+    return value
+
+
+def _list(value: Any, where: str, length: int | None) -> list[Any]:
+    if not isinstance(value, list):
+        raise MalformedOutputError(f"{where} must be a list, got {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise MalformedOutputError(f"{where} has {len(value)} items; {length} were asked for")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedOutputError(f"{where} must be a string, got {type(value).__name__}")
+    return value
+
+
+@attrs.frozen
+class Prompt:
+    """A versioned prompt: system text with schema and examples, a user template, a checker."""
+
+    name: str
+    version: int
+    system: str
+    user: str
+    schema: Mapping[str, Any]
+    examples: tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...]
+    check: Callable[[Any, int | None], Any]
+
+    def messages(
+        self, variables: Mapping[str, Any], *, schema_in_prompt: bool
+    ) -> list[dict[str, str]]:
+        parts = [self.system.strip()]
+        if schema_in_prompt:
+            parts.append(
+                "Answer with one JSON object and nothing else, following this JSON schema:\n"
+                + json.dumps(self.schema, sort_keys=True)
+            )
+        for number, (given, answer) in enumerate(self.examples, start=1):
+            parts.append(
+                f"Example {number}\nInput:\n{self.user.format(**given)}\nOutput:\n"
+                + json.dumps(answer, ensure_ascii=False)
+            )
+        return [
+            {"role": "system", "content": "\n\n".join(parts)},
+            {"role": "user", "content": self.user.format(**variables)},
+        ]
+
+    def response_format(self) -> dict[str, Any]:
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": self.name, "schema": dict(self.schema), "strict": True},
+        }
+
+
+# --- entity extraction ---------------------------------------------------------------------
+
+
+def _check_entities(value: Any, expected: int | None) -> list[str]:
+    obj = _object(value, ("entities",), "the answer")
+    entities = _list(obj["entities"], "entities", None)
+    return [_text(e, f"entity {i}") for i, e in enumerate(entities)]
+
+
+ENTITIES = Prompt(
+    name="entities",
+    version=1,
+    system=(
+        "You extract named entities from a text: people, places, organisations, works, events, "
+        "dates and years, quantities with units, and other proper names. List each distinct "
+        "entity once, as it is written in the text, without explanations. Do not list common "
+        "nouns or pronouns."
+    ),
+    user="Text: {text}",
+    schema={
+        "type": "object",
+        "properties": {"entities": {"type": "array", "items": {"type": "string"}}},
+        "required": ["entities"],
+        "additionalProperties": False,
+    },
+    examples=(
+        (
+            {
+                "text": "The Eiffel Tower, located in Paris, France, was completed in 1889 for the World's Fair."
+            },
+            {"entities": ["Eiffel Tower", "Paris", "France", "1889", "World's Fair"]},
+        ),
+        (
+            {
+                "text": "Albert Einstein published the theory of general relativity in 1915 in Berlin."
+            },
+            {"entities": ["Albert Einstein", "general relativity", "1915", "Berlin"]},
+        ),
+    ),
+    check=_check_entities,
+)
+
+
+# --- chunk usefulness (context precision) --------------------------------------------------
+
+
+def _check_verdict(value: Any, expected: int | None) -> dict[str, Any]:
+    obj = _object(value, ("reason", "verdict"), "the answer")
+    return {"reason": _text(obj["reason"], "reason"), "verdict": _binary(obj["verdict"], "verdict")}
+
+
+_USEFULNESS_SYSTEM = (
+    "You judge whether a retrieved context was useful in arriving at a given answer to a "
+    "question. Say why in one sentence, then give verdict 1 if the context is useful for "
+    "arriving at the answer and 0 if it is not."
+)
+
+USEFULNESS = Prompt(
+    name="usefulness",
+    version=1,
+    system=_USEFULNESS_SYSTEM,
+    user="Question: {question}\nAnswer: {answer}\nContext: {context}",
+    schema={
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "verdict": {"type": "integer", "enum": [0, 1]},
+        },
+        "required": ["reason", "verdict"],
+        "additionalProperties": False,
+    },
+    examples=(
+        (
+            {
+                "question": "Who won the 2020 ICC World Cup?",
+                "answer": "England won the 2022 ICC Men's T20 World Cup.",
+                "context": "The 2022 ICC Men's T20 World Cup was held in Australia; England won it, beating Pakistan by five wickets in the final.",
+            },
+            {
+                "reason": "The context says England won the 2022 T20 World Cup, which is the answer.",
+                "verdict": 1,
+            },
+        ),
+        (
+            {
+                "question": "What is the tallest mountain in the world?",
+                "answer": "Mount Everest.",
+                "context": "The Andes is the longest continental mountain range in the world.",
+            },
+            {
+                "reason": "The context is about the Andes and says nothing of Mount Everest.",
+                "verdict": 0,
+            },
+        ),
+    ),
+    check=_check_verdict,
+)
+
+
+def _check_verdicts(value: Any, expected: int | None) -> list[dict[str, Any]]:
+    obj = _object(value, ("verdicts",), "the answer")
+    items = _list(obj["verdicts"], "verdicts", expected)
+    return [_check_verdict(item, None) for item in items]
+
+
+USEFULNESS_BATCH = Prompt(
+    name="usefulness_batch",
+    version=1,
+    system=_USEFULNESS_SYSTEM
+    + " Judge every numbered context on its own and answer with one verdict per context, in "
+    "their order.",
+    user="Question: {question}\nAnswer: {answer}\nContexts:\n{contexts}",
+    schema={
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": USEFULNESS.schema,
+            }
+        },
+        "required": ["verdicts"],
+        "additionalProperties": False,
+    },
+    examples=(
+        (
+            {
+                "question": "What is the tallest mountain in the world?",
+                "answer": "Mount Everest.",
+                "contexts": "[1] Mount Everest, at 8,849 m, is Earth's highest mountain above sea level.\n[2] The Andes is the longest continental mountain range in the world.",
+            },
+            {
+                "verdicts": [
+                    {"reason": "It names Mount Everest as the highest mountain.", "verdict": 1},
+                    {"reason": "It is about the Andes, not the tallest mountain.", "verdict": 0},
+                ]
+            },
+        ),
+    ),
+    check=_check_verdicts,
+)
+
+
+# --- statement attribution (context recall) -----------------------------------------------
+
+
+def _check_attribution(value: Any, expected: int | None) -> list[dict[str, Any]]:
+    obj = _object(value, ("classifications",), "the answer")
+    items = _list(obj["classifications"], "classifications", None)
+    if not items:
+        raise MalformedOutputError("classifications is empty; the answer has statements")
+    out = []
+    for i, item in enumerate(items):
+        entry = _object(item, ("statement", "reason", "attributed"), f"classification {i}")
+        out.append(
+            {
+                "statement": _text(entry["statement"], f"statement {i}"),
+                "reason": _text(entry["reason"], f"reason {i}"),
+                "attributed": _binary(entry["attributed"], f"attributed {i}"),
+            }
+        )
+    return out
+
+
+ATTRIBUTION = Prompt(
+    name="attribution",
+    version=1,
+    system=(
+        "Given a question, a context and an answer, split the answer into its statements (one "
+        "per sentence or claim) and decide for each whether it can be attributed to the "
+        "context: attributed 1 if the context supports it, 0 if it does not. Give a short "
+        "reason for each."
+    ),
+    user="Question: {question}\nContext: {context}\nAnswer: {answer}",
+    schema={
+        "type": "object",
+        "properties": {
+            "classifications": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "statement": {"type": "string"},
+                        "reason": {"type": "string"},
+                        "attributed": {"type": "integer", "enum": [0, 1]},
+                    },
+                    "required": ["statement", "reason", "attributed"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["classifications"],
+        "additionalProperties": False,
+    },
+    examples=(
+        (
+            {
+                "question": "Where is France and what is its capital?",
+                "context": "France, in Western Europe, encompasses medieval cities, alpine villages and Mediterranean beaches. The country is also renowned for its wines.",
+                "answer": "France is in Western Europe. Its capital is Paris.",
+            },
+            {
+                "classifications": [
+                    {
+                        "statement": "France is in Western Europe.",
+                        "reason": "The context says France is in Western Europe.",
+                        "attributed": 1,
+                    },
+                    {
+                        "statement": "Its capital is Paris.",
+                        "reason": "The context does not mention the capital.",
+                        "attributed": 0,
+                    },
+                ]
+            },
+        ),
+    ),
+    check=_check_attribution,
+)
+
+
+# --- entity presence (verification mode of entity recall) ---------------------------------
+
+
+def _check_presence(value: Any, expected: int | None) -> list[int]:
+    obj = _object(value, ("present",), "the answer")
+    items = _list(obj["present"], "present", expected)
+    return [_binary(v, f"present {i}") for i, v in enumerate(items)]
+
+
+ENTITY_PRESENCE = Prompt(
+    name="entity_presence",
+    version=1,
+    system=(
+        "For each numbered entity, decide whether the context mentions it, under its own name "
+        "or an obvious variant (an abbreviation, another spelling, a full or short form): 1 if "
+        "it does, 0 if it does not. Answer with one flag per entity, in their order."
+    ),
+    user="Entities:\n{entities}\nContext: {context}",
+    schema={
+        "type": "object",
+        "properties": {"present": {"type": "array", "items": {"type": "integer", "enum": [0, 1]}}},
+        "required": ["present"],
+        "additionalProperties": False,
+    },
+    examples=(
+        (
+            {
+                "entities": "[1] Gustave Eiffel\n[2] Paris\n[3] 1889",
+                "context": "The tower in Paris was completed in 1889 and remains a popular landmark.",
+            },
+            {"present": [0, 1, 1]},
+        ),
+    ),
+    check=_check_presence,
+)

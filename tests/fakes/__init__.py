@@ -1,0 +1,1 @@
+"""Test doubles that speak real protocols (no patching of the libraries under test)."""

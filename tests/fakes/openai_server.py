@@ -1,0 +1,281 @@
+"""A fake OpenAI-compatible chat-completions server, over real HTTP on 127.0.0.1.
+
+It answers ``POST /v1/chat/completions`` (and ``/chat/completions``) from a scripted responder,
+with fault injection, a request log and usage numbers in every reply::
+
+    with FakeOpenAI(responder=lambda request: '{"verdict": 1}') as server:
+        server.url            # "http://127.0.0.1:PORT/v1"
+        ... run the code under test against server.url ...
+        server.requests       # every request received, parsed
+
+A responder gets the parsed request body (a dict) and returns what to answer:
+
+* a ``str``: the assistant message content (a normal 200 reply with usage numbers);
+* a :class:`Reply`: full control (status, headers, raw body, delay, hang);
+* a :class:`Fault` name: ``"429"``, ``"500"``, ``"401"``, ``"hang"``, ``"truncated"``,
+  ``"malformed"`` (see :meth:`FakeOpenAI.fault_reply`).
+
+``faults=`` injects faults at random rates before the responder is asked (seeded, so a test is
+reproducible), and ``latency=`` delays every answer. ``max_in_flight=`` makes the server answer
+429 with ``Retry-After`` beyond that many requests at once, as a small provider would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import attrs
+
+__all__ = ["FakeOpenAI", "Reply"]
+
+
+@attrs.frozen
+class Reply:
+    """One scripted answer."""
+
+    status: int = 200
+    content: str | None = None
+    body: bytes | None = None
+    """Raw body (overrides ``content``)."""
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    delay: float = 0.0
+    hang: bool = False
+    """Never answer (until the server stops): the client's timeout must cut it."""
+
+
+Responder = Callable[[dict[str, Any]], "str | Reply"]
+
+
+def _count_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class FakeOpenAI:
+    """The server; use it as a context manager (it starts on a random free port)."""
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        faults: Mapping[str, float] | None = None,
+        latency: float = 0.0,
+        max_in_flight: int | None = None,
+        retry_after: float = 0.05,
+        seed: int = 0,
+        model: str = "fake-model",
+    ) -> None:
+        self.responder = responder or (lambda request: "ok")
+        self.faults = dict(faults or {})
+        self.latency = latency
+        self.max_in_flight = max_in_flight
+        self.retry_after = retry_after
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        """Every request body received, in arrival order."""
+        self.headers: list[dict[str, str]] = []
+        """The headers of every request."""
+        self.statuses: list[int] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> FakeOpenAI:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                return
+
+            def do_POST(self) -> None:
+                fake._handle(self)
+
+            def do_GET(self) -> None:
+                self._send(404, b'{"error": {"message": "not found"}}', {})
+
+            disable_nagle_algorithm = True
+
+            def _send(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+                # One write for head and body: two small writes meet delayed ACKs on loopback.
+                head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
+                head += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+                head += [f"{key}: {value}" for key, value in headers.items()]
+                self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+                self.wfile.flush()
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # the default of 5 makes bursts wait for SYN retries
+
+        server = Server(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        """The base URL, ending in ``/v1``, as ``api_base`` takes it."""
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def count(self) -> int:
+        """Requests received so far."""
+        return len(self.requests)
+
+    # --- answering ----------------------------------------------------------------------------
+
+    def fault_reply(self, fault: str) -> Reply:
+        """The reply for a named fault."""
+        if fault == "429":
+            return Reply(
+                429,
+                body=b'{"error": {"message": "Rate limit reached", "type": "rate_limit"}}',
+                headers={"Retry-After": f"{self.retry_after:g}"},
+            )
+        if fault == "429-no-retry-after":
+            return Reply(429, body=b'{"error": {"message": "Rate limit reached"}}')
+        if fault == "500":
+            return Reply(
+                500, body=b'{"error": {"message": "internal error", "type": "server_error"}}'
+            )
+        if fault == "503":
+            return Reply(503, body=b'{"error": {"message": "overloaded"}}')
+        if fault == "401":
+            return Reply(
+                401,
+                body=b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}',
+            )
+        if fault == "400":
+            return Reply(
+                400, body=b'{"error": {"message": "bad request", "type": "invalid_request_error"}}'
+            )
+        if fault == "hang":
+            return Reply(hang=True)
+        if fault == "truncated":
+            return Reply(200, content='{"verdicts": [1, 0')
+        if fault == "malformed":
+            return Reply(200, content="I think the answer is yes.")
+        if fault == "wrong-schema":
+            return Reply(200, content='{"answer": "yes"}')
+        if fault == "broken-body":
+            return Reply(200, body=b'{"id": "x", "choices": [')
+        raise ValueError(f"unknown fault {fault!r}")
+
+    def _choose(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            roll = self._random.random()
+        threshold = 0.0
+        for fault, rate in self.faults.items():
+            threshold += rate
+            if roll < threshold:
+                return self.fault_reply(fault)
+        answer = self.responder(request)
+        if isinstance(answer, Reply):
+            return answer
+        if answer in {
+            "429",
+            "500",
+            "503",
+            "401",
+            "400",
+            "hang",
+            "truncated",
+            "malformed",
+            "wrong-schema",
+            "broken-body",
+            "429-no-retry-after",
+        }:
+            return self.fault_reply(answer)
+        return Reply(200, content=answer)
+
+    def _handle(self, handler: Any) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length)
+        if handler.path.rstrip("/") not in {"/v1/chat/completions", "/chat/completions"}:
+            handler._send(404, b'{"error": {"message": "no such route"}}', {})
+            return
+        try:
+            request = json.loads(raw)
+        except json.JSONDecodeError:
+            handler._send(400, b'{"error": {"message": "request body is not JSON"}}', {})
+            return
+        with self._lock:
+            self.requests.append(request)
+            self.headers.append({k.lower(): v for k, v in handler.headers.items()})
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            over = self.max_in_flight is not None and self.in_flight > self.max_in_flight
+        try:
+            reply = self.fault_reply("429") if over else self._choose(request)
+            if reply.hang:
+                self._stopping.wait(60)
+                return
+            delay = self.latency + reply.delay
+            if delay:
+                time.sleep(delay)
+            body = (
+                reply.body
+                if reply.body is not None
+                else self._completion(request, reply.content or "")
+            )
+            with self._lock:
+                self.statuses.append(reply.status)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                handler._send(reply.status, body, reply.headers)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _completion(self, request: dict[str, Any], content: str) -> bytes:
+        prompt = "".join(str(m.get("content", "")) for m in request.get("messages", []))
+        prompt_tokens, completion_tokens = _count_tokens(prompt), _count_tokens(content)
+        reply = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", self.model),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        return json.dumps(reply).encode()

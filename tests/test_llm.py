@@ -1,0 +1,456 @@
+"""The LLM plugin over real HTTP against the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxeval
+from ctxeval import RetryPolicy, Status
+from ctxeval.cache import MemoryCache, SQLiteCache
+from ctxeval_llm import LLMConfig
+from fakes.openai_server import FakeOpenAI, Reply
+from llm_judge import Judge, prompt_name
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.02, jitter=0.0)
+SECRET = "sk-test-SECRET-0123456789abcdef"
+
+TAJ_REFERENCE = (
+    "The Taj Mahal is an ivory-white marble mausoleum on the right bank of the river Yamuna in "
+    "the Indian city of Agra. It was commissioned in 1631 by the Mughal emperor Shah Jahan to "
+    "house the tomb of his favorite wife, Mumtaz Mahal."
+)
+TAJ_HIGH = (
+    "The Taj Mahal is a symbol of love and architectural marvel located in Agra, India. It was "
+    "built by the Mughal emperor Shah Jahan in memory of his beloved wife, Mumtaz Mahal. The "
+    "structure is renowned for its intricate marble work and beautiful gardens surrounding it."
+)
+TAJ_LOW = (
+    "The Taj Mahal is an iconic monument in India. It is a UNESCO World Heritage Site and "
+    "attracts millions of visitors annually. The intricate carvings and stunning architecture "
+    "make it a must-visit destination."
+)
+TAJ_ENTITIES = {
+    TAJ_REFERENCE: ["Taj Mahal", "Yamuna", "Agra", "1631", "Shah Jahan", "Mumtaz Mahal"],
+    TAJ_HIGH: ["Taj Mahal", "Agra", "Shah Jahan", "Mumtaz Mahal", "India"],
+    TAJ_LOW: ["Taj Mahal", "UNESCO", "India"],
+}
+EIFFEL_REFERENCE = "Gustave Eiffel designed the tower in Paris in 1889."
+EIFFEL_CONTEXT = "The tower in Paris was completed in 1889 and remains a popular landmark."
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(Judge()) as fake:
+        yield fake
+
+
+def llm(server: FakeOpenAI, **options: Any) -> LLMConfig:
+    return LLMConfig(model="openai/fake-judge", api_base=server.url, api_key=SECRET, **options)
+
+
+def run(
+    samples: list[dict[str, Any]], metrics: list[Any], server: FakeOpenAI, **options: Any
+) -> ctxeval.Evaluation:
+    options.setdefault("llm", llm(server))
+    options.setdefault("retry", FAST)
+    return ctxeval.evaluate(samples, metrics, **options)
+
+
+# --- the seeds' worked examples ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+def test_taj_mahal_entity_recall_intersection(server: FakeOpenAI, transport: str) -> None:
+    server.responder = Judge(entities=TAJ_ENTITIES)
+    metric = ctxeval.get_metric("context_entity_recall", mode="intersection")
+    samples = [
+        {"id": "high", "reference": TAJ_REFERENCE, "retrieved_contexts": [TAJ_HIGH]},
+        {"id": "low", "reference": TAJ_REFERENCE, "retrieved_contexts": [TAJ_LOW]},
+    ]
+    high, low = run(samples, [metric], server, llm=llm(server, transport=transport)).results
+    assert high.score == 4 / 6
+    assert low.score == 1 / 6
+    assert high.details["missing"] == ["Yamuna", "1631"]
+    assert server.count == 4  # two extractions per sample, as ragas makes
+
+
+def test_eiffel_entity_recall_verify_needs_one_request(server: FakeOpenAI) -> None:
+    server.responder = Judge(entities={EIFFEL_REFERENCE: ["Gustave Eiffel", "Paris", "1889"]})
+    [row] = run(
+        [{"reference": EIFFEL_REFERENCE, "retrieved_contexts": [EIFFEL_CONTEXT]}],
+        ["context_entity_recall"],
+        server,
+    ).results
+    assert row.score == 2 / 3
+    assert row.details["missing"] == ["Gustave Eiffel"]
+    assert row.details["found"] == ["Paris", "1889"]
+    assert server.count == 1
+
+
+def test_eiffel_entity_recall_with_the_llm_matcher(server: FakeOpenAI) -> None:
+    server.responder = Judge(
+        entities={EIFFEL_REFERENCE: ["Gustave Eiffel", "Paris", "1889"]},
+        presence={"Gustave Eiffel": 0, "Paris": 1, "1889": 1},
+    )
+    metric = ctxeval.get_metric("context_entity_recall", matcher="llm")
+    [row] = run(
+        [{"reference": EIFFEL_REFERENCE, "retrieved_contexts": [EIFFEL_CONTEXT]}], [metric], server
+    ).results
+    assert row.score == 2 / 3
+    assert server.count == 2
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [
+        ([1, 0], Fraction(1)),
+        ([0, 1], Fraction(1, 2)),
+        ([1, 0, 1], Fraction(5, 6)),
+        ([0, 0], Fraction(0)),
+    ],
+)
+def test_precision_verdicts_give_exact_average_precision(
+    server: FakeOpenAI, verdicts: list[int], expected: Fraction, batch: bool
+) -> None:
+    contexts = [f"chunk number {i}" for i in range(len(verdicts))]
+    server.responder = Judge(verdicts=dict(zip(contexts, verdicts, strict=False)))
+    sample = {
+        "user_input": "q?",
+        "reference": "ref",
+        "response": "resp",
+        "retrieved_contexts": contexts,
+    }
+    with_ref = ctxeval.get_metric("context_precision", batch=batch)
+    without_ref = ctxeval.get_metric("context_utilization", batch=batch)
+    rows = run([sample], [with_ref, without_ref], server).results
+    assert [r.score for r in rows] == [float(expected)] * 2
+    assert [v["verdict"] for v in rows[0].details["verdicts"]] == verdicts
+    assert server.count == (2 if batch else 2 * len(verdicts))
+
+
+def test_context_recall(server: FakeOpenAI) -> None:
+    reference = "France is in Western Europe and its capital is Paris."
+    server.responder = Judge(attributions={reference: [1, 0]})
+    [row] = run(
+        [
+            {
+                "user_input": "Where is France?",
+                "reference": reference,
+                "retrieved_contexts": ["France, in Western Europe..."],
+            }
+        ],
+        ["context_recall"],
+        server,
+    ).results
+    assert (row.metric, row.score) == ("llm_context_recall", 0.5)
+    assert len(row.details["statements"]) == 2
+    assert row.usage.requests == 1
+    assert row.usage.prompt_tokens > 0
+    assert row.usage.completion_tokens > 0
+
+
+# --- degenerate inputs: decided without a request ------------------------------------------
+
+
+def test_degenerate_inputs_make_no_request(server: FakeOpenAI) -> None:
+    samples = [
+        {
+            "id": "empty-ref",
+            "user_input": "q",
+            "reference": " ",
+            "response": "",
+            "retrieved_contexts": ["c"],
+        },
+        {
+            "id": "no-contexts",
+            "user_input": "q",
+            "reference": "ref",
+            "response": "",
+            "retrieved_contexts": [],
+        },
+    ]
+    metrics = [
+        "context_precision",
+        "context_utilization",
+        "context_recall",
+        "context_entity_recall",
+    ]
+    rows = {(r.sample_id, r.metric): r for r in run(samples, metrics, server).results}
+    assert server.count == 0
+    assert rows["empty-ref", "llm_context_precision_with_reference"].status is Status.UNDEFINED
+    assert rows["empty-ref", "llm_context_recall"].status is Status.UNDEFINED
+    assert rows["empty-ref", "context_entity_recall"].status is Status.UNDEFINED
+    assert rows["empty-ref", "llm_context_precision_without_reference"].status is Status.UNDEFINED
+    assert rows["no-contexts", "llm_context_precision_with_reference"].status is Status.UNDEFINED
+    assert rows["no-contexts", "llm_context_precision_without_reference"].status is Status.UNDEFINED
+    assert rows["no-contexts", "llm_context_recall"].score == 0.0
+    assert rows["no-contexts", "context_entity_recall"].score == 0.0
+
+
+def test_a_metric_without_an_llm_says_how_to_give_one() -> None:
+    [row] = ctxeval.evaluate(
+        [{"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}], ["context_recall"]
+    ).results
+    assert row.status is Status.ERROR
+    assert "this metric needs an LLM: pass llm='openai/gpt-4o-mini'" in (row.reason or "")
+
+
+# --- faults ----------------------------------------------------------------------------------
+
+
+def test_200_samples_survive_429s_500s_and_malformed_answers(server: FakeOpenAI) -> None:
+    contexts = ["useful chunk", "useless chunk"]
+    server.responder = Judge(verdicts={"useful chunk": 1})
+    server.faults = {"429": 0.20, "500": 0.10, "malformed": 0.05}
+    server.retry_after = 0.01  # every 429 pauses the whole resource that long
+    samples = [
+        {"id": str(i), "user_input": "q", "reference": "r", "retrieved_contexts": contexts}
+        for i in range(200)
+    ]
+    policy = RetryPolicy(
+        max_attempts=10,
+        initial_backoff=0.001,
+        max_backoff=0.02,
+        jitter=0.0,
+        max_malformed_retries=5,
+    )
+    evaluation = run(samples, ["context_precision"], server, retry=policy, max_concurrency=16)
+    assert [r.status for r in evaluation.results] == [Status.OK] * 200
+    assert all(r.score == 1.0 for r in evaluation.results)
+    assert server.statuses.count(429) > 30
+    assert server.statuses.count(500) > 10
+    assert sum(r.usage.retries for r in evaluation.results) > 50
+    assert server.count == sum(r.usage.requests for r in evaluation.results)
+
+
+def test_wrong_schema_and_non_binary_verdicts_are_retried_then_reported(server: FakeOpenAI) -> None:
+    server.responder = lambda request: '{"reason": "x", "verdict": 2}'
+    [row] = run(
+        [{"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}],
+        ["context_precision"],
+        server,
+    ).results
+    assert row.status is Status.ERROR
+    assert "MalformedOutputError: verdict must be exactly 0 or 1, got 2" in (row.reason or "")
+    assert server.count == 3  # the first try and two retries (max_malformed_retries)
+
+
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+def test_401_fails_every_row_at_once_without_retries(server: FakeOpenAI, transport: str) -> None:
+    server.responder = lambda request: "401"
+    samples = [
+        {"id": str(i), "user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}
+        for i in range(50)
+    ]
+    evaluation = run(
+        samples,
+        ["context_precision"],
+        server,
+        llm=llm(server, transport=transport),
+        max_concurrency=4,
+    )
+    assert all(r.status is Status.ERROR for r in evaluation.results)
+    assert all("AuthenticationError" in (r.reason or "") for r in evaluation.results)
+    assert all(r.usage.retries == 0 for r in evaluation.results)
+    assert server.count <= 4  # only the calls already in flight; the rest are never sent
+
+
+def test_a_hung_request_is_cut_by_the_timeout_and_retried(server: FakeOpenAI) -> None:
+    answers = iter(["hang", json.dumps({"reason": "ok", "verdict": 1})])
+    server.responder = lambda request: next(answers)
+    [row] = run(
+        [{"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}],
+        ["context_precision"],
+        server,
+        timeout=0.3,
+    ).results
+    assert row.score == 1.0
+    assert (row.usage.requests, row.usage.retries) == (2, 1)
+
+
+def test_a_429_with_retry_after_from_the_server_is_honoured(server: FakeOpenAI) -> None:
+    answers = iter(
+        [
+            Reply(429, body=b"{}", headers={"Retry-After": "1"}),
+            json.dumps({"reason": "ok", "verdict": 1}),
+        ]
+    )
+    server.responder = lambda request: next(answers)
+    import time
+
+    started = time.monotonic()
+    [row] = run(
+        [{"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}],
+        ["context_precision"],
+        server,
+    ).results
+    assert row.score == 1.0
+    assert time.monotonic() - started >= 0.95
+
+
+# --- cache ------------------------------------------------------------------------------------
+
+
+def test_a_second_identical_run_makes_no_request(server: FakeOpenAI, tmp_path: Path) -> None:
+    contexts = ["a", "b", "c"]
+    server.responder = Judge(
+        verdicts={"a": 1, "c": 1}, entities={"Paris is in France.": ["Paris", "France"]}
+    )
+    samples = [
+        {
+            "id": str(i),
+            "user_input": "q",
+            "reference": "Paris is in France.",
+            "retrieved_contexts": contexts,
+        }
+        for i in range(10)
+    ]
+    metrics = ["context_precision", "context_recall", "context_entity_recall"]
+    cache = SQLiteCache(tmp_path / "cache" / "llm.sqlite")
+    first = run(samples, metrics, server, cache=cache)
+    sent = server.count
+    assert sent > 0
+    second = run(samples, metrics, server, cache=SQLiteCache(tmp_path / "cache" / "llm.sqlite"))
+    assert server.count == sent  # zero requests the second time
+    assert [r.score for r in second.results] == [r.score for r in first.results]
+    assert second.usage.requests == 0
+    assert second.usage.cache_hits > 0
+    assert stat.S_IMODE(os.stat(tmp_path / "cache" / "llm.sqlite").st_mode) == 0o600
+
+
+def test_cache_keys_change_with_the_model_and_the_prompt_inputs(server: FakeOpenAI) -> None:
+    server.responder = Judge(verdicts={"a": 1})
+    cache = MemoryCache()
+    sample = [{"user_input": "q", "reference": "r", "retrieved_contexts": ["a"]}]
+    run(sample, ["context_precision"], server, cache=cache)
+    run(
+        sample,
+        ["context_precision"],
+        server,
+        cache=cache,
+        llm=LLMConfig(model="openai/other", api_base=server.url, api_key=SECRET),
+    )
+    run([{**sample[0], "reference": "r2"}], ["context_precision"], server, cache=cache)
+    assert len(cache) == 3
+    assert server.count == 3
+
+
+# --- secrets ----------------------------------------------------------------------------------
+
+
+def test_the_api_key_never_leaks(
+    server: FakeOpenAI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    echo = iter(
+        [
+            Reply(
+                401,
+                body=json.dumps(
+                    {"error": {"message": f"Incorrect API key provided: {SECRET}"}}
+                ).encode(),
+            )
+        ]
+    )
+    server.responder = Judge(fallback=lambda request: next(echo, None), verdicts={"c": 1})
+    samples = [
+        {"id": str(i), "user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}
+        for i in range(3)
+    ]
+    cache = SQLiteCache(tmp_path / "llm.sqlite")
+    journal = tmp_path / "journal.jsonl"
+    evaluation = run(
+        samples, ["context_precision"], server, cache=cache, journal=journal, max_concurrency=1
+    )
+    evaluation.to_jsonl(tmp_path / "results.jsonl")
+    assert server.headers[0]["authorization"] == f"Bearer {SECRET}"  # it was really sent
+    reasons = " ".join(r.reason or "" for r in evaluation.results)
+    assert "AuthenticationError" in reasons
+    cache.close()
+    for path in tmp_path.iterdir():
+        assert SECRET.encode() not in path.read_bytes(), path
+    assert SECRET not in caplog.text
+    assert SECRET not in reasons
+    assert SECRET not in repr(llm(server))
+    assert SECRET not in repr(ctxeval.get_metric("context_precision", llm=llm(server)))
+
+
+# --- transports -------------------------------------------------------------------------------
+
+
+def test_direct_and_litellm_send_the_same_request(server: FakeOpenAI) -> None:
+    server.responder = Judge(verdicts={"a": 1})
+    sample = [{"user_input": "q", "reference": "r", "retrieved_contexts": ["a"]}]
+    direct = run(sample, ["context_precision"], server, llm=llm(server, transport="direct"))
+    via_litellm = run(sample, ["context_precision"], server, llm=llm(server, transport="litellm"))
+    assert direct.results[0].score == via_litellm.results[0].score == 1.0
+    first, second = server.requests
+    keys = ("model", "messages", "temperature", "max_tokens", "response_format")
+    assert {k: first.get(k) for k in keys} == {k: second.get(k) for k in keys}
+    assert first["model"] == "fake-judge"
+    assert direct.results[0].usage.prompt_tokens == via_litellm.results[0].usage.prompt_tokens
+
+
+def test_schema_in_the_prompt_when_json_schema_is_off(server: FakeOpenAI) -> None:
+    server.responder = lambda request: (
+        "Sure! ```json\n" + json.dumps({"reason": "fine", "verdict": 1}) + "\n``` Hope this helps."
+    )
+    [row] = run(
+        [{"user_input": "q", "reference": "r", "retrieved_contexts": ["a"]}],
+        ["context_precision"],
+        server,
+        llm=llm(server, json_schema=False),
+    ).results
+    assert row.score == 1.0
+    request = server.requests[0]
+    assert "response_format" not in request
+    assert "following this JSON schema" in request["messages"][0]["content"]
+    assert prompt_name(request) == "usefulness"
+
+
+def test_bring_your_own_callable() -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def my_client(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request)
+        return {
+            "content": json.dumps({"reason": "yes", "verdict": 1}),
+            "prompt_tokens": 7,
+            "completion_tokens": 3,
+        }
+
+    [row] = ctxeval.evaluate(
+        [{"user_input": "q", "reference": "r", "retrieved_contexts": ["a"]}],
+        ["context_precision"],
+        llm=my_client,
+    ).results
+    assert row.score == 1.0
+    assert (row.usage.prompt_tokens, row.usage.completion_tokens) == (7, 3)
+    assert seen[0]["messages"][-1]["content"].startswith("Question: q")
+
+
+def test_cost_from_the_local_price_table(server: FakeOpenAI) -> None:
+    server.responder = Judge(verdicts={"a": 1})
+    sample = [{"user_input": "q", "reference": "r", "retrieved_contexts": ["a"]}]
+    known = run(
+        sample,
+        ["context_precision"],
+        server,
+        llm=LLMConfig(model="openai/gpt-4o-mini", api_base=server.url, api_key=SECRET),
+    )
+    unknown = run(sample, ["context_precision"], server)
+    assert known.results[0].usage.cost_usd is not None
+    assert known.results[0].usage.cost_usd > 0
+    assert unknown.results[0].usage.cost_usd is None  # never a made-up number
