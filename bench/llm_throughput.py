@@ -23,8 +23,8 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import ctxeval  # noqa: E402
-from ctxeval_llm import LLMConfig  # noqa: E402
+import ctxeval
+from ctxeval_llm import LLMConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = r"""
@@ -50,8 +50,12 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
-def one_run(url: str, transport: str, samples: list[dict[str, object]], concurrency: int) -> tuple[float, float, int]:
-    llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench", transport=transport)
+def one_run(
+    url: str, transport: str, samples: list[dict[str, object]], concurrency: int
+) -> tuple[float, float, int]:
+    llm = LLMConfig(
+        model="openai/fake-judge", api_base=url, api_key="sk-bench", transport=transport
+    )
     cpu, wall = time.process_time(), time.perf_counter()
     evaluation = ctxeval.evaluate(
         samples, ["llm_context_precision_with_reference"], llm=llm, max_concurrency=concurrency
@@ -74,7 +78,9 @@ def main() -> None:
             "id": str(i),
             "user_input": f"Question {i}?",
             "reference": f"The reference answer of question {i}.",
-            "retrieved_contexts": [f"Chunk {j} retrieved for question {i}." for j in range(args.chunks)],
+            "retrieved_contexts": [
+                f"Chunk {j} retrieved for question {i}." for j in range(args.chunks)
+            ],
         }
         for i in range(args.samples)
     ]
@@ -96,7 +102,8 @@ def main() -> None:
         f"verdicts, concurrency {args.concurrency}, latency {args.latency * 1000:.0f} ms, "
         f"median of {args.repeat}"
     )
-    print(f"physical limit ceil({requests}/{args.concurrency}) x {args.latency * 1000:.0f} ms = {limit:.2f} s\n")
+    latency_ms = args.latency * 1000
+    print(f"limit: ceil({requests}/{args.concurrency}) x {latency_ms:.0f} ms = {limit:.2f} s\n")
     print("| transport | requests | wall (s) | wall / limit | client CPU per request (ms) |")
     print("|---|---:|---:|---:|---:|")
     summary = {}

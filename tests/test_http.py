@@ -3,6 +3,7 @@ connections, keep-alive reuse and a cut-off answer."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -13,6 +14,7 @@ from ctxeval_llm.http import HTTPError, HTTPPool
 
 pytestmark = pytest.mark.anyio
 
+CLOSED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
 Handler = Callable[[anyio.abc.SocketStream], Awaitable[None]]
 
 
@@ -22,7 +24,9 @@ async def read_request(stream: anyio.abc.SocketStream) -> bytes:
         data += await stream.receive()
     head, _, body = data.partition(b"\r\n\r\n")
     length = next(
-        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
     )
     while len(body) < length:
         body += await stream.receive()
@@ -30,7 +34,7 @@ async def read_request(stream: anyio.abc.SocketStream) -> bytes:
 
 
 async def serve(handler: Handler, test: Callable[[str], Awaitable[None]]) -> list[int]:
-    """Run ``handler`` per connection on 127.0.0.1 and ``test`` against it; returns connection ids."""
+    """Serve ``handler`` per connection on 127.0.0.1, run ``test``; return the connections."""
     connections: list[int] = []
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
@@ -38,10 +42,10 @@ async def serve(handler: Handler, test: Callable[[str], Awaitable[None]]) -> lis
     async def handle(stream: anyio.abc.SocketStream) -> None:
         connections.append(id(stream))
         async with stream:
-            try:
+            with contextlib.suppress(
+                anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError
+            ):
                 await handler(stream)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
 
     async with anyio.create_task_group() as group:
         group.start_soon(listener.serve, handle)
@@ -55,7 +59,9 @@ async def test_keep_alive_reuses_one_connection() -> None:
     async def handler(stream: anyio.abc.SocketStream) -> None:
         while True:
             body = await read_request(stream)
-            await stream.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            await stream.send(
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
 
     async def test(url: str) -> None:
         pool = HTTPPool(url)
