@@ -23,6 +23,7 @@ from ._version import __version__
 from .errors import (
     AuthenticationError,
     BadRequestError,
+    BudgetExceededError,
     CallError,
     CallTimeoutError,
     ConfigError,
@@ -61,6 +62,7 @@ from .sample import Sample
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceededError",
     "CallError",
     "CallTimeoutError",
     "ConfigError",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .errors import AuthenticationError, CallTimeoutError, ConfigError
+from .errors import AuthenticationError, BudgetExceededError, CallTimeoutError, ConfigError
 from .limits import Gate, Limits
 from .registry import Registry
 from .results import Usage
@@ -68,6 +68,10 @@ class Scheduler:
         self.cache = cache
         self._gates: dict[str, Gate] = {}
         self._shared: dict[str, Any] = {}
+        self.max_cost: float | None = None
+        """Stop sending requests once this much (USD) has been spent."""
+        self.spent = 0.0
+        """USD spent so far by every row of the run (requests with a known price)."""
         self._cpu = anyio.CapacityLimiter(cpu_workers)
         self._random = random.Random()
 
@@ -142,6 +146,8 @@ class Scheduler:
 
         async def attempt() -> T:
             async with gate.slot(tokens) as epoch:
+                if self.max_cost is not None and self.spent >= self.max_cost:
+                    raise BudgetExceededError(self.spent, self.max_cost)  # checked at send time
                 meter.requests += 1
                 try:
                     if limit is None:
@@ -309,6 +315,8 @@ class RowContext:
         """Count ``usage`` (tokens, cost, cache hits) against this row."""
         extra = self._meter.extra
         self._meter.extra = usage if extra is None else extra + usage
+        if usage.cost_usd:
+            self._scheduler.spent += usage.cost_usd
 
     @property
     def usage(self) -> Usage | None:

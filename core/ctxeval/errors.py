@@ -14,6 +14,7 @@ shown to a user as it is.
     │   ├── PluginConflictError  two distributions claim one name
     │   └── MissingExtraError    an optional dependency is not installed (also an ImportError)
     ├── InvalidResultError   a metric produced a result that breaks the score policy
+    ├── BudgetExceededError  a run stopped at its cost limit (its journal can be resumed)
     └── CallError            a call to a service (an LLM) failed
         ├── TransientCallError   worth retrying
         │   ├── RateLimitError       429 Too Many Requests (with ``retry_after`` when given)
@@ -34,6 +35,7 @@ from __future__ import annotations
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceededError",
     "CallError",
     "CallTimeoutError",
     "ConfigError",
@@ -239,3 +241,20 @@ class AuthenticationError(FatalCallError):
 
 class BadRequestError(FatalCallError):
     """The service refused the request itself (400, 404, 422): check the model name and options."""
+
+
+class BudgetExceededError(CtxevalError):
+    """A run reached its ``max_cost_usd`` and stopped taking new samples.
+
+    Attributes:
+        spent: what the run had spent, in USD.
+        limit: the limit it was given.
+    """
+
+    def __init__(self, spent: float, limit: float) -> None:
+        self.spent = spent
+        self.limit = limit
+        super().__init__(
+            f"the run reached its cost limit: ${spent:.6f} spent of ${limit:.6f}; rows finished "
+            "so far are kept (resume the run with a higher limit to finish it)"
+        )

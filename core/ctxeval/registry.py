@@ -297,6 +297,11 @@ class Registry:
             )
         return factory
 
+    def factory(self, group: str, name: str, /) -> Any:
+        """The factory registered under ``name``, imported, without checking its optional
+        dependencies (to read its ``requires`` or options); raises as :meth:`load` does."""
+        return self._entry(group, name).load()
+
     def create(self, group: str, name: str, /, **options: Any) -> Any:
         """Build the plugin ``name`` of ``group`` with ``options``.
 

@@ -34,7 +34,7 @@ import anyio
 from anyio.abc import ObjectSendStream, TaskGroup
 
 from .context import Scheduler
-from .errors import ConfigError, CtxevalError, DataError
+from .errors import BudgetExceededError, ConfigError, CtxevalError, DataError
 from .evaluation import Evaluation
 from .journal import Journal
 from .limits import Limits
@@ -198,6 +198,8 @@ class _Run:
         self.batch: list[MetricResult] = []
         self.last_flush = time.monotonic()
         self.failure: BaseException | None = None
+        self.max_cost: float | None = None
+        self.budget_hit: BudgetExceededError | None = None
 
     def _finish_row(self, row: MetricResult) -> MetricResult:
         if self.journal is not None:
@@ -247,6 +249,9 @@ class _Run:
             try:
                 result: object = await metric.ascore(sample, ctx)
             except Exception as exc:
+                budget = next((e for e in _leaves(exc) if isinstance(e, BudgetExceededError)), None)
+                if budget is not None and self.budget_hit is None:
+                    self.budget_hit = budget  # raised to the reader once the rows are out
                 result = _failure(exc, metric)
             row = _checked(result, metric, sample_id)
             spent = ctx.usage
@@ -314,10 +319,14 @@ async def _produce(
         async with anyio.create_task_group() as group:
             try:
                 await _read_samples(run, samples, send, group)
+            except BudgetExceededError as exc:  # the samples already started finish, then stop
+                run.failure = exc
             except Exception as exc:  # handed to the reader as it is (not in an exception group)
                 run.failure = exc
                 group.cancel_scope.cancel()
-        if run.failure is None:
+        if run.failure is None and run.budget_hit is not None:
+            run.failure = run.budget_hit
+        if run.failure is None or isinstance(run.failure, BudgetExceededError):
             await run.flush(send)
 
 
@@ -327,6 +336,9 @@ async def _read_samples(
     seen_ids: set[str] = set()
     index = 0
     async for item in _iterate(samples):
+        spent = run.scheduler.spent
+        if run.max_cost is not None and spent >= run.max_cost:
+            raise BudgetExceededError(spent, run.max_cost)
         sample = _to_sample(item, index)
         sample_id = sample.id if sample.id is not None else str(index)
         if sample_id in seen_ids:
@@ -399,6 +411,7 @@ async def stream(
     resume: bool = False,
     on_progress: Callable[[Progress], object] | None = None,
     cache: Any = None,
+    max_cost_usd: float | None = None,
 ) -> AsyncIterator[RowStream]:
     """Score samples and read the rows as they come, in input order.
 
@@ -433,6 +446,7 @@ async def stream(
     elif resume:
         raise ConfigError("resume=True needs journal= (the journal of the run to resume)")
     run = _Run(resolved, scheduler, open_journal, previous, tracker, samples_in_flight)
+    run.max_cost = scheduler.max_cost = max_cost_usd
     send, receive = anyio.create_memory_object_stream[list[MetricResult]](
         max_buffer_size=max(1, samples_in_flight * len(resolved) // _BATCH_ROWS)
     )
@@ -487,6 +501,7 @@ async def aevaluate(
     resume: bool = False,
     on_progress: Callable[[Progress], object] | None = None,
     cache: Any = None,
+    max_cost_usd: float | None = None,
 ) -> Evaluation:
     """Score every sample with every metric, inside a running anyio/asyncio/trio program.
 
@@ -505,7 +520,11 @@ async def aevaluate(
         journal: a file to append each finished row to, so an interrupted run can resume.
         resume: reuse the ``ok`` and ``undefined`` rows of ``journal`` (error rows are redone).
         on_progress: called with a :class:`~ctxeval.Progress` at most every 0.1 s and at the end.
-        cache: a cache handed to plugins through the run context.
+        cache: a cache handed to plugins through the run context (e.g.
+            :class:`ctxeval.cache.SQLiteCache`).
+        max_cost_usd: stop taking new samples once the run has spent this much (the samples
+            already started finish, and :class:`~ctxeval.BudgetExceededError` is raised; with a
+            journal, the run can be resumed).
 
     Returns:
         An :class:`Evaluation` whose rows are in input order.
@@ -528,6 +547,7 @@ async def aevaluate(
         resume=resume,
         on_progress=on_progress,
         cache=cache,
+        max_cost_usd=max_cost_usd,
     ) as rows:
         collected = [row async for row in rows]
     return Evaluation(collected, rows.metrics)

@@ -23,6 +23,25 @@ __all__ = [
 ]
 
 LLM_EXTRA = "pip install 'ctxeval[llm]'"
+
+
+def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
+    return sum(len(m["content"]) for m in prompt.messages(variables, schema_in_prompt=False))
+
+
+def estimate_entity_calls(
+    reference: str, contexts: Sequence[str], *, mode: str, llm_matcher: bool
+) -> list[int]:
+    """Prompt sizes of the requests LLM entity extraction (and matching) make for one sample."""
+    sizes = [_size(prompts.ENTITIES, {"text": reference})]
+    joined = "\n".join(contexts)
+    if mode == "intersection":
+        sizes.append(_size(prompts.ENTITIES, {"text": joined}))
+    elif llm_matcher:
+        sizes.append(_size(prompts.ENTITY_PRESENCE, {"entities": "", "context": joined}) + 200)
+    return sizes
+
+
 _NEEDS: tuple[Dependency, ...] = ()  # the direct transport needs nothing beyond the core
 
 
@@ -89,6 +108,22 @@ class _LLMPrecision(BaseMetric):
     """Judge all chunks of a sample in one request instead of one request per chunk."""
 
     answer_field: ClassVar[str] = "reference"
+
+    def estimate_calls(self, sample: Sample) -> list[int]:
+        """The prompt size (characters) of each request scoring ``sample`` would send."""
+        answer = getattr(sample, self.answer_field) or ""
+        contexts = sample.retrieved_contexts or ()
+        if not answer.strip() or not contexts:
+            return []
+        question = sample.user_input or ""
+        if self.batch:
+            listing = "\n".join(f"[{i}] {c}" for i, c in enumerate(contexts, start=1))
+            variables = {"question": question, "answer": answer, "contexts": listing}
+            return [_size(prompts.USEFULNESS_BATCH, variables)]
+        return [
+            _size(prompts.USEFULNESS, {"question": question, "answer": answer, "context": c})
+            for c in contexts
+        ]
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         answer = getattr(sample, self.answer_field) or ""
@@ -159,6 +194,19 @@ class LLMContextRecall(BaseMetric):
     requires = ("user_input", "reference", "retrieved_contexts")
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
     llm: Any = attrs.field(default=None, repr=False)
+
+    def estimate_calls(self, sample: Sample) -> list[int]:
+        """The prompt size (characters) of the request scoring ``sample`` would send."""
+        reference = sample.reference or ""
+        contexts = sample.retrieved_contexts or ()
+        if not reference.strip() or not contexts:
+            return []
+        variables = {
+            "question": sample.user_input or "",
+            "context": "\n".join(contexts),
+            "answer": reference,
+        }
+        return [_size(prompts.ATTRIBUTION, variables)]
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         reference = sample.reference or ""

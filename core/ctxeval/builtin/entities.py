@@ -156,6 +156,18 @@ class ContextEntityRecall(BaseMetric):
                 merged["llm"] = self.llm
         return merged
 
+    def estimate_calls(self, sample: Sample) -> list[int]:
+        """Prompt sizes (characters) of the LLM requests scoring ``sample`` would send."""
+        reference = sample.reference or ""
+        contexts = sample.retrieved_contexts or ()
+        if not reference.strip() or not contexts or self.extractor != "llm":
+            return [] if self.matcher != "llm" or not contexts else [len(reference) + 1000]
+        from ctxeval_llm.plugins import estimate_entity_calls
+
+        return estimate_entity_calls(
+            reference, contexts, mode=self.mode, llm_matcher=self.matcher == "llm"
+        )
+
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         reference = sample.reference or ""
         contexts = sample.retrieved_contexts or ()
