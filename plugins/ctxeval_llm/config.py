@@ -68,10 +68,17 @@ class LLMConfig:
 
     @property
     def endpoint(self) -> str:
-        """The endpoint as a string (for cache keys and resource names)."""
+        """The endpoint as a string (for cache keys and resource names).
+
+        For OpenAI-compatible models without ``api_base``: ``OPENAI_BASE_URL`` (or
+        ``OPENAI_API_BASE``) when set, as the openai SDK and litellm read them, else OpenAI's.
+        """
         if self.api_base:
             return self.api_base.rstrip("/")
-        return OPENAI_BASE if self.is_openai_compatible else "default"
+        if not self.is_openai_compatible:
+            return "default"
+        from_env = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+        return (from_env or OPENAI_BASE).rstrip("/")
 
     @property
     def resource(self) -> str:
