@@ -200,6 +200,7 @@ class _Run:
         self.failure: BaseException | None = None
         self.max_cost: float | None = None
         self.budget_hit: BudgetExceededError | None = None
+        self.metric_timeout: float | None = None
 
     def _finish_row(self, row: MetricResult) -> MetricResult:
         if self.journal is not None:
@@ -246,13 +247,21 @@ class _Run:
         async def one(position: int) -> None:
             metric = self.metrics[position]
             ctx = self.scheduler.context()
-            try:
-                result: object = await metric.ascore(sample, ctx)
-            except Exception as exc:
-                budget = next((e for e in _leaves(exc) if isinstance(e, BudgetExceededError)), None)
-                if budget is not None and self.budget_hit is None:
-                    self.budget_hit = budget  # raised to the reader once the rows are out
-                result = _failure(exc, metric)
+            result: object = None
+            with anyio.move_on_after(self.metric_timeout) as scope:
+                try:
+                    result = await metric.ascore(sample, ctx)
+                except Exception as exc:
+                    leaves = _leaves(exc)
+                    budget = next((e for e in leaves if isinstance(e, BudgetExceededError)), None)
+                    if budget is not None and self.budget_hit is None:
+                        self.budget_hit = budget  # raised to the reader once the rows are out
+                    result = _failure(exc, metric)
+            if scope.cancelled_caught:
+                result = MetricResult.error(
+                    f"metric {metric.name!r} did not finish within {self.metric_timeout:g} s "
+                    "(metric_timeout); the plugin may hang"
+                )
             row = _checked(result, metric, sample_id)
             spent = ctx.usage
             if spent is not None:
@@ -412,6 +421,7 @@ async def stream(
     on_progress: Callable[[Progress], object] | None = None,
     cache: Any = None,
     max_cost_usd: float | None = None,
+    metric_timeout: float | None = 3600.0,
 ) -> AsyncIterator[RowStream]:
     """Score samples and read the rows as they come, in input order.
 
@@ -447,6 +457,7 @@ async def stream(
         raise ConfigError("resume=True needs journal= (the journal of the run to resume)")
     run = _Run(resolved, scheduler, open_journal, previous, tracker, samples_in_flight)
     run.max_cost = scheduler.max_cost = max_cost_usd
+    run.metric_timeout = metric_timeout
     send, receive = anyio.create_memory_object_stream[list[MetricResult]](
         max_buffer_size=max(1, samples_in_flight * len(resolved) // _BATCH_ROWS)
     )
@@ -502,6 +513,7 @@ async def aevaluate(
     on_progress: Callable[[Progress], object] | None = None,
     cache: Any = None,
     max_cost_usd: float | None = None,
+    metric_timeout: float | None = 3600.0,
 ) -> Evaluation:
     """Score every sample with every metric, inside a running anyio/asyncio/trio program.
 
@@ -525,6 +537,9 @@ async def aevaluate(
         max_cost_usd: stop taking new samples once the run has spent this much (the samples
             already started finish, and :class:`~ctxeval.BudgetExceededError` is raised; with a
             journal, the run can be resumed).
+        metric_timeout: seconds one metric may take on one sample, retries included, before
+            its row becomes an ``error`` (a plugin that hangs cannot hold the run; None: no
+            limit).
 
     Returns:
         An :class:`Evaluation` whose rows are in input order.
@@ -548,6 +563,7 @@ async def aevaluate(
         on_progress=on_progress,
         cache=cache,
         max_cost_usd=max_cost_usd,
+        metric_timeout=metric_timeout,
     ) as rows:
         collected = [row async for row in rows]
     return Evaluation(collected, rows.metrics)

@@ -25,18 +25,30 @@ _MAX_HEADER = 64 * 1024
 
 
 class HTTPError(OSError):
-    """The connection failed, or the server's answer was not valid HTTP."""
+    """The connection failed, or the server's answer was not valid HTTP.
+
+    Attributes:
+        sends: how many times the request was written to a connection before failing.
+    """
+
+    sends = 1
 
 
 class Response:
-    """Status, headers (lower-case names) and body of one answer."""
+    """Status, headers (lower-case names) and body of one answer.
 
-    __slots__ = ("body", "headers", "status")
+    ``sends`` is how many times the request was written: more than 1 when an idle keep-alive
+    connection turned out closed and the request went again on another one (each counts as a
+    request sent over the network).
+    """
+
+    __slots__ = ("body", "headers", "sends", "status")
 
     def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.status = status
         self.headers = headers
         self.body = body
+        self.sends = 1
 
     @property
     def status_code(self) -> int:  # the name the retry classifier reads
@@ -118,13 +130,24 @@ class HTTPPool:
             f"POST {self.prefix}{path} HTTP/1.1\r\n{self._head}"
             f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
         ).encode("latin-1") + body
-        while self._idle:
-            connection = self._idle.pop()
-            try:
-                return await self._exchange(connection, request)
-            except _StaleConnectionError:
-                continue  # the server closed an idle connection: try another one
-        return await self._exchange(await self._connect(), request, fresh=True)
+        sends = 0
+        try:
+            while self._idle:
+                connection = self._idle.pop()
+                sends += 1
+                try:
+                    response = await self._exchange(connection, request)
+                except _StaleConnectionError:
+                    continue  # the server closed an idle connection: try another one
+                response.sends = sends
+                return response
+            sends += 1
+            response = await self._exchange(await self._connect(), request, fresh=True)
+            response.sends = sends
+            return response
+        except HTTPError as exc:
+            exc.sends = max(sends, 1)
+            raise
 
     async def _exchange(
         self, connection: _Connection, request: bytes, *, fresh: bool = False

@@ -34,6 +34,7 @@ from ctxeval import (
     RateLimitError,
     RunContext,
     ServiceError,
+    Usage,
 )
 from ctxeval.retry import classify, retry_after_of, status_of
 
@@ -107,7 +108,11 @@ class DirectTransport:
         try:
             response = await pool.post("/chat/completions", body)
         except HTTPError as exc:
+            if exc.sends > 1:  # sent again on another connection: each one counts
+                ctx.add_usage(Usage(requests=exc.sends - 1))
             raise ServiceError(redact(f"{self.url}: {exc}", self._key)) from None
+        if response.sends > 1:
+            ctx.add_usage(Usage(requests=response.sends - 1))
         status = response.status
         if status != 200:
             raise self._http_error(status, response)

@@ -48,6 +48,8 @@ class Reply:
     delay: float = 0.0
     hang: bool = False
     """Never answer (until the server stops): the client's timeout must cut it."""
+    reset: bool = False
+    """Drop the connection (TCP reset) without answering."""
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
@@ -82,6 +84,8 @@ class FakeOpenAI:
         self.headers: list[dict[str, str]] = []
         """The headers of every request."""
         self.statuses: list[int] = []
+        self.outage: range | None = None
+        """Requests (numbered from 0 in arrival order) answered 503, as a provider outage."""
         self.in_flight = 0
         self.peak_in_flight = 0
         self._random = random.Random(seed)
@@ -190,6 +194,8 @@ class FakeOpenAI:
             return Reply(200, content='{"answer": "yes"}')
         if fault == "broken-body":
             return Reply(200, body=b'{"id": "x", "choices": [')
+        if fault == "reset":
+            return Reply(reset=True)
         raise ValueError(f"unknown fault {fault!r}")
 
     def _choose(self, request: dict[str, Any]) -> Reply:
@@ -231,13 +237,28 @@ class FakeOpenAI:
             handler._send(400, b'{"error": {"message": "request body is not JSON"}}', {})
             return
         with self._lock:
+            number = len(self.requests)
             self.requests.append(request)
             self.headers.append({k.lower(): v for k, v in handler.headers.items()})
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             over = self.max_in_flight is not None and self.in_flight > self.max_in_flight
         try:
-            reply = self.fault_reply("429") if over else self._choose(request)
+            if self.outage is not None and number in self.outage:
+                reply = self.fault_reply("503")
+            else:
+                reply = self.fault_reply("429") if over else self._choose(request)
+            if reply.reset:
+                import socket
+                import struct
+
+                handler.close_connection = True
+                with contextlib.suppress(OSError):
+                    handler.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    handler.connection.close()
+                return
             if reply.hang:
                 self._stopping.wait(60)
                 return
