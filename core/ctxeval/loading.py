@@ -164,6 +164,8 @@ def _read_jsonl(path: Path) -> Iterator[Row]:
                 yield number, json.loads(text)
             except json.JSONDecodeError as exc:
                 yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}")
+            except RecursionError:
+                yield number, _Bad("the JSON is nested too deeply to read")
 
 
 def _read_json(path: Path) -> Iterator[Row]:
@@ -182,7 +184,7 @@ def _read_json(path: Path) -> Iterator[Row]:
                 return
             while True:
                 line = text.count("\n", 0, position) + 1
-                row, position = decoder.raw_decode(text, position)
+                row, position = decoder.raw_decode(text, position)  # RecursionError: see below
                 yield line, row
                 position = _skip_space(text, position)
                 if text[position : position + 1] == ",":
@@ -200,6 +202,8 @@ def _read_json(path: Path) -> Iterator[Row]:
         raise DataError(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise DataError("the JSON is nested too deeply to read") from None
 
 
 def _columns(document: object) -> Iterator[Row]:
