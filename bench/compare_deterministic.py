@@ -1,0 +1,187 @@
+"""ctxeval against ragas 0.4.3 and pytrec_eval on the deterministic metrics, side by side.
+
+* string metrics (``non_llm_context_precision_with_reference`` + ``non_llm_context_recall``)
+  over 5 000 samples: ctxeval vs ragas;
+* ID metrics (``id_based_context_precision`` + ``id_based_context_recall``) over 100 000
+  samples: ctxeval vs ragas;
+* ranked ID metrics (P@5, recall@5, nDCG@5, MRR, MAP) over 100 000 queries: ctxeval vs
+  pytrec_eval (trec_eval's C code);
+* start-up: ``import ctxeval`` and ``ctxeval --help`` vs ``import ragas``.
+
+Each tool runs in its own process (ragas in its own virtual environment, see peer_env.py),
+alternating, ``--repeat`` times; medians and ratios are printed as a table.
+
+    python bench/compare_deterministic.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from peer_env import python_of
+
+HERE = Path(__file__).resolve().parent
+
+CTXEVAL_RUN = r"""
+import json, sys, time
+import ctxeval
+path, part = sys.argv[1], sys.argv[2]
+metrics = {
+    "string": ["non_llm_context_precision_with_reference", "non_llm_context_recall"],
+    "id": ["id_based_context_precision", "id_based_context_recall"],
+    "ranked": [ctxeval.get_metric("id_precision_at_k", k=5), ctxeval.get_metric("id_recall_at_k", k=5),
+               ctxeval.get_metric("id_ndcg_at_k", k=5), "id_mrr", "id_average_precision"],
+}[part]
+start = time.perf_counter()
+ev = ctxeval.evaluate(ctxeval.load_samples(path), metrics)
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "samples": len(ev.results) // len(metrics), "errors": sum(r.status.value == "error" for r in ev.results)}))
+"""
+
+PYTREC_RUN = r"""
+import json, sys, time
+import pytrec_eval
+path = sys.argv[1]
+start = time.perf_counter()
+qrels, runs = {}, {}
+with open(path, encoding="utf-8") as handle:
+    for line in handle:
+        row = json.loads(line)
+        qrels[row["id"]] = {d: 1 for d in row["reference_context_ids"]}
+        ranked = list(dict.fromkeys(row["retrieved_context_ids"]))
+        runs[row["id"]] = {d: float(len(ranked) - i) for i, d in enumerate(ranked)}
+evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "recall_5", "ndcg_cut_5", "recip_rank", "map"})
+result = evaluator.evaluate(runs)
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "samples": len(result)}))
+"""
+
+
+def make_data(folder: Path, string_samples: int, id_samples: int) -> tuple[Path, Path]:
+    rng = random.Random(11)
+    words = (
+        ["the", "eiffel", "tower", "paris", "france", "museum", "river", "capital", "city", "art", "history", "landmark", "built"]
+    )
+    strings = folder / "strings.jsonl"
+    with strings.open("w") as handle:
+        for i in range(string_samples):
+            passages = [
+                " ".join(rng.choice(words) for _ in range(rng.randint(8, 40))) for _ in range(4)
+            ]
+            handle.write(
+                json.dumps(
+                    {
+                        "id": str(i),
+                        "retrieved_contexts": passages[:3],
+                        "reference_contexts": [passages[rng.randint(0, 3)], passages[3][:60]],
+                    }
+                )
+                + "\n"
+            )
+    ids = folder / "ids.jsonl"
+    with ids.open("w") as handle:
+        for i in range(id_samples):
+            handle.write(
+                json.dumps(
+                    {
+                        "id": str(i),
+                        "retrieved_context_ids": [f"d{rng.randint(0, 300)}" for _ in range(10)],
+                        "reference_context_ids": [
+                            f"d{rng.randint(0, 300)}" for _ in range(rng.randint(1, 4))
+                        ],
+                    }
+                )
+                + "\n"
+            )
+    return strings, ids
+
+
+def run(python: Path | str, code_or_script: str, *args: str) -> dict[str, float]:
+    command = (
+        [str(python), code_or_script, *args]
+        if code_or_script.endswith(".py")
+        else [str(python), "-c", code_or_script, *args]
+    )
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def startup(command: list[str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, capture_output=True, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--string-samples", type=int, default=5000)
+    parser.add_argument("--id-samples", type=int, default=100_000)
+    args = parser.parse_args()
+    ragas = python_of("ragas")
+    ours = sys.executable
+    peer = str(HERE / "peers" / "ragas_deterministic.py")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        strings, ids = make_data(Path(folder), args.string_samples, args.id_samples)
+        cases = [
+            (
+                "string metrics (2)",
+                args.string_samples,
+                lambda: run(ours, CTXEVAL_RUN, str(strings), "string"),
+                lambda: run(ragas, peer, str(strings), "string"),
+                "ragas 0.4.3",
+            ),
+            (
+                "ID metrics (2)",
+                args.id_samples,
+                lambda: run(ours, CTXEVAL_RUN, str(ids), "id"),
+                lambda: run(ragas, peer, str(ids), "id"),
+                "ragas 0.4.3",
+            ),
+            (
+                "ranked ID metrics (5)",
+                args.id_samples,
+                lambda: run(ours, CTXEVAL_RUN, str(ids), "ranked"),
+                lambda: run(ours, PYTREC_RUN, str(ids)),
+                "pytrec_eval",
+            ),
+        ]
+        for name, n, mine, theirs, peer_name in cases:
+            a, b = [], []
+            for _ in range(args.repeat):
+                a.append(mine()["seconds"])
+                b.append(theirs()["seconds"])
+            rows.append((name, n, statistics.median(a), statistics.median(b), peer_name))
+    import_ours = startup([ours, "-c", "import ctxeval"], 5)
+    help_ours = startup([ours, "-m", "ctxeval", "--help"], 5)
+    import_ragas = startup([str(ragas), "-W", "ignore", "-c", "import ragas"], 5)
+    print(
+        f"# deterministic metrics, median of {args.repeat}, each tool in its own process (load + score)\n"
+    )
+    print("| measure | samples | ctxeval (s) | peer | peer (s) | ctxeval speed-up |")
+    print("|---|---:|---:|---|---:|---:|")
+    for name, n, a, b, peer_name in rows:
+        print(f"| {name} | {n} | {a:.2f} | {peer_name} | {b:.2f} | {b / a:.1f}x |")
+    print(
+        f"| start-up: import | | {import_ours:.2f} | ragas 0.4.3 | {import_ragas:.2f} | {import_ragas / import_ours:.1f}x |"
+    )
+    print(f"| start-up: `ctxeval --help` | | {help_ours:.2f} | | | |")
+    print(
+        "\n" + json.dumps({"rows": rows, "import": [import_ours, import_ragas], "help": help_ours})
+    )
+
+
+if __name__ == "__main__":
+    main()

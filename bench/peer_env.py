@@ -1,0 +1,37 @@
+"""Virtual environments for the peers the benchmarks compare against, kept apart from the
+project's own (bench/.venvs/, not committed). Each is made on first use with pinned versions.
+
+    python bench/peer_env.py ragas      # make (or check) the ragas 0.4.3 environment
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+VENVS = HERE / ".venvs"
+
+PEERS = {
+    # ragas 0.4.3 imports langchain_community.chat_models.vertexai, gone from 0.4: pin 0.3.
+    "ragas": ["ragas==0.4.3", "langchain-community<0.4", "rapidfuzz"],
+}
+
+
+def python_of(name: str) -> Path:
+    """The interpreter of peer ``name``'s environment, made if missing."""
+    venv = VENVS / name
+    python = venv / "bin" / "python"
+    marker = venv / ".complete"
+    if not marker.exists():
+        print(f"making the {name} environment in {venv} (once)...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS[name]], check=True)
+        marker.write_text(" ".join(PEERS[name]))
+    return python
+
+
+if __name__ == "__main__":
+    for peer in sys.argv[1:] or list(PEERS):
+        print(python_of(peer))
