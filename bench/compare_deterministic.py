@@ -67,9 +67,21 @@ print(json.dumps({"seconds": seconds, "samples": len(result)}))
 
 def make_data(folder: Path, string_samples: int, id_samples: int) -> tuple[Path, Path]:
     rng = random.Random(11)
-    words = (
-        ["the", "eiffel", "tower", "paris", "france", "museum", "river", "capital", "city", "art", "history", "landmark", "built"]
-    )
+    words = [
+        "the",
+        "eiffel",
+        "tower",
+        "paris",
+        "france",
+        "museum",
+        "river",
+        "capital",
+        "city",
+        "art",
+        "history",
+        "landmark",
+        "built",
+    ]
     strings = folder / "strings.jsonl"
     with strings.open("w") as handle:
         for i in range(string_samples):

@@ -24,3 +24,24 @@ SEED_NONLLM_RECALL = {
         "The Eiffel Tower is one of the most famous landmarks in Paris.",
     ],
 }
+
+# The Taj Mahal example of the entity-recall seeds.
+TAJ_REFERENCE = (
+    "The Taj Mahal is an ivory-white marble mausoleum on the right bank of the river Yamuna in "
+    "the Indian city of Agra. It was commissioned in 1631 by the Mughal emperor Shah Jahan to "
+    "house the tomb of his favorite wife, Mumtaz Mahal."
+)
+TAJ_HIGH = (
+    "The Taj Mahal is a symbol of love and architectural marvel located in Agra, India. It was "
+    "built by the Mughal emperor Shah Jahan in memory of his beloved wife, Mumtaz Mahal. The "
+    "structure is renowned for its intricate marble work and beautiful gardens surrounding it."
+)
+TAJ_LOW = (
+    "The Taj Mahal is an iconic monument in India. It is a UNESCO World Heritage Site and "
+    "attracts millions of visitors annually. The intricate carvings and stunning architecture "
+    "make it a must-visit destination."
+)
+
+# The Eiffel example of the entity-recall seeds.
+EIFFEL_REFERENCE = "Gustave Eiffel designed the tower in Paris in 1889."
+EIFFEL_CONTEXT = "The tower in Paris was completed in 1889 and remains a popular landmark."

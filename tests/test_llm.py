@@ -19,34 +19,18 @@ from ctxeval.cache import MemoryCache, SQLiteCache
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI, Reply
 from llm_judge import Judge, prompt_name
+from seed_data import EIFFEL_CONTEXT, EIFFEL_REFERENCE, TAJ_HIGH, TAJ_LOW, TAJ_REFERENCE
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.02, jitter=0.0)
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
-TAJ_REFERENCE = (
-    "The Taj Mahal is an ivory-white marble mausoleum on the right bank of the river Yamuna in "
-    "the Indian city of Agra. It was commissioned in 1631 by the Mughal emperor Shah Jahan to "
-    "house the tomb of his favorite wife, Mumtaz Mahal."
-)
-TAJ_HIGH = (
-    "The Taj Mahal is a symbol of love and architectural marvel located in Agra, India. It was "
-    "built by the Mughal emperor Shah Jahan in memory of his beloved wife, Mumtaz Mahal. The "
-    "structure is renowned for its intricate marble work and beautiful gardens surrounding it."
-)
-TAJ_LOW = (
-    "The Taj Mahal is an iconic monument in India. It is a UNESCO World Heritage Site and "
-    "attracts millions of visitors annually. The intricate carvings and stunning architecture "
-    "make it a must-visit destination."
-)
 TAJ_ENTITIES = {
     TAJ_REFERENCE: ["Taj Mahal", "Yamuna", "Agra", "1631", "Shah Jahan", "Mumtaz Mahal"],
     TAJ_HIGH: ["Taj Mahal", "Agra", "Shah Jahan", "Mumtaz Mahal", "India"],
     TAJ_LOW: ["Taj Mahal", "UNESCO", "India"],
 }
-EIFFEL_REFERENCE = "Gustave Eiffel designed the tower in Paris in 1889."
-EIFFEL_CONTEXT = "The tower in Paris was completed in 1889 and remains a popular landmark."
 
 
 @pytest.fixture

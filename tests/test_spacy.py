@@ -8,6 +8,7 @@ import pytest
 
 import ctxeval
 from ctxeval import MissingExtraError, Status
+from seed_data import TAJ_HIGH, TAJ_LOW, TAJ_REFERENCE
 
 pytest.importorskip("spacy")
 from ctxeval_spacy import extractors, model
@@ -20,21 +21,6 @@ EIFFEL = {
         "The tower in Paris was completed in 1889 and remains a popular landmark."
     ],
 }
-TAJ_REFERENCE = (
-    "The Taj Mahal is an ivory-white marble mausoleum on the right bank of the river Yamuna in "
-    "the Indian city of Agra. It was commissioned in 1631 by the Mughal emperor Shah Jahan to "
-    "house the tomb of his favorite wife, Mumtaz Mahal."
-)
-TAJ_HIGH = (
-    "The Taj Mahal is a symbol of love and architectural marvel located in Agra, India. It was "
-    "built by the Mughal emperor Shah Jahan in memory of his beloved wife, Mumtaz Mahal. The "
-    "structure is renowned for its intricate marble work and beautiful gardens surrounding it."
-)
-TAJ_LOW = (
-    "The Taj Mahal is an iconic monument in India. It is a UNESCO World Heritage Site and "
-    "attracts millions of visitors annually. The intricate carvings and stunning architecture "
-    "make it a must-visit destination."
-)
 
 
 def spacy_recall(**options: object) -> ctxeval.Metric:

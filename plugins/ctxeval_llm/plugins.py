@@ -29,19 +29,6 @@ def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
     return sum(len(m["content"]) for m in prompt.messages(variables, schema_in_prompt=False))
 
 
-def estimate_entity_calls(
-    reference: str, contexts: Sequence[str], *, mode: str, llm_matcher: bool
-) -> list[int]:
-    """Prompt sizes of the requests LLM entity extraction (and matching) make for one sample."""
-    sizes = [_size(prompts.ENTITIES, {"text": reference})]
-    joined = "\n".join(contexts)
-    if mode == "intersection":
-        sizes.append(_size(prompts.ENTITIES, {"text": joined}))
-    elif llm_matcher:
-        sizes.append(_size(prompts.ENTITY_PRESENCE, {"entities": "", "context": joined}) + 200)
-    return sizes
-
-
 _NEEDS: tuple[Dependency, ...] = ()  # the direct transport needs nothing beyond the core
 
 
@@ -53,6 +40,10 @@ class LLMEntityExtractor:
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
+
+    def estimate_calls(self, texts: Sequence[str]) -> list[int]:
+        """The prompt size (characters) of the request each non-empty text needs."""
+        return [_size(prompts.ENTITIES, {"text": t}) for t in texts if t.strip()]
 
     async def extract(self, texts: Sequence[str], ctx: RunContext) -> list[list[Unit]]:
         results: list[list[Unit]] = [[] for _ in texts]
@@ -78,6 +69,14 @@ class LLMEntityMatcher:
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
+
+    def estimate_calls(self, items: Sequence[str], candidates: Sequence[str]) -> list[int]:
+        """The prompt size (characters) of the one request, or none without candidates."""
+        if not candidates:
+            return []
+        listing = "\n".join(f"[{i}] {item}" for i, item in enumerate(items, start=1))
+        variables = {"entities": listing, "context": "\n".join(candidates)}
+        return [_size(prompts.ENTITY_PRESENCE, variables)]
 
     async def match(
         self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext

@@ -88,6 +88,26 @@ class _Loader:
         return self.nlp
 
 
+async def _extract(
+    ctx: RunContext,
+    texts: Sequence[str],
+    *,
+    model: str | None,
+    pipe: str,
+    convert: Any,
+    batch_size: int,
+    n_process: int,
+    key: str,
+) -> list[list[Unit]]:
+    """Load the pipeline once per run, then batch ``texts`` with other samples' texts."""
+    if not texts:
+        return []
+    nlp = await ctx.shared(f"ctxeval_spacy.load:{model}:{pipe}", _Loader).get(ctx, model, (pipe,))
+    batcher = ctx.shared(key, lambda: _Batcher(nlp, convert, batch_size, n_process))
+    result: list[list[Unit]] = await batcher.run(texts, ctx)
+    return result
+
+
 def _to_labels(value: Any) -> Any:
     return tuple(value) if value is not None and not isinstance(value, str) else value
 
@@ -129,16 +149,11 @@ class SpacyEntityExtractor:
         ]
 
     async def extract(self, texts: Sequence[str], ctx: RunContext) -> list[list[Unit]]:
-        if not texts:
-            return []
-        loader = ctx.shared(f"ctxeval_spacy.load:{self.model}:ner", _Loader)
-        nlp = await loader.get(ctx, self.model, ("ner",))
-        batcher = ctx.shared(
-            f"ctxeval_spacy.entities:{self!r}",
-            lambda: _Batcher(nlp, self._convert, self.batch_size, self.n_process),
-        )
-        result: list[list[Unit]] = await batcher.run(texts, ctx)
-        return result
+        return await _extract(
+            ctx, texts, model=self.model, pipe="ner", convert=self._convert,
+            batch_size=self.batch_size, n_process=self.n_process,
+            key=f"ctxeval_spacy.entities:{self!r}",
+        )  # fmt: skip
 
 
 @attrs.frozen(kw_only=True)
@@ -156,13 +171,8 @@ class SpacySentenceExtractor:
         return [Unit(s.text.strip(), "SENTENCE") for s in doc.sents if s.text.strip()]
 
     async def extract(self, texts: Sequence[str], ctx: RunContext) -> list[list[Unit]]:
-        if not texts:
-            return []
-        loader = ctx.shared(f"ctxeval_spacy.load:{self.model}:senter", _Loader)
-        nlp = await loader.get(ctx, self.model, ("senter",))
-        batcher = ctx.shared(
-            f"ctxeval_spacy.sentences:{self!r}",
-            lambda: _Batcher(nlp, self._convert, self.batch_size, 1),
-        )
-        result: list[list[Unit]] = await batcher.run(texts, ctx)
-        return result
+        return await _extract(
+            ctx, texts, model=self.model, pipe="senter", convert=self._convert,
+            batch_size=self.batch_size, n_process=1,
+            key=f"ctxeval_spacy.sentences:{self!r}",
+        )  # fmt: skip

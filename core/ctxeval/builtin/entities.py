@@ -24,6 +24,7 @@ import attrs
 from ctxeval import policy
 from ctxeval.base import BaseMetric
 from ctxeval.protocols import RunContext, Unit, Verdict
+from ctxeval.registry import EXTRACTORS, MATCHERS, Registry, default_registry
 from ctxeval.results import MetricResult
 from ctxeval.sample import Sample
 
@@ -156,17 +157,37 @@ class ContextEntityRecall(BaseMetric):
                 merged["llm"] = self.llm
         return merged
 
-    def estimate_calls(self, sample: Sample) -> list[int]:
-        """Prompt sizes (characters) of the LLM requests scoring ``sample`` would send."""
+    def estimate_calls(self, sample: Sample, registry: Registry | None = None) -> list[int]:
+        """Prompt sizes (characters) of the LLM requests scoring ``sample`` would send, as the
+        extractor and matcher plugins estimate them (those without ``estimate_calls`` send
+        none)."""
         reference = sample.reference or ""
-        contexts = sample.retrieved_contexts or ()
-        if not reference.strip() or not contexts or self.extractor != "llm":
-            return [] if self.matcher != "llm" or not contexts else [len(reference) + 1000]
-        from ctxeval_llm.plugins import estimate_entity_calls
-
-        return estimate_entity_calls(
-            reference, contexts, mode=self.mode, llm_matcher=self.matcher == "llm"
+        contexts = list(sample.retrieved_contexts or ())
+        if not reference.strip() or not contexts:
+            return []
+        registry = registry or default_registry()
+        extractor = registry.get_extractor(
+            self.extractor,
+            **self._plugin_options(
+                registry.factory(EXTRACTORS, self.extractor), self.extractor_options
+            ),
         )
+        sizes: list[int] = []
+        texts = [reference, "\n".join(contexts)] if self.mode == "intersection" else [reference]
+        estimate = getattr(extractor, "estimate_calls", None)
+        if estimate is not None:
+            sizes += estimate(texts)
+        if self.mode == "verify":
+            matcher = registry.get_matcher(
+                self.matcher,
+                **self._plugin_options(
+                    registry.factory(MATCHERS, self.matcher), self.matcher_options
+                ),
+            )
+            estimate = getattr(matcher, "estimate_calls", None)
+            if estimate is not None:
+                sizes += estimate([], contexts)
+        return sizes
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         reference = sample.reference or ""
@@ -182,7 +203,7 @@ class ContextEntityRecall(BaseMetric):
         extractor = registry.get_extractor(
             self.extractor,
             **self._plugin_options(
-                registry.load("ctxeval.extractors", self.extractor), self.extractor_options
+                registry.factory(EXTRACTORS, self.extractor), self.extractor_options
             ),
         )
         joined = "\n".join(contexts)
@@ -207,7 +228,7 @@ class ContextEntityRecall(BaseMetric):
             matcher = registry.get_matcher(
                 self.matcher,
                 **self._plugin_options(
-                    registry.load("ctxeval.matchers", self.matcher), self.matcher_options
+                    registry.factory(MATCHERS, self.matcher), self.matcher_options
                 ),
             )
             verdicts = await matcher.match([u.text for u in entities], list(contexts), ctx)

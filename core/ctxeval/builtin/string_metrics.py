@@ -42,6 +42,20 @@ class _StringMetric(BaseDeterministicMetric):
     def _settings(self) -> dict[str, Any]:
         return {"measure": self.measure, "threshold": self.threshold, "normalize": self.normalize}
 
+    def _verdicts(self, sample: Sample, axis: int) -> list[dict[str, Any]] | MetricResult:
+        """Best matches per retrieved chunk (``axis=0``) or per reference context (``axis=1``),
+        or the ``undefined`` result when there are no reference contexts."""
+        references = sample.reference_contexts or ()
+        if not references:
+            return policy.no_reference("reference contexts", details=self._settings())
+        matrix = similarity_matrix(
+            references,
+            sample.retrieved_contexts or (),
+            measure=self.measure,
+            normalize=self.normalize,
+        )
+        return best_matches(matrix, self.threshold, axis=axis)
+
 
 @attrs.frozen(kw_only=True)
 class NonLLMContextPrecisionWithReference(_StringMetric):
@@ -50,14 +64,9 @@ class NonLLMContextPrecisionWithReference(_StringMetric):
     registry_name = "non_llm_context_precision_with_reference"
 
     def score(self, sample: Sample) -> MetricResult:
-        retrieved = sample.retrieved_contexts or ()
-        references = sample.reference_contexts or ()
-        if not references:
-            return policy.no_reference("reference contexts", details=self._settings())
-        matrix = similarity_matrix(
-            references, retrieved, measure=self.measure, normalize=self.normalize
-        )
-        verdicts = best_matches(matrix, self.threshold, axis=0)
+        verdicts = self._verdicts(sample, axis=0)
+        if isinstance(verdicts, MetricResult):
+            return verdicts
         return policy.average_precision(
             [v["matched"] for v in verdicts],
             what="retrieved contexts",
@@ -72,14 +81,9 @@ class NonLLMContextRecall(_StringMetric):
     registry_name = "non_llm_context_recall"
 
     def score(self, sample: Sample) -> MetricResult:
-        retrieved = sample.retrieved_contexts or ()
-        references = sample.reference_contexts or ()
-        if not references:
-            return policy.no_reference("reference contexts", details=self._settings())
-        matrix = similarity_matrix(
-            references, retrieved, measure=self.measure, normalize=self.normalize
-        )
-        verdicts = best_matches(matrix, self.threshold, axis=1)
+        verdicts = self._verdicts(sample, axis=1)
+        if isinstance(verdicts, MetricResult):
+            return verdicts
         return policy.recall(
             sum(v["matched"] for v in verdicts),
             len(verdicts),
