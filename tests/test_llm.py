@@ -438,3 +438,15 @@ def test_cost_from_the_local_price_table(server: FakeOpenAI) -> None:
     assert known.results[0].usage.cost_usd is not None
     assert known.results[0].usage.cost_usd > 0
     assert unknown.results[0].usage.cost_usd is None  # never a made-up number
+
+
+def test_auto_transport_leaves_proxied_setups_to_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = LLMConfig(model="openai/gpt-4o-mini")
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.delenv("http_proxy", raising=False)
+    assert config.chosen_transport() == "direct"
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    assert config.chosen_transport() == "litellm"
+    assert LLMConfig(model="anthropic/claude-3-5-haiku-latest").chosen_transport() == "litellm"

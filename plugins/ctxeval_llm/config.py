@@ -101,7 +101,12 @@ class LLMConfig:
         if self.completion is not None:
             return "callable"
         if self.transport == "auto":
-            return "direct" if self.is_openai_compatible else "litellm"
+            # the direct transport does not read proxy settings: behind a proxy, use litellm
+            behind_proxy = any(
+                os.environ.get(v)
+                for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+            )
+            return "direct" if self.is_openai_compatible and not behind_proxy else "litellm"
         if self.transport == "direct" and not self.is_openai_compatible:
             raise ConfigError(
                 f"transport='direct' speaks the OpenAI API only; model {self.model!r} is not "

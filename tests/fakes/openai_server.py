@@ -116,6 +116,9 @@ class FakeOpenAI:
                 fake._handle(self)
 
             def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/stats":  # for benchmarks in other processes
+                    self._send(200, json.dumps(fake.stats()).encode(), {})
+                    return
                 self._send(404, b'{"error": {"message": "not found"}}', {})
 
             disable_nagle_algorithm = True
@@ -151,6 +154,18 @@ class FakeOpenAI:
         assert self._server is not None
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        """Requests received, answers by status, most requests in flight at once."""
+        with self._lock:
+            statuses: dict[str, int] = {}
+            for status in self.statuses:
+                statuses[str(status)] = statuses.get(str(status), 0) + 1
+            return {
+                "requests": len(self.requests),
+                "statuses": statuses,
+                "peak_in_flight": self.peak_in_flight,
+            }
 
     @property
     def count(self) -> int:
