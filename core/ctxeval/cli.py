@@ -380,10 +380,10 @@ def _run(
     quiet: bool,
     total: int | None,
 ) -> tuple[Any, BudgetExceededError | None]:
-    import anyio
 
     from . import stream
     from .evaluation import Evaluation
+    from .runner import run_to_completion
 
     rows: list[Any] = []
     stopped: list[BudgetExceededError] = []
@@ -408,7 +408,7 @@ def _run(
                     stopped.append(exc)
 
         try:
-            anyio.run(main)
+            run_to_completion(main)
         except KeyboardInterrupt:
             saved = _journal_rows(journal) if journal else 0
             where = f" ({saved} rows saved in {journal})" if journal else ""

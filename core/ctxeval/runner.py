@@ -24,11 +24,12 @@ import difflib
 import functools
 import logging
 import os
+import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence, Sized
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 from anyio.abc import ObjectSendStream, TaskGroup
@@ -50,6 +51,7 @@ __all__ = ["RowStream", "aevaluate", "evaluate", "get_metric", "plugins", "strea
 logger = logging.getLogger(__name__)
 
 Backend = Literal["asyncio", "trio"]
+T = TypeVar("T")
 
 _BATCH_ROWS = 256
 """Rows handed to the reader at once (samples that waited for outside calls go at once)."""
@@ -569,6 +571,19 @@ async def aevaluate(
     return Evaluation(collected, rows.metrics)
 
 
+def run_to_completion(func: Callable[[], Awaitable[T]], *, backend: Backend = "asyncio") -> T:
+    """``anyio.run(func)``, with Ctrl-C raised as ``KeyboardInterrupt`` on every Python
+    (before 3.11, asyncio lets it out as a bare ``CancelledError``)."""
+    import asyncio
+
+    try:
+        return anyio.run(func, backend=backend)
+    except asyncio.CancelledError:
+        if sys.version_info >= (3, 11):
+            raise
+        raise KeyboardInterrupt from None
+
+
 def _loop_running_in_this_thread() -> bool:
     try:
         import sniffio
@@ -604,12 +619,12 @@ def evaluate(
     """
     run = functools.partial(aevaluate, samples, metrics, **options)
     if not _loop_running_in_this_thread():
-        return anyio.run(run, backend=backend)
+        return run_to_completion(run, backend=backend)
     outcome: dict[str, Any] = {}
 
     def worker() -> None:
         try:
-            outcome["value"] = anyio.run(run, backend=backend)
+            outcome["value"] = run_to_completion(run, backend=backend)
         except BaseException as exc:  # handed to the calling thread below
             outcome["error"] = exc
 
