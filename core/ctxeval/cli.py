@@ -344,21 +344,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     for error in bad_rows:
         _console(stderr=True).print(f"[yellow]skipped:[/] {escape(str(error))}", soft_wrap=True)
-    if out:
-        from .report import write_outputs
+    from .report import summary_dict, write_outputs
 
-        paths = write_outputs(
-            evaluation,
-            out,
-            title=f"ctxeval: {path.name}",
-            extra={
-                "data": str(path),
-                "skipped_rows": [str(e) for e in bad_rows],
-                "ctxeval": __version__,
-            },
-        )
+    summary = summary_dict(
+        evaluation,
+        extra={
+            "data": str(path),
+            "skipped_rows": [str(e) for e in bad_rows],
+            "ctxeval": __version__,
+        },
+    )
+    if out:
+        paths = write_outputs(evaluation, out, title=f"ctxeval: {path.name}", summary=summary)
     if not args.quiet:
-        print_summary(evaluation, console)
+        print_summary(summary, console)
         if out:
             for kind in ("results", "summary", "report"):
                 console.print(f"{kind + ':':<9}{paths[kind]}")
@@ -429,28 +428,29 @@ def _journal_rows(journal: Path) -> int:
         return 0
 
 
-def print_summary(evaluation: Any, console: Any) -> None:
+def print_summary(summary: dict[str, Any], console: Any) -> None:
+    """The summary table of :func:`ctxeval.report.summary_dict`'s output, and the LLM usage."""
     from rich.table import Table
 
-    from .stats import bootstrap_ci
+    from .results import Usage
 
+    metrics = summary["metrics"]
     table = Table(title="summary")
-    names = list(evaluation.summary())
-    table.add_column("metric", no_wrap=True, min_width=max(map(len, names), default=6))
+    table.add_column("metric", no_wrap=True, min_width=max(map(len, metrics), default=6))
     for column in ("mean", "95% CI", "ok", "undefined", "error"):
         table.add_column(column, justify="right", no_wrap=True)
-    for name, s in evaluation.summary().items():
-        ci = bootstrap_ci([x for x in evaluation.scores(name) if x is not None])
+    for name, s in metrics.items():
+        ci = s["ci95"]
         table.add_row(
             name,
-            "—" if s.mean is None else f"{s.mean:.3f}",
+            "—" if s["mean"] is None else f"{s['mean']:.3f}",
             "—" if ci is None else f"{ci[0]:.3f}–{ci[1]:.3f}",
-            str(s.n_ok),
-            str(s.n_undefined),
-            f"[red]{s.n_error}[/]" if s.n_error else "0",
+            str(s["n_ok"]),
+            str(s["n_undefined"]),
+            f"[red]{s['n_error']}[/]" if s["n_error"] else "0",
         )
     console.print(table)
-    usage = evaluation.usage
+    usage = Usage.from_dict(summary["usage"])
     if usage.requests or usage.cache_hits:
         cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
         console.print(
@@ -629,12 +629,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         total=len(rows) * len(metrics),
     )
-    from .report import write_outputs
+    from .report import summary_dict, write_outputs
 
-    paths = write_outputs(
-        evaluation, out, title="ctxeval demo", extra={"data": "ctxeval demo dataset"}
-    )
-    print_summary(evaluation, console)
+    summary = summary_dict(evaluation, extra={"data": "ctxeval demo dataset"})
+    paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)
+    print_summary(summary, console)
     console.print(f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}")
     return EXIT_ERRORS if not evaluation.ok else EXIT_OK
 

@@ -50,13 +50,18 @@ def write_outputs(
     folder: str | os.PathLike[str],
     *,
     title: str,
-    extra: Mapping[str, Any] | None = None,
+    summary: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write ``results.jsonl``, ``summary.json`` and ``report.html`` into ``folder``."""
+    """Write ``results.jsonl``, ``summary.json`` and ``report.html`` into ``folder``.
+
+    ``summary`` is :func:`summary_dict`'s output when the caller has it already (its bootstrap
+    intervals are not computed twice).
+    """
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     results = evaluation.to_jsonl(target / "results.jsonl")
-    summary = summary_dict(evaluation, extra=extra)
+    if summary is None:
+        summary = summary_dict(evaluation)
     summary_path = target / "summary.json"
     _write_text(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     report = target / "report.html"
