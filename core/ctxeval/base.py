@@ -35,7 +35,26 @@ if TYPE_CHECKING:
     from .results import MetricResult
     from .sample import Sample
 
-__all__ = ["BaseDeterministicMetric", "BaseMetric", "Dependency", "options_of"]
+__all__ = [
+    "BaseDeterministicMetric",
+    "BaseMetric",
+    "Dependency",
+    "non_negative_int",
+    "options_of",
+    "positive_int",
+]
+
+
+def positive_int(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator for options such as ``k``: a whole number of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be a whole number >= 1, got {value!r}")
+
+
+def non_negative_int(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator: a whole number of at least 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be a whole number >= 0, got {value!r}")
 
 
 @attrs.frozen(slots=True)

@@ -21,14 +21,11 @@ from typing import Any
 import anyio
 import attrs
 
+from .base import positive_int
+
 __all__ = ["Gate", "Limits", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
-
-
-def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a whole number >= 1, got {value!r}")
 
 
 def _optional_rate(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -49,7 +46,7 @@ class Limits:
         adaptive: back off on 429 and climb back afterwards (default True).
     """
 
-    max_concurrency: int = attrs.field(default=16, validator=_positive_int)
+    max_concurrency: int = attrs.field(default=16, validator=positive_int)
     requests_per_minute: float | None = attrs.field(default=None, validator=_optional_rate)
     tokens_per_minute: float | None = attrs.field(default=None, validator=_optional_rate)
     adaptive: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from .base import non_negative_int, positive_int
 from .errors import (
     FatalCallError,
     MalformedOutputError,
@@ -165,19 +166,9 @@ class RetryPolicy:
         max_retry_after: the longest ``Retry-After`` honoured, in seconds.
     """
 
-    max_attempts: int = attrs.field(default=6)
+    max_attempts: int = attrs.field(default=6, validator=positive_int)
     initial_backoff: float = attrs.field(default=0.5, validator=_positive)
     max_backoff: float = attrs.field(default=30.0, validator=_positive)
     jitter: float = attrs.field(default=0.5, validator=_non_negative)
-    max_malformed_retries: int = attrs.field(default=2)
+    max_malformed_retries: int = attrs.field(default=2, validator=non_negative_int)
     max_retry_after: float = attrs.field(default=300.0, validator=_positive)
-
-    @max_attempts.validator
-    def _check_attempts(self, attribute: attrs.Attribute[int], value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"max_attempts must be a whole number >= 1, got {value!r}")
-
-    @max_malformed_retries.validator
-    def _check_malformed(self, attribute: attrs.Attribute[int], value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"max_malformed_retries must be a whole number >= 0, got {value!r}")

@@ -36,7 +36,7 @@ from typing import Any
 import attrs
 
 from ctxeval import MetricResult, Sample, policy
-from ctxeval.base import BaseDeterministicMetric
+from ctxeval.base import BaseDeterministicMetric, positive_int
 
 __all__ = [
     "IDMRR",
@@ -51,11 +51,6 @@ __all__ = [
 
 _REFERENCE = "reference context IDs"
 _RETRIEVED = "retrieved context IDs"
-
-
-def _positive_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a whole number >= 1, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -110,7 +105,7 @@ class IDBasedContextRecall(_IDMetric):
 
 @attrs.frozen(kw_only=True)
 class _AtK(_IDMetric):
-    k: int = attrs.field(default=10, validator=_positive_int)
+    k: int = attrs.field(default=10, validator=positive_int)
     """The cut-off rank (default 10)."""
 
     def default_name(self) -> str:
