@@ -45,6 +45,7 @@ from .limits import Limits
 from .loading import SampleStream, load_samples
 from .progress import Progress
 from .protocols import (
+    BatchMetric,
     DeterministicMetric,
     Extractor,
     Matcher,
@@ -62,6 +63,7 @@ from .sample import Sample
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "BatchMetric",
     "BudgetExceededError",
     "CallError",
     "CallTimeoutError",

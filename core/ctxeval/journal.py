@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -80,6 +80,13 @@ class Journal:
     def write(self, row: MetricResult) -> None:
         """Append ``row`` and flush it to the operating system."""
         self._handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+        self._handle.flush()
+
+    def write_many(self, rows: Iterable[MetricResult]) -> None:
+        """Append ``rows`` and flush them to the operating system."""
+        self._handle.write(
+            "".join(json.dumps(row.to_dict(), ensure_ascii=False) + "\n" for row in rows)
+        )
         self._handle.flush()
 
     def close(self) -> None:

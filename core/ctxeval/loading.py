@@ -151,8 +151,17 @@ Row = tuple[int, Any]
 
 
 def _read_jsonl(path: Path) -> Iterator[Row]:
+    import orjson  # about five times faster than json on sample lines; json explains errors
+
+    fast = orjson.loads
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number > 1:
+                try:
+                    yield number, fast(raw)
+                    continue
+                except orjson.JSONDecodeError:
+                    pass  # blank, not UTF-8, not JSON, NaN...: json reads or explains it
             try:
                 text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as exc:

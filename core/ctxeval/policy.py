@@ -24,6 +24,7 @@ is the correctly rounded value of the exact score (e.g. ``[1, 0, 1]`` gives ``fl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -115,13 +116,13 @@ def average_precision_value(verdicts: Sequence[bool]) -> Fraction:
     context precision (divided by the relevant items *retrieved*); zero when none is relevant.
     ``verdicts`` must not be empty.
     """
-    hits = 0
-    total = Fraction(0)
-    for rank, relevant in enumerate(verdicts, start=1):
-        if relevant:
-            hits += 1
-            total += Fraction(hits, rank)
-    return total / hits if hits else Fraction(0)
+    ranks = [rank for rank, relevant in enumerate(verdicts, start=1) if relevant]
+    if not ranks:
+        return Fraction(0)
+    # sum(i / rank_i) over a common denominator, in integers (exact, and fast)
+    common = math.lcm(*ranks)
+    total = sum(hits * (common // rank) for hits, rank in enumerate(ranks, start=1))
+    return Fraction(total, common * len(ranks))
 
 
 def average_precision(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from .results import MetricResult, Status, Usage
+from .results import NO_USAGE, MetricResult, Status, Usage
 
 __all__ = ["Progress", "ProgressTracker"]
 
@@ -84,6 +84,24 @@ class ProgressTracker:
             self.resumed += 1
         elif not row.usage.is_zero:
             self.usage = self.usage + row.usage
+        if self._callback is not None:
+            now = time.monotonic()
+            if now - self._last >= self._interval:
+                self._last = now
+                self._callback(self.snapshot())
+
+    def add_many(self, rows: Sequence[MetricResult]) -> None:
+        """Count finished rows (none resumed) at once."""
+        self.done += len(rows)
+        for row in rows:
+            status = row.status
+            if status is not Status.OK:
+                if status is Status.ERROR:
+                    self.errors += 1
+                else:
+                    self.undefined += 1
+            if row.usage is not NO_USAGE and not row.usage.is_zero:
+                self.usage = self.usage + row.usage
         if self._callback is not None:
             now = time.monotonic()
             if now - self._last >= self._interval:

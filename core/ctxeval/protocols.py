@@ -10,7 +10,8 @@ the verdicts go into a recall fraction, a precision fraction or an average preci
 * A :class:`Matcher` decides, for each item, whether it is supported by (or relevant to) a
   list of candidates, returning one :class:`Verdict` per item.
 * A :class:`Metric` declares the sample fields it requires and scores one sample through a
-  :class:`RunContext`, which gives it the scheduler's services.
+  :class:`RunContext`, which gives it the scheduler's services. A :class:`DeterministicMetric`
+  (no I/O) also scores synchronously, and a :class:`BatchMetric` many samples per call.
 
 A plugin is any object with these attributes; it does not have to inherit from anything.
 :mod:`ctxeval.base` has convenience base classes.
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .sample import Sample
 
 __all__ = [
+    "BatchMetric",
     "DeterministicMetric",
     "Extractor",
     "Matcher",
@@ -180,4 +182,23 @@ class DeterministicMetric(Metric, Protocol):
 
     def score(self, sample: Sample) -> MetricResult:
         """Score ``sample`` at once."""
+        ...
+
+
+@runtime_checkable
+class BatchMetric(DeterministicMetric, Protocol):
+    """A deterministic metric that also scores many samples in one call (optional, for speed).
+
+    When every metric of a run is deterministic, the runner hands them samples in chunks and
+    calls :meth:`score_batch` where a metric has it, which saves the per-call overhead on large
+    inputs (the built-in ID and string metrics have it).
+    """
+
+    def score_batch(self, samples: Sequence[Sample]) -> Sequence[MetricResult]:
+        """Score ``samples`` (each has every field in ``requires``): one result per sample, in
+        order, each as :meth:`score` would give it.
+
+        If it raises, or returns a different number of results, the runner scores the chunk
+        again sample by sample with :meth:`score`, so that a failure stays with its sample.
+        """
         ...

@@ -185,10 +185,18 @@ class Registry:
         registry = cls()
         all_points = importlib.metadata.entry_points()
         seen: set[tuple[str, str, str | None, str]] = set()
+        described: dict[int, tuple[str | None, str | None]] = {}  # each METADATA parsed once
         for group in GROUPS:
             for point in all_points.select(group=group):
                 dist = getattr(point, "dist", None)
-                dist_name = dist.metadata["Name"] if dist is not None else None
+                if dist is None:
+                    dist_name = version = None
+                elif id(dist) in described:
+                    dist_name, version = described[id(dist)]
+                else:
+                    metadata = dist.metadata
+                    dist_name, version = metadata["Name"], metadata["Version"]
+                    described[id(dist)] = (dist_name, version)
                 key = (group, point.name, dist_name, point.value)
                 if key in seen:  # the same distribution found twice on sys.path
                     continue
@@ -199,7 +207,7 @@ class Registry:
                         name=point.name,
                         target=point.value,
                         distribution=dist_name,
-                        version=dist.version if dist is not None else None,
+                        version=version,
                         entry_point=point,
                     )
                 )

@@ -190,6 +190,10 @@ class Sample:
         Raises:
             DataError: naming the field that is wrong.
         """
+        if type(data) is dict and data.keys() <= _FIELD_SET:  # the common case, checked fast
+            fast = _prebuilt(data)
+            if fast is not None:
+                return fast
         if not isinstance(data, Mapping):
             raise DataError(f"a sample must be an object with named fields, got {_type_name(data)}")
         fields: dict[str, Any] = {}
@@ -238,6 +242,37 @@ class Sample:
 
 
 _FIELD_SET: Final = frozenset(SAMPLE_FIELDS)
+_LIST_FIELDS: Final = frozenset((*TEXT_LIST_FIELDS, *ID_LIST_FIELDS))
+_SETTERS: Final = tuple((name, getattr(Sample, name).__set__) for name in SAMPLE_FIELDS)
+_set_metadata: Final = Sample.metadata.__set__  # type: ignore[attr-defined]
+_new_sample: Final = object.__new__
+
+
+def _prebuilt(data: dict[str, Any]) -> Sample | None:
+    """The sample of ``data`` (sample fields only), built without the converters when every
+    value already has its final type (strings, lists of strings: what a JSON line usually
+    holds); None when one needs converting or checking, and the converters must run.
+
+    Loading a large file spends most of its time building samples; this path is several times
+    faster and gives an equal sample.
+    """
+    for name, value in data.items():
+        if type(value) is list:
+            if name not in _LIST_FIELDS:
+                return None
+            try:
+                "".join(value)  # C speed: raises TypeError unless every item is a str
+            except TypeError:
+                return None
+        elif value is not None and (type(value) is not str or name in _LIST_FIELDS):
+            return None
+    sample: Sample = _new_sample(Sample)
+    get = data.get
+    for name, setter in _SETTERS:
+        value = get(name)
+        setter(sample, tuple(value) if type(value) is list else value)
+    _set_metadata(sample, {})
+    return sample
 
 
 def _old_name(name: str) -> str:

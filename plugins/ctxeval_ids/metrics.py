@@ -29,14 +29,16 @@ does, while the seeds' context precision divides by the relevant items *retrieve
 
 from __future__ import annotations
 
+import functools
 import math
-from fractions import Fraction
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import attrs
 
-from ctxeval import MetricResult, Sample, policy
+from ctxeval import MetricResult, Sample, Status, policy
 from ctxeval.base import BaseDeterministicMetric, positive_int
+from ctxeval.results import NO_USAGE, LazyDetails, _make
 
 __all__ = [
     "IDMRR",
@@ -55,6 +57,9 @@ _RETRIEVED = "retrieved context IDs"
 
 @attrs.frozen(kw_only=True)
 class _IDMetric(BaseDeterministicMetric):
+    """The shared steps: an empty reference is undefined, repeats keep their first rank; a
+    metric gives its value (:meth:`_value`) and its evidence (:meth:`_details`)."""
+
     requires = ("retrieved_context_ids", "reference_context_ids")
 
     def score(self, sample: Sample) -> MetricResult:
@@ -62,10 +67,40 @@ class _IDMetric(BaseDeterministicMetric):
         if not reference:
             return policy.no_reference(_REFERENCE)
         retrieved = policy.dedupe(sample.retrieved_context_ids or ())
-        return self._score(retrieved, reference)
+        details = self._details(retrieved, reference)
+        if not retrieved and self._undefined_when_empty:
+            return policy.precision(0, 0, what=_RETRIEVED, details=details)
+        return MetricResult.ok(self._value(retrieved, reference), details=details)
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
+    def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
+        """Every sample as :meth:`score` scores it, the evidence computed only when read."""
+        name, value, details_of = self.name, self._value_of, self._details_of
+        out = []
+        for sample in samples:
+            retrieved, reference = sample.retrieved_context_ids, sample.reference_context_ids
+            if not retrieved or not reference:
+                out.append(self.score(sample))  # the edge cases, with their reasons
+                continue
+            score = value(retrieved, frozenset(reference))
+            details = LazyDetails(details_of, retrieved, reference)
+            out.append(_make(Status.OK, score, None, details, NO_USAGE, sample.id or "", name))
+        return out
+
+    _undefined_when_empty: ClassVar[bool] = False
+    """True for the precision metrics: nothing retrieved makes them undefined."""
+
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
         raise NotImplementedError
+
+    def _details(self, retrieved: list[str], reference: frozenset[str]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _value_of(self, retrieved: Sequence[str], reference: frozenset[str]) -> float:
+        """:meth:`_value` of IDs not yet deduplicated (a metric may skip the dedupe)."""
+        return self._value(list(dict.fromkeys(retrieved)), reference)
+
+    def _details_of(self, retrieved: Sequence[str], reference: Sequence[str]) -> dict[str, Any]:
+        return self._details(policy.dedupe(retrieved), frozenset(reference))
 
 
 def _split(retrieved: list[str], reference: frozenset[str]) -> dict[str, Any]:
@@ -83,12 +118,15 @@ class IDBasedContextPrecision(_IDMetric):
     """Share of the retrieved IDs that are in the reference (the seeds' ID-based precision)."""
 
     registry_name = "id_based_context_precision"
+    _undefined_when_empty = True
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
-        details = _split(retrieved, reference)
-        return policy.precision(
-            len(details["relevant"]), len(retrieved), what=_RETRIEVED, details=details
-        )
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
+        return len(reference.intersection(retrieved)) / len(retrieved)
+
+    def _value_of(self, retrieved: Sequence[str], reference: frozenset[str]) -> float:
+        return len(reference.intersection(retrieved)) / len(set(retrieved))
+
+    _details = staticmethod(_split)
 
 
 @attrs.frozen(kw_only=True)
@@ -97,10 +135,12 @@ class IDBasedContextRecall(_IDMetric):
 
     registry_name = "id_based_context_recall"
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
-        details = _split(retrieved, reference)
-        found = len(reference) - len(details["missing"])
-        return policy.recall(found, len(reference), what=_REFERENCE, details=details)
+    def _value(self, retrieved: Sequence[str], reference: frozenset[str]) -> float:
+        return len(reference.intersection(retrieved)) / len(reference)
+
+    _value_of = _value  # repeats do not change the intersection
+
+    _details = staticmethod(_split)
 
 
 @attrs.frozen(kw_only=True)
@@ -111,10 +151,13 @@ class _AtK(_IDMetric):
     def default_name(self) -> str:
         return self.registry_name.replace("_at_k", f"_at_{self.k}")
 
-    def _top(self, retrieved: list[str], reference: frozenset[str]) -> tuple[int, dict[str, Any]]:
+    def _hits(self, retrieved: list[str], reference: frozenset[str]) -> int:
+        return len(reference.intersection(retrieved[: self.k]))
+
+    def _details(self, retrieved: list[str], reference: frozenset[str]) -> dict[str, Any]:
         top = retrieved[: self.k]
         ranks = [rank for rank, i in enumerate(top, start=1) if i in reference]
-        return len(ranks), {"k": self.k, "relevant_ranks": ranks, "top_k": top}
+        return {"k": self.k, "relevant_ranks": ranks, "top_k": top}
 
 
 @attrs.frozen(kw_only=True)
@@ -122,12 +165,10 @@ class IDPrecisionAtK(_AtK):
     """Relevant IDs in the top k, divided by k (trec_eval ``P_k``)."""
 
     registry_name = "id_precision_at_k"
+    _undefined_when_empty = True
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
-        if not retrieved:
-            return policy.precision(0, 0, what=_RETRIEVED)
-        hits, details = self._top(retrieved, reference)
-        return MetricResult.ok(hits / self.k, details=details)
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
+        return self._hits(retrieved, reference) / self.k
 
 
 @attrs.frozen(kw_only=True)
@@ -136,9 +177,8 @@ class IDRecallAtK(_AtK):
 
     registry_name = "id_recall_at_k"
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
-        hits, details = self._top(retrieved, reference)
-        return policy.recall(hits, len(reference), what=_REFERENCE, details=details)
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
+        return self._hits(retrieved, reference) / len(reference)
 
 
 @attrs.frozen(kw_only=True)
@@ -147,9 +187,12 @@ class IDHitRateAtK(_AtK):
 
     registry_name = "id_hit_rate_at_k"
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
-        hits, details = self._top(retrieved, reference)
-        return MetricResult.ok(1.0 if hits else 0.0, details=details)
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
+        return 0.0 if reference.isdisjoint(retrieved[: self.k]) else 1.0
+
+
+def _relevant_ranks(retrieved: list[str], reference: frozenset[str]) -> list[int]:
+    return [rank for rank, i in enumerate(retrieved, start=1) if i in reference]
 
 
 @attrs.frozen(kw_only=True)
@@ -158,11 +201,15 @@ class IDMRR(_IDMetric):
 
     registry_name = "id_mrr"
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
         for rank, item in enumerate(retrieved, start=1):
             if item in reference:
-                return MetricResult.ok(1 / rank, details={"first_relevant_rank": rank})
-        return MetricResult.ok(0.0, details={"first_relevant_rank": None})
+                return 1 / rank
+        return 0.0
+
+    def _details(self, retrieved: list[str], reference: frozenset[str]) -> dict[str, Any]:
+        first = next((r for r, i in enumerate(retrieved, start=1) if i in reference), None)
+        return {"first_relevant_rank": first}
 
 
 @attrs.frozen(kw_only=True)
@@ -171,20 +218,28 @@ class IDAveragePrecision(_IDMetric):
 
     registry_name = "id_average_precision"
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
-        hits = 0
-        total = Fraction(0)
-        ranks = []
-        for rank, item in enumerate(retrieved, start=1):
-            if item in reference:
-                hits += 1
-                total += Fraction(hits, rank)
-                ranks.append(rank)
-        return MetricResult.ok(float(total / len(reference)), details={"relevant_ranks": ranks})
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
+        # exact: sum(i / rank_i) over a common denominator, then one correctly rounded division
+        ranks = _relevant_ranks(retrieved, reference)
+        if not ranks:
+            return 0.0
+        common = math.lcm(*ranks)
+        total = sum(hits * (common // rank) for hits, rank in enumerate(ranks, start=1))
+        return total / (common * len(reference))
+
+    def _details(self, retrieved: list[str], reference: frozenset[str]) -> dict[str, Any]:
+        return {"relevant_ranks": _relevant_ranks(retrieved, reference)}
 
 
-def _discount(rank: int) -> float:
-    return 1.0 / math.log2(rank + 1)
+@functools.lru_cache(maxsize=64)
+def _discounts(k: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``1 / log2(rank + 1)`` for ranks 1..k (index = rank), and their running sums (the
+    ideal DCG of 1..k relevant IDs), each summed in rank order."""
+    discount = [0.0] + [1.0 / math.log2(rank + 1) for rank in range(1, k + 1)]
+    ideal = [0.0]
+    for rank in range(1, k + 1):
+        ideal.append(ideal[-1] + discount[rank])
+    return tuple(discount), tuple(ideal)
 
 
 @attrs.frozen(kw_only=True)
@@ -193,13 +248,10 @@ class IDNDCGAtK(_AtK):
 
     registry_name = "id_ndcg_at_k"
 
-    def _score(self, retrieved: list[str], reference: frozenset[str]) -> MetricResult:
-        _, details = self._top(retrieved, reference)
+    def _value(self, retrieved: list[str], reference: frozenset[str]) -> float:
+        discount, ideal = _discounts(self.k)
         dcg = 0.0
-        for rank in details["relevant_ranks"]:
-            dcg += _discount(rank)
-        ideal = 0.0
-        for rank in range(1, min(self.k, len(reference)) + 1):
-            ideal += _discount(rank)
-        score = dcg / ideal
-        return MetricResult.ok(min(score, 1.0), details=details)
+        for rank, item in enumerate(retrieved[: self.k], start=1):
+            if item in reference:
+                dcg += discount[rank]
+        return min(dcg / ideal[min(self.k, len(reference))], 1.0)

@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["MEASURES", "SimilarityMatcher", "best_matches", "normalize_text", "similarity_matrix"]
+__all__ = [
+    "MEASURES",
+    "SimilarityMatcher",
+    "best_matches",
+    "normalize_text",
+    "pair_similarity",
+    "similarity_matrix",
+]
 
 MEASURES: Final = (
     "levenshtein",
@@ -129,6 +136,22 @@ def similarity_matrix(
         matrix *= share
     np.clip(matrix, 0.0, 1.0, out=matrix)
     return matrix
+
+
+def pair_similarity(measure: str) -> Callable[[str, str], float]:
+    """The similarity of one reference passage to one retrieved chunk, as a function; equal
+    to the entry :func:`similarity_matrix` gives for the pair (without numpy)."""
+    scorer, factor = _scorer(measure)
+    if measure == "containment":
+
+        def containment(reference: str, chunk: str) -> float:
+            share = min(1.0, len(chunk) / len(reference)) if reference else 1.0
+            return min(max(scorer(reference, chunk) * factor * share, 0.0), 1.0)
+
+        return containment
+    if factor != 1.0:
+        return lambda reference, chunk: min(max(scorer(reference, chunk) * factor, 0.0), 1.0)
+    return lambda reference, chunk: min(max(scorer(reference, chunk), 0.0), 1.0)
 
 
 def best_matches(
