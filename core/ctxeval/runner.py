@@ -278,31 +278,47 @@ class _Run:
 
     def score_chunk(self, samples: list[Sample], ids: list[str]) -> list[MetricResult]:
         """Every row of ``samples`` (all metrics deterministic), in emission order."""
-        columns = [self._column(position, samples, ids) for position in range(len(self.metrics))]
+        lacking: dict[tuple[str, ...], list[int]] = {}  # per `requires`: samples lacking some
+        columns = [
+            self._column(position, samples, ids, lacking) for position in range(len(self.metrics))
+        ]
         rows = [row for per_sample in zip(*columns, strict=True) for row in per_sample]
         if self.journal is not None:
             self.journal.write_many(rows)
         self.tracker.add_many(rows)
         return rows
 
-    def _column(self, position: int, samples: list[Sample], ids: list[str]) -> list[MetricResult]:
+    def _column(
+        self,
+        position: int,
+        samples: list[Sample],
+        ids: list[str],
+        lacking: dict[tuple[str, ...], list[int]],
+    ) -> list[MetricResult]:
         """The rows of one metric for ``samples``."""
         metric = self.metrics[position]
+        requires = tuple(metric.requires)
+        if requires not in lacking:
+            values = operator.attrgetter(*requires) if requires else None
+            several = len(requires) > 1
+            lacking[requires] = [
+                i
+                for i, sample in enumerate(samples)
+                if values is not None
+                and ((None in values(sample)) if several else (values(sample) is None))
+            ]
         column: list[MetricResult | None] = [None] * len(samples)
-        ready = list(range(len(samples)))
-        if metric.requires:
-            ready = []
-            values = operator.attrgetter(*metric.requires)
-            several = len(metric.requires) > 1
-            for i, sample in enumerate(samples):
-                got = values(sample)
-                if (None in got) if several else (got is None):
-                    missing = sample.missing(metric.requires)
-                    error = _missing_field_error(sample, metric, missing)
-                    column[i] = error.labelled(ids[i], metric.name)
-                else:
-                    ready.append(i)
-        todo = samples if len(ready) == len(samples) else [samples[i] for i in ready]
+        for i in lacking[requires]:
+            missing = samples[i].missing(requires)
+            column[i] = _missing_field_error(samples[i], metric, missing).labelled(
+                ids[i], metric.name
+            )
+        if lacking[requires]:
+            skip = set(lacking[requires])
+            ready = [i for i in range(len(samples)) if i not in skip]
+            todo = [samples[i] for i in ready]
+        else:
+            ready, todo = list(range(len(samples))), samples
         for i, result in zip(ready, self._score_all(position, todo), strict=True):
             column[i] = _checked(result, metric, ids[i])
         return column  # type: ignore[return-value]

@@ -244,7 +244,7 @@ class Sample:
 _FIELD_SET: Final = frozenset(SAMPLE_FIELDS)
 _LIST_FIELDS: Final = frozenset((*TEXT_LIST_FIELDS, *ID_LIST_FIELDS))
 _SETTERS: Final = tuple((name, getattr(Sample, name).__set__) for name in SAMPLE_FIELDS)
-_set_metadata: Final = Sample.metadata.__set__  # type: ignore[attr-defined]
+_set_metadata: Final = Sample.metadata.__set__  # type: ignore[attr-defined,misc]
 _new_sample: Final = object.__new__
 
 

@@ -119,22 +119,17 @@ def similarity_matrix(
             to single spaces instead of the raw text.
     """
     import numpy as np
-    from rapidfuzz import process
 
     if normalize:
         references = [normalize_text(r) for r in references]
         retrieved = [normalize_text(c) for c in retrieved]
-    scorer, factor = _scorer(measure)
-    matrix = process.cdist(references, retrieved, scorer=scorer, dtype=np.float64)
-    if factor != 1.0:
-        matrix *= factor
-    if measure == "containment" and matrix.size:
-        ref_len = np.array([len(r) for r in references], dtype=np.float64)[:, None]
-        chunk_len = np.array([len(c) for c in retrieved], dtype=np.float64)[None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(ref_len > 0, np.minimum(1.0, chunk_len / ref_len), 1.0)
-        matrix *= share
-    np.clip(matrix, 0.0, 1.0, out=matrix)
+    # pair by pair, with the function the batch scorers use, so that both give the same bits
+    # (rapidfuzz's cdist can differ from its scalar scorers in the last bit, e.g. for jaro)
+    similarity = pair_similarity(measure)
+    matrix = np.zeros((len(references), len(retrieved)), dtype=np.float64)
+    for i, reference in enumerate(references):
+        for j, chunk in enumerate(retrieved):
+            matrix[i, j] = similarity(reference, chunk)
     return matrix
 
 

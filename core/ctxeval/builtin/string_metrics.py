@@ -72,7 +72,8 @@ class _StringMetric(BaseDeterministicMetric):
         fold = normalize_text if self.normalize else None
         out: list[MetricResult] = []
         for sample in samples:
-            references, retrieved = sample.reference_contexts, sample.retrieved_contexts
+            references: Sequence[str] | None = sample.reference_contexts
+            retrieved: Sequence[str] | None = sample.retrieved_contexts
             if not references or not retrieved:
                 out.append(self.score(sample))  # the edge cases, with their reasons
                 continue

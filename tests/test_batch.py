@@ -1,0 +1,226 @@
+"""The fast path of deterministic runs: chunks, ``score_batch``, lazy evidence, fast builders.
+
+Every shortcut must give exactly what the plain path gives: the same samples, the same
+scores to the last bit, the same evidence, the same rows in the same order.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import pickle
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxeval
+from ctxeval import MetricResult, Sample, Status, policy
+from ctxeval.base import BaseDeterministicMetric
+from ctxeval.builtin.similarity import MEASURES, pair_similarity, similarity_matrix
+from ctxeval.results import LazyDetails
+from ctxeval.sample import _prebuilt
+from test_properties import metric_lists, samples
+
+FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(batch=st.lists(samples, min_size=1, max_size=6), metrics=metric_lists())
+def test_score_batch_gives_what_score_gives(batch: list[dict[str, Any]], metrics: list) -> None:
+    built = [Sample.from_dict({**row, "id": str(i)}) for i, row in enumerate(batch)]
+    for metric in metrics:
+        ready = [s for s in built if not s.missing(metric.requires)]
+        if not ready:
+            continue
+        fast = metric.score_batch(ready)
+        assert len(fast) == len(ready)
+        for sample, row in zip(ready, fast, strict=True):
+            plain = metric.score(sample)
+            assert (row.status, row.score, row.reason) == (plain.status, plain.score, plain.reason)
+            assert row.details == plain.details
+            assert row.to_dict()["details"] == plain.to_dict()["details"]
+
+
+@FAST
+@given(
+    references=st.lists(st.text(max_size=40), min_size=1, max_size=4),
+    retrieved=st.lists(st.text(max_size=40), min_size=1, max_size=4),
+    measure=st.sampled_from(MEASURES),
+)
+def test_pair_similarity_is_the_matrix_entry(
+    references: list[str], retrieved: list[str], measure: str
+) -> None:
+    matrix = similarity_matrix(references, retrieved, measure=measure)
+    similarity = pair_similarity(measure)
+    for i, reference in enumerate(references):
+        for j, chunk in enumerate(retrieved):
+            assert similarity(reference, chunk) == matrix[i, j]
+
+
+sample_dicts = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.one_of(st.text(max_size=3), st.integers(0, 9), st.none()),
+        "user_input": st.one_of(st.text(max_size=5), st.none()),
+        "reference": st.one_of(st.text(max_size=5), st.none()),
+        "retrieved_contexts": st.one_of(st.none(), st.lists(st.text(max_size=5), max_size=3)),
+        "retrieved_context_ids": st.one_of(
+            st.none(), st.lists(st.one_of(st.text(max_size=3), st.integers(0, 9)), max_size=3)
+        ),
+        "reference_context_ids": st.one_of(st.none(), st.lists(st.text(max_size=3), max_size=3)),
+    },
+)
+
+
+@FAST
+@given(data=sample_dicts)
+def test_fast_sample_equals_the_checked_one(data: dict[str, Any]) -> None:
+    fast = _prebuilt(dict(data))
+    checked = Sample(**data)
+    assert Sample.from_dict(data) == checked
+    if fast is not None:
+        assert fast == checked
+        assert fast.metadata == {}
+        assert {type(v) for v in attrs.astuple(fast, recurse=False)[:-1]} <= {
+            str,
+            tuple,
+            type(None),
+        }
+
+
+def test_fast_sample_refuses_what_needs_converting_or_checking() -> None:
+    assert _prebuilt({"retrieved_context_ids": [1, "a"]}) is None  # ints become strings
+    assert _prebuilt({"id": 3}) is None
+    assert _prebuilt({"retrieved_contexts": "one string"}) is None  # an error, with its message
+    assert _prebuilt({"user_input": ["a"]}) is None
+    with pytest.raises(ctxeval.DataError, match="retrieved_contexts"):
+        Sample.from_dict({"retrieved_contexts": "one string"})
+
+
+def test_lazy_details_compute_once_and_act_as_their_dict() -> None:
+    calls = []
+
+    def compute(a: int, b: int) -> dict[str, int]:
+        calls.append((a, b))
+        return {"sum": a + b}
+
+    lazy = LazyDetails(compute, 1, 2)
+    assert calls == []
+    assert lazy == {"sum": 3}
+    assert dict.__eq__({"sum": 3}, lazy) is NotImplemented  # so Python asks the lazy side
+    assert lazy["sum"] == 3
+    assert list(lazy) == ["sum"]
+    assert len(lazy) == 1
+    assert "sum" in lazy
+    assert calls == [(1, 2)]
+    assert repr(lazy) == "{'sum': 3}"
+    assert pickle.loads(pickle.dumps(lazy)) == {"sum": 3}
+    row = MetricResult.ok(0.5, details=LazyDetails(compute, 2, 2))
+    assert row.to_dict()["details"] == {"sum": 4}
+    assert MetricResult.from_dict(row.to_dict()) == row
+
+
+def test_average_precision_stays_exact() -> None:
+    from fractions import Fraction
+
+    verdicts = [True, False, True, False, False, True, True]
+    hits, total = 0, Fraction(0)
+    for rank, relevant in enumerate(verdicts, start=1):
+        if relevant:
+            hits += 1
+            total += Fraction(hits, rank)
+    assert policy.average_precision_value(verdicts) == total / hits
+    assert policy.average_precision_value([False, False]) == 0
+
+
+@attrs.frozen(kw_only=True)
+class Fragile(BaseDeterministicMetric):
+    """Scores 1.0, but fails on samples whose id starts with 'bad'; its batch may misbehave."""
+
+    registry_name = "fragile"
+    requires = ("retrieved_context_ids",)
+    batch: str = "raise"
+
+    def score(self, sample: Sample) -> MetricResult:
+        if (sample.id or "").startswith("bad"):
+            raise ValueError(f"cannot score {sample.id}")
+        return MetricResult.ok(1.0)
+
+    def score_batch(self, samples: list[Sample]) -> list[MetricResult]:
+        if self.batch == "raise":
+            raise ValueError("the batch fails")
+        return [MetricResult.ok(1.0)] * (len(samples) - 1)  # one short
+
+
+@pytest.mark.parametrize("batch", ["raise", "short"])
+def test_a_failing_batch_is_scored_sample_by_sample(
+    batch: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = [{"id": f"s{i}", "retrieved_context_ids": ["a"]} for i in range(5)]
+    rows[2]["id"] = "bad2"
+    rows[3] = {"id": "s3"}  # lacks the field
+    with caplog.at_level(logging.DEBUG, logger="ctxeval"):
+        ev = ctxeval.evaluate(rows, [Fragile(batch=batch)])
+    assert [r.sample_id for r in ev.results] == ["s0", "s1", "bad2", "s3", "s4"]
+    assert [r.status for r in ev.results] == [
+        Status.OK, Status.OK, Status.ERROR, Status.ERROR, Status.OK
+    ]  # fmt: skip
+    assert "cannot score bad2" in (ev.results[2].reason or "")
+    assert "retrieved_context_ids" in (ev.results[3].reason or "")
+    assert "one by one" in caplog.text
+
+
+def test_rows_keep_input_order_across_chunks_and_metrics(tmp_path: Path) -> None:
+    n = 5000  # several chunks
+    rows = [
+        {"retrieved_context_ids": [str(i % 7), "x"], "reference_context_ids": [str(i % 5)]}
+        for i in range(n)
+    ]
+    rows[4321] = {"retrieved_context_ids": ["1"]}  # no reference: error rows mid-chunk
+    metrics = ["id_based_context_recall", "id_mrr", "id_based_context_precision"]
+    ev = ctxeval.evaluate(rows, metrics, journal=tmp_path / "run.journal")
+    assert len(ev.results) == 3 * n
+    assert [r.sample_id for r in ev.results[:6]] == ["0", "0", "0", "1", "1", "1"]
+    assert [r.metric for r in ev.results[-3:]] == metrics
+    assert {r.status for r in ev.results[3 * 4321 : 3 * 4322]} == {Status.ERROR}
+    for row in ev.results[:30]:
+        plain = ctxeval.get_metric(row.metric).score(Sample.from_dict(rows[int(row.sample_id)]))
+        assert (row.score, row.details) == (plain.score, plain.details)
+    journal = (tmp_path / "run.journal").read_text().splitlines()
+    assert len(journal) == 1 + 3 * n  # a header, then every row
+    assert json.loads(journal[1])["details"] == ev.results[0].to_dict()["details"]
+
+
+def test_the_cycle_collector_is_left_as_it_was() -> None:
+    rows = [{"retrieved_context_ids": ["a"], "reference_context_ids": ["a"]}] * 10
+    assert gc.isenabled()
+    ctxeval.evaluate(rows, ["id_mrr"])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ctxeval.evaluate(rows, ["id_mrr"])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.anyio
+async def test_a_bad_line_mid_chunk_raises_after_the_rows_before_it(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    good = json.dumps({"retrieved_context_ids": ["a"], "reference_context_ids": ["a"]})
+    data.write_text("\n".join([good] * 10 + ["{not json"] + [good] * 5) + "\n")
+    seen: list[MetricResult] = []
+
+    async def read() -> None:
+        async with ctxeval.stream(ctxeval.load_samples(data), ["id_mrr"]) as rows:
+            async for row in rows:
+                seen.append(row)
+
+    with pytest.raises(ctxeval.DataError, match=r"data\.jsonl:11: not valid JSON"):
+        await read()
+    assert len(seen) == 10
