@@ -13,7 +13,11 @@ For each: requests sent, wall time, client CPU per request, the physical limit
 into NaN; ctxeval's failures are error rows, counted as lost too). Each tool runs in its own
 process; ragas through ``ragas.evaluate`` with ``RunConfig(max_workers=16)``.
 
-    python bench/compare_llm.py [--samples 200] [--chunks 5] [--quick]
+    python bench/compare_llm.py [--samples 200] [--chunks 5] [--repeat 3] [--quick]
+                                [--scenarios precision,recall,...]
+
+Each scenario runs ``--repeat`` times, the two tools alternating (ctxeval, ragas, ctxeval,
+...); the table gives medians (rows lost: the median too, with the range).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,40 +59,62 @@ def stats(url: str) -> dict:
         return json.loads(response.read())
 
 
-def scenario(name, metric, latency, data, ours, ragas, concurrency, server_args=()):
+def once(command: list[str], url: str) -> dict:
+    before = stats(url)["requests"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        return {"error": done.stderr[-400:]}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["requests"] = stats(url)["requests"] - before
+    return result
+
+
+def scenario(name, metric, latency, data, ours, ragas, concurrency, repeat, server_args=()):
     server = subprocess.Popen(
         [sys.executable, str(HERE / "fake_judge_server.py"), "--latency", str(latency), *server_args],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = server.stdout.readline().strip()
-    results = {}
+    commands = {
+        "ctxeval": [ours, "-c", CTXEVAL_RUN, url, metric, str(data), str(concurrency)],
+        "ragas 0.4.3": [
+            str(ragas), str(HERE / "peers" / "ragas_llm.py"), url, metric, str(data), str(concurrency)
+        ],
+    }  # fmt: skip
+    runs: dict[str, list[dict]] = {tool: [] for tool in commands}
     try:
-        for tool, command in (
-            ("ctxeval", [ours, "-c", CTXEVAL_RUN, url, metric, str(data), str(concurrency)]),
-            (
-                "ragas 0.4.3",
-                [
-                    str(ragas),
-                    str(HERE / "peers" / "ragas_llm.py"),
-                    url,
-                    metric,
-                    str(data),
-                    str(concurrency),
-                ],
-            ),
-        ):
-            before = stats(url)["requests"]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-            if done.returncode != 0:
-                results[tool] = {"error": done.stderr[-400:]}
-                continue
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            result["requests"] = stats(url)["requests"] - before
-            results[tool] = result
+        for _ in range(repeat):
+            for tool, command in commands.items():
+                runs[tool].append(once(command, url))
+                print(f"  {name} {latency}s {tool}: {runs[tool][-1]}", file=sys.stderr)
     finally:
         server.stdin.close()
         server.wait(timeout=30)
+    results = {}
+    for tool, attempts in runs.items():
+        good = [r for r in attempts if "error" not in r]
+        if not good:
+            results[tool] = attempts[0]
+            continue
+        results[tool] = {
+            key: statistics.median(r[key] for r in good)
+            for key in ("wall", "cpu", "requests", "lost")
+        }
+        results[tool]["lost_range"] = [min(r["lost"] for r in good), max(r["lost"] for r in good)]
+        results[tool]["runs"] = len(good)
     return name, latency, concurrency, results
+
+
+SCENARIOS = {
+    "precision": ("precision", "precision", 0.05, ()),
+    "precision-500ms": ("precision", "precision", 0.5, ()),
+    "recall": ("recall", "recall", 0.05, ()),
+    "entities": ("entity recall", "entities", 0.05, ()),
+    "in-flight-8": (
+        "precision, 8-in-flight provider, 429 beyond", "precision", 0.05, ("--max-in-flight", "8")
+    ),
+    "faults": ("precision, 20% 429 + 10% 500", "precision", 0.05, ("--faults", "429=0.2,500=0.1")),
+}  # fmt: skip
 
 
 def main() -> None:
@@ -95,8 +122,13 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--chunks", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="skip the 500 ms scenario")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scenarios", help="comma-separated keys: " + ", ".join(SCENARIOS))
     args = parser.parse_args()
     ragas, ours = python_of("ragas"), sys.executable
+    keys = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
+    if args.quick and not args.scenarios:
+        keys.remove("precision-500ms")
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "llm.jsonl"
         with data.open("w") as handle:
@@ -115,23 +147,14 @@ def main() -> None:
                     )
                     + "\n"
                 )
-        runs = [
-            ("precision", "precision", 0.05, ()),
-            ("recall", "recall", 0.05, ()),
-            ("entity recall", "entities", 0.05, ()),
-            (
-                "precision, 8-in-flight provider, 429 beyond",
-                "precision",
-                0.05,
-                ("--max-in-flight", "8"),
-            ),
-            ("precision, 20% 429 + 10% 500", "precision", 0.05, ("--faults", "429=0.2,500=0.1")),
-        ]
-        if not args.quick:
-            runs.insert(1, ("precision", "precision", 0.5, ()))
-        rows = [scenario(n, m, lat, data, ours, ragas, 16, extra) for n, m, lat, extra in runs]
+        rows = [
+            scenario(*SCENARIOS[key][:2], SCENARIOS[key][2], data, ours, ragas, 16, args.repeat,
+                     SCENARIOS[key][3])
+            for key in keys
+        ]  # fmt: skip
     print(
-        f"# LLM metrics: {args.samples} samples x {args.chunks} chunks, concurrency 16, one run each\n"
+        f"# LLM metrics: {args.samples} samples x {args.chunks} chunks, concurrency 16, "
+        f"median of {args.repeat}\n"
     )
     print(
         "| scenario | latency | tool | requests | wall (s) | limit (s) | wall / limit | CPU / request (ms) | rows lost |"
@@ -149,8 +172,11 @@ def main() -> None:
                 continue
             per = r["cpu"] / max(1, r["requests"]) * 1000
             ratio = f"{r['wall'] / limit:.2f}x" if limit else ""
+            lost = f"{r['lost']:g}"
+            if r["lost_range"][0] != r["lost_range"][1]:
+                lost += f" ({r['lost_range'][0]}-{r['lost_range'][1]})"
             print(
-                f"| {name} | {latency * 1000:.0f} ms | {tool} | {r['requests']} | {r['wall']:.2f} | {limit or 0:.2f} | {ratio} | {per:.2f} | {r['lost']} |"
+                f"| {name} | {latency * 1000:.0f} ms | {tool} | {r['requests']:g} | {r['wall']:.2f} | {limit or 0:.2f} | {ratio} | {per:.2f} | {lost} |"
             )
     print("\n" + json.dumps(rows))
 

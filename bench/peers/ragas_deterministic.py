@@ -6,10 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import sys
 import time
 import warnings
 
+# ragas 0.4.3 posts usage events with a blocking requests.post on the event loop's thread;
+# offline, each one waits for a DNS failure (~0.15 s) and serialises every request. Off, as
+# any user would set it in production.
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 warnings.filterwarnings("ignore")
 
 from ragas import SingleTurnSample  # noqa: E402
