@@ -228,11 +228,16 @@ def run_on_mock_clock(func: Callable[[], Any]) -> Any:
     )
 
 
-def test_retry_after_pauses_every_new_call_to_the_resource() -> None:
+@pytest.mark.parametrize(("refusals", "paused"), [(1, 0.0), (2, 2.0), (3, 2.0)])
+def test_retry_after_pauses_every_new_call_once_429s_come_in_a_row(
+    refusals: int, paused: float
+) -> None:
+    """An isolated 429 delays only its own retry; a second one with no success in between
+    (the resource refuses everyone) pauses every new call to it."""
+
     async def scenario() -> tuple[float, float]:
         scheduler = Scheduler(ctxeval.default_registry(), retry=RetryPolicy(max_attempts=1))
         ctx = scheduler.context()
-        t0 = anyio.current_time()
 
         async def limited() -> None:
             raise RateLimitError("429", retry_after=2.0)
@@ -240,14 +245,37 @@ def test_retry_after_pauses_every_new_call_to_the_resource() -> None:
         async def fine() -> float:
             return anyio.current_time()
 
-        with pytest.raises(RateLimitError):
-            await ctx.call(limited, resource="m")
-        started = await ctx.call(fine, resource="m")  # another call: it waits the pause out
-        assert scheduler.gate("m").rate_limited == 1
+        await ctx.call(fine, resource="m")
+        for _ in range(refusals):
+            with pytest.raises(RateLimitError):
+                await ctx.call(limited, resource="m")
+        t0 = anyio.current_time()
+        started = await ctx.call(fine, resource="m")  # another call: waits out any pause
+        assert scheduler.gate("m").rate_limited == refusals
         return t0, started
 
     t0, started = run_on_mock_clock(scenario)
-    assert started - t0 == pytest.approx(2.0)
+    assert started - t0 == pytest.approx(paused)
+
+
+def test_a_success_ends_a_run_of_429s() -> None:
+    async def scenario() -> float:
+        scheduler = Scheduler(ctxeval.default_registry(), retry=RetryPolicy(max_attempts=1))
+        ctx = scheduler.context()
+
+        async def limited() -> None:
+            raise RateLimitError("429", retry_after=2.0)
+
+        async def fine() -> float:
+            return anyio.current_time()
+
+        for _ in range(3):  # 429, success, 429, success...: never two in a row
+            with pytest.raises(RateLimitError):
+                await ctx.call(limited, resource="m")
+            await ctx.call(fine, resource="m")
+        return anyio.current_time()
+
+    assert run_on_mock_clock(scenario) == pytest.approx(0.0)
 
 
 def test_adaptive_concurrency_halves_on_429_and_climbs_back() -> None:

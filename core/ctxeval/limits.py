@@ -5,9 +5,12 @@ serves:
 
 * at most ``max_concurrency`` calls in flight (an :class:`anyio.CapacityLimiter`);
 * optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
-* adaptive concurrency: a 429 halves the allowed concurrency and, with ``Retry-After``, pauses
-  new calls until then; each run of successes as long as the current limit raises it by one,
-  back up to ``max_concurrency``.
+* adaptive concurrency: a 429 halves the allowed concurrency; each run of successes as long as
+  the current limit raises it by one, back up to ``max_concurrency``;
+* ``Retry-After``: the call that got the 429 waits it out before its retry; when a second 429
+  comes with no success in between (the resource refuses everyone, as when a quota is spent),
+  every new call waits it out too. An isolated 429, as from a provider that caps the calls in
+  flight, does not stall the calls that go through.
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ class Gate:
         """The most calls ever in flight at once."""
         self.rate_limited = 0
         """429 answers seen."""
+        self._refusals_in_a_row = 0  # 429s since the last success
         self.refused: BaseException | None = None
         """The authentication error that closed this gate, if one did."""
 
@@ -138,7 +142,8 @@ class Gate:
             await anyio.sleep(delay)
 
     def on_rate_limit(self, retry_after: float | None, epoch: int | None = None) -> None:
-        """A 429 arrived: pause new calls for ``retry_after`` and halve the concurrency.
+        """A 429 arrived: halve the concurrency and, if it is the second 429 in a row (no
+        success in between), pause new calls for ``retry_after``.
 
         ``epoch`` is what :meth:`slot` yielded to the call that got the 429: calls that were
         already in flight when the limit was last lowered do not lower it again (a burst of
@@ -146,7 +151,8 @@ class Gate:
         """
         self.rate_limited += 1
         self._successes = 0
-        if retry_after:
+        self._refusals_in_a_row += 1
+        if retry_after and self._refusals_in_a_row >= 2:
             self._paused_until = max(self._paused_until, anyio.current_time() + retry_after)
         if self.limits.adaptive and (epoch is None or epoch == self._epoch):
             self._epoch += 1
@@ -170,6 +176,7 @@ class Gate:
 
     def on_success(self) -> None:
         """A call succeeded: after as many successes as the current limit, raise it by one."""
+        self._refusals_in_a_row = 0
         if not self.limits.adaptive or self.concurrency >= self.limits.max_concurrency:
             return
         self._successes += 1
