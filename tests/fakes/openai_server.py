@@ -258,6 +258,7 @@ class FakeOpenAI:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             over = self.max_in_flight is not None and self.in_flight > self.max_in_flight
+        counted = True  # this request counts as in flight until its answer is sent
         try:
             if self.outage is not None and number in self.outage:
                 reply = self.fault_reply("503")
@@ -277,7 +278,8 @@ class FakeOpenAI:
             if reply.hang:
                 self._stopping.wait(60)
                 return
-            delay = self.latency + reply.delay
+            # refused for capacity: at once, as a provider does (no model time spent)
+            delay = reply.delay if over else self.latency + reply.delay
             if delay:
                 time.sleep(delay)
             body = (
@@ -287,11 +289,16 @@ class FakeOpenAI:
             )
             with self._lock:
                 self.statuses.append(reply.status)
+                # done before the answer leaves: a client that sends its next request as soon
+                # as it reads this one must not find the server still counting this one
+                self.in_flight -= 1
+                counted = False
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 handler._send(reply.status, body, reply.headers)
         finally:
-            with self._lock:
-                self.in_flight -= 1
+            if counted:
+                with self._lock:
+                    self.in_flight -= 1
 
     def _completion(self, request: dict[str, Any], content: str) -> bytes:
         prompt = "".join(str(m.get("content", "")) for m in request.get("messages", []))
