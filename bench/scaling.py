@@ -64,7 +64,7 @@ else:
         with open(out, "w", encoding="utf-8") as handle:
             async with ctxeval.stream(ctxeval.load_samples(data), metrics, **options) as stream:
                 async for batch in stream.batches():
-                    handle.write("".join(json.dumps(r.to_dict()) + "\n" for r in batch))
+                    handle.write("".join(r.to_json() + "\n" for r in batch))
                     rows += len(batch)
                     ok += sum(r.status is ctxeval.Status.OK for r in batch)
         return rows, ok

@@ -224,3 +224,16 @@ async def test_a_bad_line_mid_chunk_raises_after_the_rows_before_it(tmp_path: Pa
     with pytest.raises(ctxeval.DataError, match=r"data\.jsonl:11: not valid JSON"):
         await read()
     assert len(seen) == 10
+
+
+def test_rows_serialise_to_one_json_line_whatever_their_details() -> None:
+    row = MetricResult.ok(
+        0.25,
+        details={"big": 2**70, "nan": float("nan"), "tuple": (1, "é"), 3: Status.OK},
+    ).labelled("s1", "m")
+    line = row.to_json()
+    assert "\n" not in line
+    assert json.loads(line) == row.to_dict()
+    assert json.loads(line)["details"] == {"big": 2**70, "nan": None, "tuple": [1, "é"], "3": "ok"}
+    plain = MetricResult.ok(1.0, details={"ids": ["a"]}).labelled("s2", "m")
+    assert json.loads(plain.to_json()) == plain.to_dict()

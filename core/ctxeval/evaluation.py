@@ -134,7 +134,7 @@ class Evaluation:
         target = Path(path)
         with target.open("w", encoding="utf-8") as handle:
             for row in self.results:
-                handle.write(json.dumps(row.to_dict(), ensure_ascii=False))
+                handle.write(row.to_json())
                 handle.write("\n")
         return target
 

@@ -72,20 +72,20 @@ class Journal:
         with _open_private(temporary, "w") as handle:
             handle.write(json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n")
             for row in kept.values():
-                handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+                handle.write(row.to_json() + "\n")
         os.replace(temporary, target)
         os.chmod(target, 0o600)
         return cls(target, _open_private(target, "a")), kept
 
     def write(self, row: MetricResult) -> None:
         """Append ``row`` and flush it to the operating system."""
-        self._handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+        self._handle.write(row.to_json() + "\n")
         self._handle.flush()
 
     def write_many(self, rows: Iterable[MetricResult]) -> None:
         """Append ``rows`` and flush them to the operating system."""
         self._handle.write(
-            "".join(json.dumps(row.to_dict(), ensure_ascii=False) + "\n" for row in rows)
+            "".join(row.to_json() + "\n" for row in rows)
         )
         self._handle.flush()
 
