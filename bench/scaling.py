@@ -77,7 +77,19 @@ print(json.dumps({"seconds": seconds, "rows": rows, "ok": ok, "peak_mb": peak}))
 
 def write_data(path: Path, kind: str, n: int) -> None:
     rng = random.Random(5)
-    words = ["the", "eiffel", "tower", "paris", "france", "museum", "river", "capital", "city", "art", "history"]
+    words = [
+        "the",
+        "eiffel",
+        "tower",
+        "paris",
+        "france",
+        "museum",
+        "river",
+        "capital",
+        "city",
+        "art",
+        "history",
+    ]
     with path.open("w") as handle:
         for i in range(n):
             if kind == "ids":

@@ -84,9 +84,7 @@ class Journal:
 
     def write_many(self, rows: Iterable[MetricResult]) -> None:
         """Append ``rows`` and flush them to the operating system."""
-        self._handle.write(
-            "".join(row.to_json() + "\n" for row in rows)
-        )
+        self._handle.write("".join(row.to_json() + "\n" for row in rows))
         self._handle.flush()
 
     def close(self) -> None:
