@@ -145,7 +145,7 @@ class Scheduler:
         malformed = 0
 
         async def attempt() -> T:
-            async with gate.slot(tokens) as epoch:
+            async with gate.slot(tokens):
                 if self.max_cost is not None and self.spent >= self.max_cost:
                     raise BudgetExceededError(self.spent, self.max_cost)  # checked at send time
                 meter.requests += 1
@@ -162,7 +162,7 @@ class Scheduler:
                     ) from None
                 except Exception as exc:
                     if classify(exc) == "rate_limit":
-                        gate.on_rate_limit(retry_after_of(exc), epoch)
+                        gate.on_rate_limit(retry_after_of(exc))
                     elif isinstance(exc, AuthenticationError):
                         gate.on_refused(exc)
                     raise

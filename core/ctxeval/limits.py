@@ -5,12 +5,14 @@ serves:
 
 * at most ``max_concurrency`` calls in flight (an :class:`anyio.CapacityLimiter`);
 * optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
-* adaptive concurrency: a 429 halves the allowed concurrency; each run of successes as long as
-  the current limit raises it by one, back up to ``max_concurrency``;
-* ``Retry-After``: the call that got the 429 waits it out before its retry; when a second 429
-  comes with no success in between (the resource refuses everyone, as when a quota is spent),
-  every new call waits it out too. An isolated 429, as from a provider that caps the calls in
-  flight, does not stall the calls that go through.
+* overload: the call that got a 429 waits its ``Retry-After`` out before its retry, and the
+  allowed concurrency drops to the calls the resource is still taking (the others in
+  flight), so a provider that caps the calls in flight is held at its cap. A 429 to a call
+  that was alone in flight (the resource refuses everyone, as when a quota is spent) makes
+  every new call wait the ``Retry-After`` out too;
+* adaptive concurrency: each run of successes as long as the current limit raises it by one,
+  back up to ``max_concurrency``. With ``adaptive=False`` the limit stays, and two 429s in a
+  row (no success in between) pause the resource.
 """
 
 from __future__ import annotations
@@ -95,7 +97,6 @@ class Gate:
         self._tokens = TokenBucket(limits.tokens_per_minute) if limits.tokens_per_minute else None
         self._paused_until = -math.inf
         self._successes = 0
-        self._epoch = 0  # bumped at each decrease: one overload lowers the limit once
         self.in_flight = 0
         """Calls in flight now."""
         self.peak_in_flight = 0
@@ -112,7 +113,7 @@ class Gate:
         return int(self._limiter.total_tokens)
 
     @asynccontextmanager
-    async def slot(self, tokens: float = 0.0) -> AsyncIterator[int]:
+    async def slot(self, tokens: float = 0.0) -> AsyncIterator[None]:
         """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit.
 
         Once the resource refused the credentials, no further request is sent: the slot raises
@@ -130,7 +131,7 @@ class Gate:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
-                yield self._epoch
+                yield
             finally:
                 self.in_flight -= 1
 
@@ -141,25 +142,27 @@ class Gate:
                 return
             await anyio.sleep(delay)
 
-    def on_rate_limit(self, retry_after: float | None, epoch: int | None = None) -> None:
-        """A 429 arrived: halve the concurrency and, if it is the second 429 in a row (no
-        success in between), pause new calls for ``retry_after``.
+    def on_rate_limit(self, retry_after: float | None) -> None:
+        """A 429 arrived (called inside the refused call's slot).
 
-        ``epoch`` is what :meth:`slot` yielded to the call that got the 429: calls that were
-        already in flight when the limit was last lowered do not lower it again (a burst of
-        429s from one overload halves the limit once, not once per call).
+        Adaptive limits drop to the calls in flight besides this one: what the resource is
+        taking now. If this call was alone in flight, the resource refuses everyone: new calls
+        wait ``retry_after`` out. Fixed limits (``adaptive=False``) pause on the second 429 in
+        a row instead.
         """
         self.rate_limited += 1
         self._successes = 0
         self._refusals_in_a_row += 1
-        if retry_after and self._refusals_in_a_row >= 2:
+        if self.limits.adaptive:
+            taken = max(1, self.in_flight - 1)
+            if taken < self.concurrency:
+                self._limiter.total_tokens = taken
+                logger.info("%s: rate limited; concurrency lowered to %d", self.name, taken)
+            refused_everyone = self.in_flight <= 1
+        else:
+            refused_everyone = self._refusals_in_a_row >= 2
+        if retry_after and refused_everyone:
             self._paused_until = max(self._paused_until, anyio.current_time() + retry_after)
-        if self.limits.adaptive and (epoch is None or epoch == self._epoch):
-            self._epoch += 1
-            lower = max(1, self.concurrency // 2)
-            if lower < self.concurrency:
-                self._limiter.total_tokens = lower
-                logger.info("%s: rate limited; concurrency lowered to %d", self.name, lower)
 
     def _check_refused(self) -> None:
         if self.refused is not None:
