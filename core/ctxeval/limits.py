@@ -7,9 +7,9 @@ serves:
 * optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
 * overload: the call that got a 429 waits its ``Retry-After`` out before its retry, and the
   allowed concurrency drops to the calls the resource is still taking (the others in
-  flight), so a provider that caps the calls in flight is held at its cap. A 429 to a call
-  that was alone in flight (the resource refuses everyone, as when a quota is spent) makes
-  every new call wait the ``Retry-After`` out too;
+  flight), so a provider that caps the calls in flight is held at its cap. A second 429 in a
+  row to a call that was alone in flight (the resource refuses everyone, as when a quota is
+  spent) makes every new call wait the ``Retry-After`` out too;
 * adaptive concurrency: each run of successes as long as the current limit raises it by one,
   back up to ``max_concurrency``. With ``adaptive=False`` the limit stays, and two 429s in a
   row (no success in between) pause the resource.
@@ -146,9 +146,9 @@ class Gate:
         """A 429 arrived (called inside the refused call's slot).
 
         Adaptive limits drop to the calls in flight besides this one: what the resource is
-        taking now. If this call was alone in flight, the resource refuses everyone: new calls
-        wait ``retry_after`` out. Fixed limits (``adaptive=False``) pause on the second 429 in
-        a row instead.
+        taking now. If this call was alone in flight and the last answer was a 429 too, the
+        resource refuses everyone: new calls wait ``retry_after`` out. Fixed limits
+        (``adaptive=False``) pause on the second 429 in a row, whatever is in flight.
         """
         self.rate_limited += 1
         self._successes = 0
@@ -158,7 +158,7 @@ class Gate:
             if taken < self.concurrency:
                 self._limiter.total_tokens = taken
                 logger.info("%s: rate limited; concurrency lowered to %d", self.name, taken)
-            refused_everyone = self.in_flight <= 1
+            refused_everyone = self.in_flight <= 1 and self._refusals_in_a_row >= 2
         else:
             refused_everyone = self._refusals_in_a_row >= 2
         if retry_after and refused_everyone:
