@@ -79,8 +79,7 @@ class Journal:
 
     def write(self, row: MetricResult) -> None:
         """Append ``row`` and flush it to the operating system."""
-        self._handle.write(row.to_json() + "\n")
-        self._handle.flush()
+        self.write_many((row,))
 
     def write_many(self, rows: Iterable[MetricResult]) -> None:
         """Append ``rows`` and flush them to the operating system."""

@@ -74,25 +74,15 @@ class ProgressTracker:
         self.usage = Usage()
 
     def add(self, row: MetricResult, *, resumed: bool = False) -> None:
-        """Count a finished row."""
-        self.done += 1
-        if row.status is Status.ERROR:
-            self.errors += 1
-        elif row.status is Status.UNDEFINED:
-            self.undefined += 1
-        if resumed:
-            self.resumed += 1
-        elif not row.usage.is_zero:
-            self.usage = self.usage + row.usage
-        if self._callback is not None:
-            now = time.monotonic()
-            if now - self._last >= self._interval:
-                self._last = now
-                self._callback(self.snapshot())
+        """Count a finished row (``resumed``: reused from an earlier run, its cost not counted
+        again)."""
+        self.add_many((row,), resumed=resumed)
 
-    def add_many(self, rows: Sequence[MetricResult]) -> None:
-        """Count finished rows (none resumed) at once."""
+    def add_many(self, rows: Sequence[MetricResult], *, resumed: bool = False) -> None:
+        """Count finished rows at once."""
         self.done += len(rows)
+        if resumed:
+            self.resumed += len(rows)
         for row in rows:
             status = row.status
             if status is not Status.OK:
@@ -100,7 +90,7 @@ class ProgressTracker:
                     self.errors += 1
                 else:
                     self.undefined += 1
-            if row.usage is not NO_USAGE and not row.usage.is_zero:
+            if not resumed and row.usage is not NO_USAGE and not row.usage.is_zero:
                 self.usage = self.usage + row.usage
         if self._callback is not None:
             now = time.monotonic()

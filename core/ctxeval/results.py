@@ -262,8 +262,7 @@ class MetricResult:
 
 
 def _slot_setters() -> tuple[Callable[[MetricResult, Any], None], ...]:
-    names = ("status", "score", "reason", "details", "usage", "sample_id", "metric")
-    return tuple(getattr(MetricResult, name).__set__ for name in names)
+    return tuple(getattr(MetricResult, f.name).__set__ for f in attrs.fields(MetricResult))
 
 
 (_status, _score, _reason, _details, _usage, _sample_id, _metric) = _slot_setters()

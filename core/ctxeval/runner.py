@@ -142,6 +142,22 @@ def _to_sample(item: SampleInput, index: int) -> Sample:
         ) from None
 
 
+def _method(metric: Metric, name: str) -> Any:
+    """``metric.name`` if the metric has such a method, else None."""
+    method = getattr(metric, name, None)
+    return method if callable(method) else None
+
+
+def _lacking(samples: Sequence[Sample], requires: tuple[str, ...]) -> list[int]:
+    """The positions of the samples that lack a field in ``requires``."""
+    if not requires:
+        return []
+    values = operator.attrgetter(*requires)
+    if len(requires) == 1:
+        return [i for i, sample in enumerate(samples) if values(sample) is None]
+    return [i for i, sample in enumerate(samples) if None in values(sample)]
+
+
 def _identify(item: SampleInput, index: int, seen_ids: set[str]) -> tuple[Sample, str]:
     """The sample and its id (its position when it has none), refusing an id seen before."""
     sample = _to_sample(item, index)
@@ -221,12 +237,10 @@ class _Run:
         self.tracker = tracker
         self.window = anyio.Semaphore(samples_in_flight)
         self.sync_score: list[Callable[[Sample], object] | None] = [
-            getattr(m, "score", None) if callable(getattr(m, "score", None)) else None
-            for m in metrics
+            _method(m, "score") for m in metrics
         ]
         self.batch_score: list[Callable[[Sequence[Sample]], Sequence[object]] | None] = [
-            getattr(m, "score_batch", None) if callable(getattr(m, "score_batch", None)) else None
-            for m in metrics
+            _method(m, "score_batch") for m in metrics
         ]
         self.finished: dict[int, list[MetricResult]] = {}
         self.next_to_emit = 0
@@ -299,14 +313,7 @@ class _Run:
         metric = self.metrics[position]
         requires = tuple(metric.requires)
         if requires not in lacking:
-            values = operator.attrgetter(*requires) if requires else None
-            several = len(requires) > 1
-            lacking[requires] = [
-                i
-                for i, sample in enumerate(samples)
-                if values is not None
-                and ((None in values(sample)) if several else (values(sample) is None))
-            ]
+            lacking[requires] = _lacking(samples, requires)
         column: list[MetricResult | None] = [None] * len(samples)
         for i in lacking[requires]:
             missing = samples[i].missing(requires)

@@ -68,7 +68,7 @@ class _StringMetric(BaseDeterministicMetric):
         """Every sample as :meth:`score` scores it, faster: a verdict stops at the first match
         (no numpy), and the evidence is computed only when read."""
         similarity = pair_similarity(self.measure)
-        threshold, name, settings = self.threshold, self.name, self._settings()
+        threshold, name = self.threshold, self.name
         fold = normalize_text if self.normalize else None
         out: list[MetricResult] = []
         for sample in samples:
@@ -81,7 +81,7 @@ class _StringMetric(BaseDeterministicMetric):
                 references = [fold(text) for text in references]
                 retrieved = [fold(text) for text in retrieved]
             score = self._batch_score(similarity, threshold, references, retrieved)
-            details = LazyDetails(self._details_of, sample, settings)
+            details = LazyDetails(self._details_of, sample)
             out.append(_make(Status.OK, score, None, details, NO_USAGE, sample.id or "", name))
         return out
 
@@ -94,7 +94,7 @@ class _StringMetric(BaseDeterministicMetric):
     ) -> float:
         raise NotImplementedError
 
-    def _details_of(self, sample: Sample, settings: dict[str, Any]) -> Mapping[str, Any]:
+    def _details_of(self, sample: Sample) -> Mapping[str, Any]:
         return self.score(sample).details
 
 
