@@ -65,54 +65,53 @@ print(json.dumps({"seconds": seconds, "samples": len(result)}))
 """
 
 
+WORDS = [
+    "the",
+    "eiffel",
+    "tower",
+    "paris",
+    "france",
+    "museum",
+    "river",
+    "capital",
+    "city",
+    "art",
+    "history",
+    "landmark",
+    "built",
+]
+
+
+def string_row(i: int, rng: random.Random) -> dict:
+    """A sample for the string metrics: 3 retrieved passages of 8-40 words, 2 references."""
+    passages = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 40))) for _ in range(4)]
+    return {
+        "id": str(i),
+        "retrieved_contexts": passages[:3],
+        "reference_contexts": [passages[rng.randint(0, 3)], passages[3][:60]],
+    }
+
+
+def id_row(i: int, rng: random.Random) -> dict:
+    """A sample for the ID metrics: 10 retrieved IDs, 1-4 reference IDs, out of 301."""
+    return {
+        "id": str(i),
+        "retrieved_context_ids": [f"d{rng.randint(0, 300)}" for _ in range(10)],
+        "reference_context_ids": [f"d{rng.randint(0, 300)}" for _ in range(rng.randint(1, 4))],
+    }
+
+
+def write_rows(path: Path, make_row, n: int, rng: random.Random) -> Path:
+    with path.open("w") as handle:
+        for i in range(n):
+            handle.write(json.dumps(make_row(i, rng)) + "\n")
+    return path
+
+
 def make_data(folder: Path, string_samples: int, id_samples: int) -> tuple[Path, Path]:
     rng = random.Random(11)
-    words = [
-        "the",
-        "eiffel",
-        "tower",
-        "paris",
-        "france",
-        "museum",
-        "river",
-        "capital",
-        "city",
-        "art",
-        "history",
-        "landmark",
-        "built",
-    ]
-    strings = folder / "strings.jsonl"
-    with strings.open("w") as handle:
-        for i in range(string_samples):
-            passages = [
-                " ".join(rng.choice(words) for _ in range(rng.randint(8, 40))) for _ in range(4)
-            ]
-            handle.write(
-                json.dumps(
-                    {
-                        "id": str(i),
-                        "retrieved_contexts": passages[:3],
-                        "reference_contexts": [passages[rng.randint(0, 3)], passages[3][:60]],
-                    }
-                )
-                + "\n"
-            )
-    ids = folder / "ids.jsonl"
-    with ids.open("w") as handle:
-        for i in range(id_samples):
-            handle.write(
-                json.dumps(
-                    {
-                        "id": str(i),
-                        "retrieved_context_ids": [f"d{rng.randint(0, 300)}" for _ in range(10)],
-                        "reference_context_ids": [
-                            f"d{rng.randint(0, 300)}" for _ in range(rng.randint(1, 4))
-                        ],
-                    }
-                )
-                + "\n"
-            )
+    strings = write_rows(folder / "strings.jsonl", string_row, string_samples, rng)
+    ids = write_rows(folder / "ids.jsonl", id_row, id_samples, rng)
     return strings, ids
 
 

@@ -3,7 +3,7 @@
 Workloads (base sizes; ``--scale`` multiplies them):
 
 * ID metrics (precision, recall, nDCG@10): 25 000 samples;
-* string metrics (precision, recall): 2 500 samples;
+* string metrics (precision, recall): 2 500 samples (the rows of compare_deterministic.py);
 * LLM ``context_precision``, 3 chunks per sample: 250 samples against the fake
   OpenAI-compatible server (its own process, no latency, concurrency 16).
 
@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from compare_deterministic import id_row, string_row, write_rows
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -75,44 +77,16 @@ print(json.dumps({"seconds": seconds, "rows": rows, "ok": ok, "peak_mb": peak}))
 """
 
 
-def write_data(path: Path, kind: str, n: int) -> None:
-    rng = random.Random(5)
-    words = [
-        "the",
-        "eiffel",
-        "tower",
-        "paris",
-        "france",
-        "museum",
-        "river",
-        "capital",
-        "city",
-        "art",
-        "history",
-    ]
-    with path.open("w") as handle:
-        for i in range(n):
-            if kind == "ids":
-                row = {
-                    "id": str(i),
-                    "retrieved_context_ids": [f"d{rng.randint(0, 300)}" for _ in range(10)],
-                    "reference_context_ids": [f"d{rng.randint(0, 300)}" for _ in range(3)],
-                }
-            elif kind == "strings":
-                passages = [" ".join(rng.choices(words, k=rng.randint(8, 40))) for _ in range(4)]
-                row = {
-                    "id": str(i),
-                    "retrieved_contexts": passages[:3],
-                    "reference_contexts": [passages[rng.randint(0, 3)], passages[3][:60]],
-                }
-            else:
-                row = {
-                    "id": str(i),
-                    "user_input": f"Where is landmark {i}?",
-                    "reference": f"Landmark {i} is in Paris.",
-                    "retrieved_contexts": [f"Chunk {j} about landmark {i}." for j in range(3)],
-                }
-            handle.write(json.dumps(row) + "\n")
+def llm_row(i: int, rng: random.Random) -> dict:
+    return {
+        "id": str(i),
+        "user_input": f"Where is landmark {i}?",
+        "reference": f"Landmark {i} is in Paris.",
+        "retrieved_contexts": [f"Chunk {j} about landmark {i}." for j in range(3)],
+    }
+
+
+ROWS = {"ids": id_row, "strings": string_row, "llm": llm_row}
 
 
 def main() -> None:
@@ -133,7 +107,7 @@ def main() -> None:
                 for step in steps:
                     n = int(base * args.scale * step)
                     data = Path(folder) / f"{kind}-{n}.jsonl"
-                    write_data(data, kind, n)
+                    write_rows(data, ROWS[kind], n, random.Random(5))
                     for mode in ("evaluate", "stream"):
                         done = subprocess.run(
                             [sys.executable, "-c", RUN, str(data), kind, mode, url,
