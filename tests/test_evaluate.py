@@ -13,6 +13,7 @@ import pytest
 import ctxeval
 from ctxeval import ConfigError, DataError, MetricResult, Sample, Status
 from ctxeval.base import BaseMetric
+from ctxeval.scheduler import Scheduler
 from seed_data import SEED_ID_PRECISION, SEED_ID_RECALL
 
 pytestmark = pytest.mark.anyio
@@ -162,7 +163,7 @@ def test_evaluate_on_trio() -> None:
 
 
 async def test_the_run_context_runs_blocking_work_in_threads() -> None:
-    ctx = ctxeval.context.Scheduler(ctxeval.default_registry(), cpu_workers=1).context()
+    ctx = Scheduler(ctxeval.default_registry(), cpu_workers=1).context()
     assert await ctx.run_cpu(sum, [1, 2, 3]) == 6
     assert isinstance(ctx, ctxeval.RunContext)
 

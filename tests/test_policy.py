@@ -199,5 +199,5 @@ def test_usage_adds_and_unknown_cost_stays_unknown() -> None:
     )
     assert total.cost_usd == 0.75
     assert (a + ctxeval.Usage(cost_usd=None)).cost_usd is None
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="whole number >= 0"):
         ctxeval.Usage(requests=-1)

@@ -21,14 +21,15 @@ from ctxeval import (
     MetricResult,
     RateLimitError,
     RetryPolicy,
+    RunSettings,
     Sample,
     ServiceError,
     Status,
 )
 from ctxeval.base import BaseMetric
-from ctxeval.context import Scheduler
 from ctxeval.limits import TokenBucket
-from ctxeval.retry import classify, retry_after_of
+from ctxeval.plugin import classify, retry_after_of
+from ctxeval.scheduler import Scheduler
 
 pytestmark = pytest.mark.anyio
 
@@ -235,7 +236,9 @@ def test_429s_in_a_row_to_a_lone_call_pause_every_new_call(refusals: int, paused
     the next call waits the Retry-After out too. Once is not enough (a random refusal)."""
 
     async def scenario() -> tuple[float, float]:
-        scheduler = Scheduler(ctxeval.default_registry(), retry=RetryPolicy(max_attempts=1))
+        scheduler = Scheduler(
+            ctxeval.default_registry(), RunSettings(retry=RetryPolicy(max_attempts=1))
+        )
         ctx = scheduler.context()
 
         async def limited() -> None:
@@ -283,7 +286,7 @@ def test_a_provider_capping_calls_in_flight_is_held_at_its_cap() -> None:
 
     async def scenario() -> tuple[float, int, int, int]:
         scheduler = Scheduler(
-            ctxeval.default_registry(), limits=Limits(max_concurrency=16), retry=FAST
+            ctxeval.default_registry(), RunSettings(limits=Limits(max_concurrency=16), retry=FAST)
         )
         service = CappedService(cap=5)
         ctx = scheduler.context()
@@ -305,7 +308,7 @@ def test_a_provider_capping_calls_in_flight_is_held_at_its_cap() -> None:
 def test_adaptive_concurrency_drops_on_429_and_climbs_back() -> None:
     async def scenario() -> list[int]:
         scheduler = Scheduler(
-            ctxeval.default_registry(), limits=Limits(max_concurrency=8), retry=FAST
+            ctxeval.default_registry(), RunSettings(limits=Limits(max_concurrency=8), retry=FAST)
         )
         gate = scheduler.gate("m")
         seen = [gate.concurrency]
@@ -333,8 +336,10 @@ def test_fixed_limits_pause_on_two_429s_in_a_row() -> None:
     async def scenario() -> list[float]:
         scheduler = Scheduler(
             ctxeval.default_registry(),
-            limits=Limits(max_concurrency=4, adaptive=False),
-            retry=RetryPolicy(max_attempts=1),
+            RunSettings(
+                limits=Limits(max_concurrency=4, adaptive=False),
+                retry=RetryPolicy(max_attempts=1),
+            ),
         )
         ctx = scheduler.context()
 
@@ -361,7 +366,8 @@ def test_fixed_limits_pause_on_two_429s_in_a_row() -> None:
 def test_non_adaptive_limits_do_not_move() -> None:
     async def scenario() -> int:
         gate = Scheduler(
-            ctxeval.default_registry(), limits=Limits(max_concurrency=8, adaptive=False)
+            ctxeval.default_registry(),
+            RunSettings(limits=Limits(max_concurrency=8, adaptive=False)),
         ).gate("m")
         gate.on_rate_limit(1.0)
         return gate.concurrency
@@ -386,7 +392,9 @@ def test_token_bucket_spreads_calls_over_the_minute() -> None:
 
 def test_requests_per_minute_limit_applies_to_calls() -> None:
     async def scenario() -> float:
-        scheduler = Scheduler(ctxeval.default_registry(), limits=Limits(requests_per_minute=120))
+        scheduler = Scheduler(
+            ctxeval.default_registry(), RunSettings(limits=Limits(requests_per_minute=120))
+        )
         ctx = scheduler.context()
 
         async def ok() -> None:

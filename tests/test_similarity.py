@@ -6,6 +6,7 @@ import pytest
 
 import ctxeval
 from ctxeval.builtin.similarity import MEASURES, SimilarityMatcher, similarity_matrix
+from ctxeval.scheduler import Scheduler
 
 PASSAGE = "The Eiffel Tower is one of the most famous landmarks in Paris."
 BIG_CHUNK = (
@@ -95,7 +96,7 @@ async def test_similarity_matcher_plugin(anyio_backend: str) -> None:
         "similarity", measure="containment", threshold=0.9
     )
     assert isinstance(matcher, SimilarityMatcher)
-    ctx = ctxeval.context.Scheduler(ctxeval.default_registry()).context()
+    ctx = Scheduler(ctxeval.default_registry()).context()
     verdicts = await matcher.match([PASSAGE, "Mount Everest"], [BIG_CHUNK], ctx)
     assert [v.matched for v in verdicts] == [True, False]
     assert verdicts[0].evidence == 0
@@ -104,6 +105,6 @@ async def test_similarity_matcher_plugin(anyio_backend: str) -> None:
 @pytest.mark.anyio
 async def test_id_matcher_plugin(anyio_backend: str) -> None:
     matcher = ctxeval.default_registry().get_matcher("id")
-    ctx = ctxeval.context.Scheduler(ctxeval.default_registry()).context()
+    ctx = Scheduler(ctxeval.default_registry()).context()
     verdicts = await matcher.match(["b", "z"], ["a", "b", "b"], ctx)
     assert [(v.matched, v.evidence) for v in verdicts] == [(True, 1), (False, None)]

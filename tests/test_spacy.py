@@ -8,6 +8,7 @@ import pytest
 
 import ctxeval
 from ctxeval import MissingExtraError, Status
+from ctxeval.scheduler import Scheduler
 from seed_data import TAJ_HIGH, TAJ_LOW, TAJ_REFERENCE
 
 pytest.importorskip("spacy")
@@ -63,7 +64,7 @@ async def test_label_filter_and_fuzzy_matching() -> None:
 
 
 async def test_sentence_extractor() -> None:
-    ctx = ctxeval.context.Scheduler(ctxeval.default_registry()).context()
+    ctx = Scheduler(ctxeval.default_registry()).context()
     extractor = ctxeval.default_registry().get_extractor("spacy_sentences")
     [units] = await extractor.extract(["Paris is in France. Berlin is in Germany."], ctx)
     assert [u.text for u in units] == ["Paris is in France.", "Berlin is in Germany."]

@@ -4,12 +4,13 @@ The public surface, all importable from ``ctxeval``:
 
 * data: :class:`Sample`, :func:`load_samples`;
 * running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
-  :class:`Evaluation`, and the run's settings :class:`Limits`, :class:`RetryPolicy` and its
-  :class:`Progress` events;
+  :class:`Evaluation`, and the run's settings :class:`RunSettings` (with :class:`Limits`,
+  :class:`RetryPolicy`) and its :class:`Progress` events;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`;
 * plugins: the protocols :class:`Metric`, :class:`Extractor`, :class:`Matcher`,
   :class:`RunContext`, the values :class:`Unit` and :class:`Verdict`, the :class:`Registry`,
-  :func:`plugins`, :func:`default_registry`, and the score rules in :mod:`ctxeval.policy`;
+  :func:`plugins`, :func:`default_registry`, and the score rules in :mod:`ctxeval.policy`.
+  Plugin authors import everything they need from :mod:`ctxeval.plugin`;
 * errors: :class:`CtxevalError` and its subclasses.
 
 Importing ctxeval loads neither litellm nor spaCy: plugins that need them import them when
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from . import policy
 from ._version import __version__
+from .api import aevaluate, evaluate, get_metric, plugins, stream
 from .errors import (
     AuthenticationError,
     BadRequestError,
@@ -56,9 +58,9 @@ from .protocols import (
 )
 from .registry import PluginInfo, Registry, default_registry
 from .results import MetricResult, Status, Usage
-from .retry import RetryPolicy
-from .runner import RowStream, aevaluate, evaluate, get_metric, plugins, stream
+from .rowstream import RowStream
 from .sample import Sample
+from .settings import RetryPolicy, RunSettings
 
 __all__ = [
     "AuthenticationError",
@@ -91,6 +93,7 @@ __all__ = [
     "RetryPolicy",
     "RowStream",
     "RunContext",
+    "RunSettings",
     "Sample",
     "SampleStream",
     "ServiceError",

@@ -7,11 +7,10 @@
 * :class:`Dependency`: an optional module a plugin needs, with its install command, so that a
   missing extra shows the plugin as *unavailable* instead of failing at import.
 
-Example, a complete third-party metric::
+Plugins import them from :mod:`ctxeval.plugin`. Example, a complete third-party metric::
 
     import attrs
-    from ctxeval import MetricResult, Sample, policy
-    from ctxeval.base import BaseDeterministicMetric
+    from ctxeval.plugin import BaseDeterministicMetric, MetricResult, Sample
 
     @attrs.frozen(kw_only=True)
     class ContextCount(BaseDeterministicMetric):
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from .validators import text
+
 if TYPE_CHECKING:
     from .protocols import RunContext
     from .results import MetricResult
@@ -39,22 +40,8 @@ __all__ = [
     "BaseDeterministicMetric",
     "BaseMetric",
     "Dependency",
-    "non_negative_int",
     "options_of",
-    "positive_int",
 ]
-
-
-def positive_int(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    """attrs validator for options such as ``k``: a whole number of at least 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a whole number >= 1, got {value!r}")
-
-
-def non_negative_int(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    """attrs validator: a whole number of at least 0."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be a whole number >= 0, got {value!r}")
 
 
 @attrs.frozen(slots=True)
@@ -84,7 +71,7 @@ class BaseMetric:
     dependencies: ClassVar[tuple[Dependency, ...]] = ()
     """Optional modules the metric needs at run time."""
 
-    name: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    name: str = attrs.field(default="", validator=text)
     """The name the result rows carry (default: the registry name, with its parameters)."""
 
     def __attrs_post_init__(self) -> None:

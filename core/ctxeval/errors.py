@@ -141,6 +141,13 @@ class ConfigError(CtxevalError, ValueError):
     """A metric, an option or an argument is wrong; the message names it and the accepted values."""
 
 
+def plugin_kind(group: str) -> str:
+    """What a plugin of entry-point ``group`` is called in messages (``ctxeval.metrics``:
+    ``metric``; ``ctxeval.llms``: ``LLM provider``)."""
+    last = group.rsplit(".", 1)[-1]
+    return "LLM provider" if last == "llms" else last.rstrip("s")
+
+
 class UnknownNameError(ConfigError, LookupError):
     """No registered plugin has this name.
 
@@ -154,7 +161,7 @@ class UnknownNameError(ConfigError, LookupError):
         self.group = group
         self.name = name
         self.suggestions = suggestions
-        kind = group.rsplit(".", 1)[-1].rstrip("s")
+        kind = plugin_kind(group)
         message = f"unknown {kind} {name!r}"
         if suggestions:
             message += f"; did you mean {' or '.join(repr(s) for s in suggestions)}?"

@@ -21,23 +21,15 @@ import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import attrs
 
-from .base import positive_int
+from .validators import boolean, optional_positive_number, positive_int
 
 __all__ = ["Gate", "Limits", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
-
-
-def _optional_rate(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{attribute.name} must be None or a positive number, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -52,9 +44,11 @@ class Limits:
     """
 
     max_concurrency: int = attrs.field(default=16, validator=positive_int)
-    requests_per_minute: float | None = attrs.field(default=None, validator=_optional_rate)
-    tokens_per_minute: float | None = attrs.field(default=None, validator=_optional_rate)
-    adaptive: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    requests_per_minute: float | None = attrs.field(
+        default=None, validator=optional_positive_number
+    )
+    tokens_per_minute: float | None = attrs.field(default=None, validator=optional_positive_number)
+    adaptive: bool = attrs.field(default=True, validator=boolean)
 
 
 class TokenBucket:

@@ -7,8 +7,7 @@ functions here, so the rules hold everywhere:
 Situation                             Result
 ====================================  =====================================================
 empty reference (nothing to recall)   ``undefined`` for recall *and* precision: without a
-                                      reference nothing can be judged relevant (as trec_eval
-                                      leaves out queries with no relevant documents)
+                                      reference nothing can be judged relevant
 nothing retrieved, precision          ``undefined``, with the reason
 nothing retrieved, recall             ``0.0`` when the reference is not empty
 a perfect result                      exactly ``1.0`` (exact arithmetic, no epsilon)
@@ -20,26 +19,70 @@ a score outside [0, 1] or NaN         impossible: :class:`MetricResult` refuses 
 Fractions are computed on integers (``n / d`` of two ints is correctly rounded, so ``n / n`` is
 exactly 1.0) and average precision with :class:`fractions.Fraction`, so the float a user sees
 is the correctly rounded value of the exact score (e.g. ``[1, 0, 1]`` gives ``float(5/6)``).
+
+The formulas
+------------
+Every metric built as a pipeline (:mod:`ctxeval.pipeline`) ends in one :class:`Formula`: it
+receives the matcher's verdicts (``flags``: one bool per judged item, in order) and the number
+of reference units, and gives the score. Each formula says which side it judges: ``reference``
+(recall: is each reference unit found?) or ``retrieved`` (precision: is each retrieved item
+relevant?, in ranked order), how deep it looks (``depth``: only the top k for the @k measures)
+and whether nothing retrieved is ``undefined`` (precision-like) or scores 0.
+
+=========================  ==========  =======================================================
+formula                    judges      value
+=========================  ==========  =======================================================
+:class:`Recall`            reference   found / reference units
+:class:`Precision`         retrieved   relevant / retrieved
+:class:`AveragePrecision`  retrieved   mean of precision@i at the relevant ranks i (the seeds)
+:class:`PrecisionAtK`      retrieved   relevant in the top k / k (trec_eval ``P_k``)
+:class:`RecallAtK`         retrieved   relevant in the top k / reference units
+:class:`HitRateAtK`        retrieved   1 if a relevant item is in the top k, else 0
+:class:`ReciprocalRank`    retrieved   1 / rank of the first relevant item, 0 if none
+:class:`RankedAveragePrecision`  retrieved  sum of precision@i at the relevant ranks /
+                                       reference units (trec_eval ``map``)
+:class:`NDCGAtK`           retrieved   DCG@k / ideal DCG@k, binary gain, ``1/log2(rank+1)``
+=========================  ==========  =======================================================
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+import attrs
 
 from .results import NO_USAGE, MetricResult, Usage
+from .validators import positive_int
 
 __all__ = [
+    "AveragePrecision",
+    "Formula",
+    "HitRateAtK",
+    "NDCGAtK",
+    "Precision",
+    "PrecisionAtK",
+    "RankedAveragePrecision",
+    "Recall",
+    "RecallAtK",
+    "ReciprocalRank",
+    "Side",
     "average_precision",
     "average_precision_value",
     "dedupe",
     "is_match",
     "no_reference",
+    "nothing_retrieved",
     "precision",
     "recall",
+    "relevant_ranks",
 ]
+
+Side = Literal["reference", "retrieved"]
+"""The side of a pipeline whose items a formula judges."""
 
 
 def is_match(similarity: float, threshold: float) -> bool:
@@ -103,10 +146,21 @@ def precision(
     """
     _check_counts(relevant, retrieved)
     if retrieved == 0:
-        return MetricResult.undefined(
-            f"nothing retrieved: there are no {what}", details=details, usage=usage
-        )
+        return nothing_retrieved(what, details=details, usage=usage)
     return MetricResult.ok(relevant / retrieved, details=details, usage=usage)
+
+
+def nothing_retrieved(
+    what: str, *, details: Mapping[str, Any] | None = None, usage: Usage = NO_USAGE
+) -> MetricResult:
+    """The result of a precision-like metric when nothing was retrieved: ``undefined``.
+
+    Args:
+        what: what was not retrieved, plural (e.g. ``"retrieved context IDs"``).
+    """
+    return MetricResult.undefined(
+        f"nothing retrieved: there are no {what}", details=details, usage=usage
+    )
 
 
 def average_precision_value(verdicts: Sequence[bool]) -> Fraction:
@@ -116,13 +170,23 @@ def average_precision_value(verdicts: Sequence[bool]) -> Fraction:
     context precision (divided by the relevant items *retrieved*); zero when none is relevant.
     ``verdicts`` must not be empty.
     """
-    ranks = [rank for rank, relevant in enumerate(verdicts, start=1) if relevant]
+    ranks = relevant_ranks(verdicts)
     if not ranks:
         return Fraction(0)
-    # sum(i / rank_i) over a common denominator, in integers (exact, and fast)
-    common = math.lcm(*ranks)
-    total = sum(hits * (common // rank) for hits, rank in enumerate(ranks, start=1))
+    total, common = _precision_sum(ranks)
     return Fraction(total, common * len(ranks))
+
+
+def relevant_ranks(flags: Sequence[bool]) -> list[int]:
+    """The 1-based ranks of the true flags."""
+    return [rank for rank, relevant in enumerate(flags, start=1) if relevant]
+
+
+def _precision_sum(ranks: Sequence[int]) -> tuple[int, int]:
+    """``sum(i / rank_i)`` over the relevant ranks as ``(numerator, denominator)`` integers:
+    exact, so one correctly rounded division gives the float."""
+    common = math.lcm(*ranks)
+    return sum(hits * (common // rank) for hits, rank in enumerate(ranks, start=1)), common
 
 
 def average_precision(
@@ -137,12 +201,196 @@ def average_precision(
     ``undefined`` when nothing was retrieved; ``0.0`` when nothing retrieved is relevant.
     """
     if not verdicts:
-        return MetricResult.undefined(
-            f"nothing retrieved: there are no {what}", details=details, usage=usage
-        )
+        return nothing_retrieved(what, details=details, usage=usage)
     return MetricResult.ok(float(average_precision_value(verdicts)), details=details, usage=usage)
 
 
 def _check_counts(part: int, whole: int) -> None:
     if not (0 <= part <= whole):
         raise ValueError(f"a count of {part} out of {whole} is impossible")
+
+
+# --- formulas ----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Formula:
+    """The last part of a pipeline: verdicts in, a score out.
+
+    Subclasses set :attr:`judged` and :attr:`undefined_when_nothing_retrieved` and implement
+    :meth:`value`; :meth:`result` applies the score policy around it (empty reference,
+    nothing retrieved) and is what every metric calls, on the fast path too.
+    """
+
+    judged: ClassVar[Side] = "retrieved"
+    """The side whose items get one verdict each."""
+    undefined_when_nothing_retrieved: ClassVar[bool] = False
+    """True for precision-like formulas: nothing retrieved makes the result ``undefined``."""
+
+    @property
+    def depth(self) -> int | None:
+        """Only the first ``depth`` retrieved items are judged (None: all of them)."""
+        return None
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        """The score of ``flags`` (one per judged item, in order) given ``n_reference``
+        reference units; called only when ``n_reference > 0`` and, for a precision-like
+        formula, when something was retrieved."""
+        raise NotImplementedError
+
+    def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
+        """What the formula adds to a row's details (e.g. ``k`` and the relevant ranks)."""
+        return {}
+
+    def result(
+        self,
+        flags: Sequence[bool],
+        n_reference: int,
+        n_retrieved: int,
+        *,
+        reference: str,
+        retrieved: str,
+        details: Mapping[str, Any] | None = None,
+        usage: Usage = NO_USAGE,
+    ) -> MetricResult:
+        """The row for ``flags``, under the score policy.
+
+        Args:
+            n_reference: reference units (zero: ``undefined``, nothing to recall).
+            n_retrieved: retrieved items (zero: ``undefined`` for a precision-like formula).
+            reference: what the reference units are, plural, for a reason.
+            retrieved: what the retrieved items are, plural, for a reason.
+        """
+        if n_reference == 0:
+            return no_reference(reference, details=details, usage=usage)
+        if n_retrieved == 0 and self.undefined_when_nothing_retrieved:
+            return nothing_retrieved(retrieved, details=details, usage=usage)
+        return MetricResult.ok(self.value(flags, n_reference), details=details, usage=usage)
+
+
+@attrs.frozen(kw_only=True)
+class Recall(Formula):
+    """Reference units found / reference units."""
+
+    judged: ClassVar[Side] = "reference"
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        found = sum(flags)
+        _check_counts(found, n_reference)
+        return found / n_reference
+
+
+@attrs.frozen(kw_only=True)
+class Precision(Formula):
+    """Relevant retrieved items / retrieved items (a set measure: the order does not count)."""
+
+    undefined_when_nothing_retrieved: ClassVar[bool] = True
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return sum(flags) / len(flags)
+
+
+@attrs.frozen(kw_only=True)
+class AveragePrecision(Formula):
+    """The seeds' context precision: the mean of precision@i over the ranks i that hold a
+    relevant item (divided by the relevant items *retrieved*); 0 when none is relevant."""
+
+    undefined_when_nothing_retrieved: ClassVar[bool] = True
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return float(average_precision_value(flags))
+
+
+@attrs.frozen(kw_only=True)
+class _AtK(Formula):
+    k: int = attrs.field(default=10, validator=positive_int)
+    """The cut-off rank."""
+
+    @property
+    def depth(self) -> int | None:
+        return self.k
+
+    def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
+        return {"k": self.k, "relevant_ranks": relevant_ranks(flags[: self.k])}
+
+
+@attrs.frozen(kw_only=True)
+class PrecisionAtK(_AtK):
+    """Relevant items in the top k / k, as trec_eval's ``P_k`` (k, not the items retrieved)."""
+
+    undefined_when_nothing_retrieved: ClassVar[bool] = True
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return sum(flags[: self.k]) / self.k
+
+
+@attrs.frozen(kw_only=True)
+class RecallAtK(_AtK):
+    """Relevant items in the top k / reference units (trec_eval ``recall_k``)."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return sum(flags[: self.k]) / n_reference
+
+
+@attrs.frozen(kw_only=True)
+class HitRateAtK(_AtK):
+    """1 when a relevant item is in the top k, else 0 (trec_eval ``success_k``)."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return 1.0 if any(flags[: self.k]) else 0.0
+
+
+@attrs.frozen(kw_only=True)
+class ReciprocalRank(Formula):
+    """1 / rank of the first relevant item; 0 when none is retrieved (``recip_rank``)."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        for rank, relevant in enumerate(flags, start=1):
+            if relevant:
+                return 1 / rank
+        return 0.0
+
+    def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
+        first = next((rank for rank, hit in enumerate(flags, start=1) if hit), None)
+        return {"first_relevant_rank": first}
+
+
+@attrs.frozen(kw_only=True)
+class RankedAveragePrecision(Formula):
+    """Average precision over the *reference* units, as trec_eval's ``map`` computes it:
+    the sum of precision@i at the relevant ranks, divided by the reference units."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        ranks = relevant_ranks(flags)
+        if not ranks:
+            return 0.0
+        total, common = _precision_sum(ranks)
+        return total / (common * n_reference)
+
+    def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
+        return {"relevant_ranks": relevant_ranks(flags)}
+
+
+@functools.lru_cache(maxsize=64)
+def _discounts(k: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``1 / log2(rank + 1)`` for ranks 1..k (index = rank), and their running sums (the
+    ideal DCG of 1..k relevant items), each summed in rank order."""
+    discount = [0.0] + [1.0 / math.log2(rank + 1) for rank in range(1, k + 1)]
+    ideal = [0.0]
+    for rank in range(1, k + 1):
+        ideal.append(ideal[-1] + discount[rank])
+    return tuple(discount), tuple(ideal)
+
+
+@attrs.frozen(kw_only=True)
+class NDCGAtK(_AtK):
+    """Normalised DCG at k with binary gain, as trec_eval's ``ndcg_cut_k`` computes it: the
+    ideal ranking holds ``min(k, reference units)`` relevant items."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        discount, ideal = _discounts(self.k)
+        dcg = 0.0
+        for rank, relevant in enumerate(flags[: self.k], start=1):
+            if relevant:
+                dcg += discount[rank]
+        return min(dcg / ideal[min(self.k, n_reference)], 1.0)

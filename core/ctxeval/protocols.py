@@ -1,20 +1,24 @@
-"""The three kinds of plugin, as protocols: :class:`Extractor`, :class:`Matcher`, :class:`Metric`.
+"""The kinds of plugin, as protocols.
 
-Every metric of the seeds is one formula over two steps: reference *units* (extracted from a
-text, or given as reference contexts or IDs) are *matched* against the retrieved items, and
-the verdicts go into a recall fraction, a precision fraction or an average precision
-(:mod:`ctxeval.policy`).
+Every metric of the seeds is one pipeline (:mod:`ctxeval.pipeline`): reference *units*
+(extracted from a text, or given as reference contexts or IDs) are *matched* against the
+retrieved items, and the verdicts go into a *formula* (:mod:`ctxeval.policy`).
 
 * An :class:`Extractor` turns many texts into units at once (batch-first, so that spaCy can
   run ``nlp.pipe`` and an LLM can share a prompt).
 * A :class:`Matcher` decides, for each item, whether it is supported by (or relevant to) a
-  list of candidates, returning one :class:`Verdict` per item.
+  list of candidates, returning one :class:`Verdict` per item. A :class:`DeterministicMatcher`
+  (no I/O) also matches synchronously, and in bulk for many samples per call.
+* An :class:`Attributor` does two steps in one call: it splits a text into units and judges
+  each against the candidates (an LLM's split-and-attribute for context recall).
 * A :class:`Metric` declares the sample fields it requires and scores one sample through a
   :class:`RunContext`, which gives it the scheduler's services. A :class:`DeterministicMetric`
   (no I/O) also scores synchronously, and a :class:`BatchMetric` many samples per call.
+* An :class:`LLMProvider` turns a model name and endpoint into the run's ``llm=`` and prices
+  requests (the command line reaches LLMs through it).
 
 A plugin is any object with these attributes; it does not have to inherit from anything.
-:mod:`ctxeval.base` has convenience base classes.
+Everything a plugin author needs is importable from :mod:`ctxeval.plugin`.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ if TYPE_CHECKING:
     from .sample import Sample
 
 __all__ = [
+    "Attributor",
     "BatchMetric",
+    "DeterministicMatcher",
     "DeterministicMetric",
     "Extractor",
+    "LLMProvider",
     "Matcher",
     "Metric",
     "RunContext",
@@ -100,6 +107,12 @@ class RunContext(Protocol):
         """The run's cache, or None."""
         ...
 
+    @property
+    def sample(self) -> Sample | None:
+        """The sample being scored (None outside a metric call). Parts that need more of it
+        than the texts they are handed read it here (an LLM judge reads the question)."""
+        ...
+
     async def call(
         self,
         func: Callable[[], Awaitable[T]],
@@ -135,7 +148,10 @@ class RunContext(Protocol):
 class Extractor(Protocol):
     """Turns texts into units, many texts at a time."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The extractor's name."""
+        ...
 
     async def extract(self, texts: Sequence[str], ctx: RunContext) -> list[list[Unit]]:
         """Return the units of each text, one list per text, in the order of ``texts``."""
@@ -146,12 +162,76 @@ class Extractor(Protocol):
 class Matcher(Protocol):
     """Decides, for each item, whether the candidates support it."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The matcher's name (in messages)."""
+        ...
 
     async def match(
         self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
     ) -> list[Verdict]:
         """Return one verdict per item, in the order of ``items``."""
+        ...
+
+
+@runtime_checkable
+class DeterministicMatcher(Matcher, Protocol):
+    """A matcher that needs no I/O: it also matches at once, and many samples per call.
+
+    The deterministic fast path calls :meth:`match_batch` for a chunk of samples and reads
+    only the flags; the evidence (:meth:`match_now`) is computed when a row's details are read.
+    Both must agree: ``match_batch(pairs)[i] == [v.matched for v in match_now(*pairs[i])]``.
+    """
+
+    def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
+        """:meth:`match` without a run context."""
+        ...
+
+    def match_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[list[bool]]:
+        """For each ``(items, candidates)`` pair (one per sample): one flag per item."""
+        ...
+
+
+@runtime_checkable
+class Attributor(Protocol):
+    """Splits a text into units and judges each against the candidates, in one step.
+
+    It takes the place of an extractor and a matcher together, where one request does both
+    (an LLM splitting a reference answer into statements and attributing each to the
+    retrieved contexts). See :class:`ctxeval.pipeline.SplitAndAttribute`.
+    """
+
+    @property
+    def name(self) -> str:
+        """The attributor's name."""
+        ...
+
+    async def attribute(
+        self, text: str, candidates: Sequence[str], ctx: RunContext
+    ) -> list[tuple[Unit, Verdict]]:
+        """The units of ``text``, each with its verdict against ``candidates``, in order."""
+        ...
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """Reaches LLMs: turns a model name and endpoint into the run's ``llm=`` value, and prices
+    requests. Registered in the ``ctxeval.llms`` entry-point group; the command line's
+    ``--model``, ``--api-base`` and ``--provider`` and its dry-run estimate go through it."""
+
+    @property
+    def name(self) -> str:
+        """The provider's name."""
+        ...
+
+    def configure(self, *, model: str, api_base: str | None = None, **settings: Any) -> Any:
+        """The ``llm=`` value for ``model`` at ``api_base`` (``settings`` from a run file's
+        ``[llm]`` table and the command line, e.g. ``timeout``). Raises ``TypeError`` or
+        ``ValueError`` for a setting it does not take."""
+        ...
+
+    def estimate_cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The price in USD of one request of this size, or None when it is not known."""
         ...
 
 
@@ -165,8 +245,15 @@ class Metric(Protocol):
             ``error`` row without the metric being called.
     """
 
-    name: str
-    requires: tuple[str, ...]
+    @property
+    def name(self) -> str:
+        """The name its rows carry."""
+        ...
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """The sample fields it needs."""
+        ...
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         """Score ``sample``; return a :class:`~ctxeval.MetricResult` (never raise for bad data)."""

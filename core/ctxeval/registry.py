@@ -1,6 +1,7 @@
 """Find plugins through entry points, load them lazily and build them from options.
 
-Plugins are ordinary packages that declare entry points in one of three groups::
+Plugins are ordinary packages that declare entry points in one of four groups
+(``ctxeval.metrics``, ``ctxeval.extractors``, ``ctxeval.matchers``, ``ctxeval.llms``)::
 
     [project.entry-points."ctxeval.metrics"]
     my_metric = "my_package.metrics:MyMetric"
@@ -24,6 +25,10 @@ Rules:
 
 Each :class:`Registry` is independent; the shared default one (:func:`default_registry`) is
 read-only, so tests and harnesses register their own plugins on a :meth:`Registry.copy`.
+
+A plugin built from options may need other plugins (``context_entity_recall`` binds an extractor
+and a matcher): while a factory runs, :func:`building_registry` is the registry building it, so
+its parts come from the same registry, bound once.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import functools
 import importlib
 import logging
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
@@ -45,8 +51,9 @@ from .errors import (
     PluginConflictError,
     PluginError,
     UnknownNameError,
+    plugin_kind,
 )
-from .protocols import Extractor, Matcher, Metric
+from .protocols import Extractor, LLMProvider, Matcher, Metric
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -54,10 +61,12 @@ if TYPE_CHECKING:
 __all__ = [
     "EXTRACTORS",
     "GROUPS",
+    "LLMS",
     "MATCHERS",
     "METRICS",
     "PluginInfo",
     "Registry",
+    "building_registry",
     "default_registry",
 ]
 
@@ -66,9 +75,17 @@ logger = logging.getLogger(__name__)
 METRICS: Final = "ctxeval.metrics"
 EXTRACTORS: Final = "ctxeval.extractors"
 MATCHERS: Final = "ctxeval.matchers"
-GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS)
+LLMS: Final = "ctxeval.llms"
+GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS, LLMS)
 
-_PROTOCOLS: Final[dict[str, type]] = {METRICS: Metric, EXTRACTORS: Extractor, MATCHERS: Matcher}
+_PROTOCOLS: Final[dict[str, type]] = {
+    METRICS: Metric,
+    EXTRACTORS: Extractor,
+    MATCHERS: Matcher,
+    LLMS: LLMProvider,
+}
+
+_BUILDING: ContextVar[Registry | None] = ContextVar("ctxeval_building_registry", default=None)
 
 PluginStatus = Literal["ok", "unavailable", "broken", "conflict"]
 
@@ -150,7 +167,7 @@ def _import_target(target: str) -> Any:
 
 
 def _load_failure(entry: _Entry, exc: BaseException) -> PluginError:
-    kind = entry.group.rsplit(".", 1)[-1].rstrip("s")
+    kind = plugin_kind(entry.group)
     message = (
         f"{kind} {entry.name!r} from {entry.origin()} failed to load: {type(exc).__name__}: {exc}"
     )
@@ -232,7 +249,8 @@ class Registry:
         """Register ``factory`` (or a ``"module:attribute"`` string) under ``name``.
 
         Args:
-            group: ``ctxeval.metrics``, ``ctxeval.extractors`` or ``ctxeval.matchers``.
+            group: ``ctxeval.metrics``, ``ctxeval.extractors``, ``ctxeval.matchers`` or
+                ``ctxeval.llms``.
             replace: drop what is registered under the name instead of making a conflict.
 
         Raises:
@@ -297,7 +315,7 @@ class Registry:
         factory = entry.load()
         missing = _missing(getattr(factory, "dependencies", ()))
         if missing:
-            kind = group.rsplit(".", 1)[-1].rstrip("s")
+            kind = plugin_kind(group)
             modules = ", ".join(d.module for d in missing)
             raise MissingExtraError(
                 f"{kind} {name!r} needs {modules}, which is not installed",
@@ -319,7 +337,7 @@ class Registry:
             and what :meth:`load` raises.
         """
         factory = self.load(group, name)
-        kind = group.rsplit(".", 1)[-1].rstrip("s")
+        kind = plugin_kind(group)
         accepted = options_of(factory)
         if accepted is not None:
             unknown = sorted(set(options) - set(accepted))
@@ -334,10 +352,13 @@ class Registry:
                     f"{kind} {name!r} has no option {', '.join(hints)}; its options are: "
                     f"{', '.join(accepted) or '(none)'}"
                 )
+        token = _BUILDING.set(self)
         try:
             plugin = factory(**options)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{kind} {name!r}: bad option: {exc}") from exc
+        finally:
+            _BUILDING.reset(token)
         protocol = _PROTOCOLS[group]
         if not isinstance(plugin, protocol):
             raise PluginError(
@@ -360,6 +381,11 @@ class Registry:
     def get_matcher(self, name: str, /, **options: Any) -> Matcher:
         """Build the matcher registered under ``name`` with ``options``."""
         plugin: Matcher = self.create(MATCHERS, name, **options)
+        return plugin
+
+    def get_llm_provider(self, name: str, /, **options: Any) -> LLMProvider:
+        """Build the LLM provider registered under ``name`` with ``options``."""
+        plugin: LLMProvider = self.create(LLMS, name, **options)
         return plugin
 
     def _entry(self, group: str, name: str) -> _Entry:
@@ -460,3 +486,9 @@ def _describe(factory: object) -> str:
 def default_registry() -> Registry:
     """The read-only registry of every installed plugin, built once per process."""
     return Registry.from_entry_points(read_only=True)
+
+
+def building_registry() -> Registry:
+    """The registry whose factory is running now (a plugin being built resolves its parts
+    there), else :func:`default_registry`."""
+    return _BUILDING.get() or default_registry()

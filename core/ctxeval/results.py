@@ -16,8 +16,9 @@ from typing import Any
 import attrs
 
 from .errors import InvalidResultError
+from .validators import non_negative_int, non_negative_number, optional
 
-__all__ = ["LazyDetails", "MetricResult", "Status", "Usage"]
+__all__ = ["NO_USAGE", "LazyDetails", "MetricResult", "Status", "Usage", "ok_row"]
 
 
 class Status(str, enum.Enum):
@@ -34,16 +35,8 @@ class Status(str, enum.Enum):
         return self.value
 
 
-def _non_negative_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"Usage.{attribute.name} must be a non-negative int, got {value!r}")
-
-
-def _optional_cost(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"Usage.cost_usd must be None or a non-negative number, got {value!r}")
+_non_negative_int = non_negative_int
+_optional_cost = optional(non_negative_number)
 
 
 @attrs.frozen(slots=True)
@@ -288,6 +281,22 @@ def _make(
     _sample_id(new, sample_id)
     _metric(new, metric)
     return new
+
+
+def ok_row(
+    score: float,
+    *,
+    details: Mapping[str, Any],
+    sample_id: str,
+    metric: str,
+    usage: Usage = NO_USAGE,
+) -> MetricResult:
+    """An ``ok`` row already labelled with its sample and metric: the fast path of batch
+    scorers. The score is checked as :class:`MetricResult` checks it; a valid float score is
+    built without ``__init__``, at a third of the cost."""
+    if type(score) is float and 0.0 <= score <= 1.0:
+        return _make(Status.OK, score, None, details, usage, sample_id, metric)
+    return MetricResult(Status.OK, score, None, details, usage, sample_id, metric)
 
 
 class LazyDetails(Mapping[str, Any]):

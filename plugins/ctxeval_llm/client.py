@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxeval import RunContext, Usage
-from ctxeval.cache import cache_key
+from ctxeval.plugin import RunContext, Usage, cache_key
 
 from .config import LLMConfig, resolve_llm
 from .parsing import parse_json

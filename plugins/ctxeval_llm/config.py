@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctxeval import ConfigError
+from ctxeval.plugin import ConfigError
 
 __all__ = ["LLMConfig", "resolve_llm"]
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from ctxeval import MalformedOutputError
+from ctxeval.plugin import MalformedOutputError
 
 __all__ = ["parse_json", "redact"]
 

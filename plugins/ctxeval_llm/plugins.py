@@ -1,15 +1,36 @@
-"""The LLM plugins: an entity extractor, an entity matcher and the three LLM context metrics."""
+"""The LLM plugins: parts (an entity extractor, an entity matcher, a relevance judge, a
+statement attributor) and the three LLM context metrics built from them as pipelines.
+
+* ``llm_context_precision_with_reference`` / ``..._without_reference``: the retrieved chunks
+  judged by :class:`LLMRelevanceJudge` (a matcher) against the reference / the response, into
+  the ``AveragePrecision`` formula;
+* ``llm_context_recall``: the reference split into statements and each attributed to the
+  retrieved contexts by :class:`StatementAttributor` (one request: the split-and-attribute
+  part kind), into the ``Recall`` formula.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import anyio
 import attrs
 
-from ctxeval import MetricResult, RunContext, Sample, Unit, Verdict, policy
-from ctxeval.base import BaseMetric, Dependency
+from ctxeval.plugin import (
+    Dependency,
+    Items,
+    Judgement,
+    Pipeline,
+    PipelineMetric,
+    RunContext,
+    Sample,
+    SplitAndAttribute,
+    Unit,
+    Verdict,
+    policy,
+    validators,
+)
 
 from . import prompts
 from .client import ask
@@ -20,6 +41,8 @@ __all__ = [
     "LLMContextRecall",
     "LLMEntityExtractor",
     "LLMEntityMatcher",
+    "LLMRelevanceJudge",
+    "StatementAttributor",
 ]
 
 LLM_EXTRA = "pip install 'ctxeval[llm]'"
@@ -27,6 +50,11 @@ LLM_EXTRA = "pip install 'ctxeval[llm]'"
 
 def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
     return sum(len(m["content"]) for m in prompt.messages(variables, schema_in_prompt=False))
+
+
+def _question(ctx: RunContext | None, sample: Sample | None = None) -> str:
+    sample = sample if sample is not None else (ctx.sample if ctx is not None else None)
+    return (sample.user_input if sample is not None else None) or ""
 
 
 _NEEDS: tuple[Dependency, ...] = ()  # the direct transport needs nothing beyond the core
@@ -38,6 +66,7 @@ class LLMEntityExtractor:
 
     registry_name: ClassVar[str] = "llm"
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
+    needs_llm: ClassVar[bool] = True
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
 
@@ -67,10 +96,13 @@ class LLMEntityMatcher:
 
     registry_name: ClassVar[str] = "llm"
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
+    needs_llm: ClassVar[bool] = True
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
 
-    def estimate_calls(self, items: Sequence[str], candidates: Sequence[str]) -> list[int]:
+    def estimate_calls(
+        self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[int]:
         """The prompt size (characters) of the one request, or none without candidates."""
         if not candidates:
             return []
@@ -97,55 +129,56 @@ class LLMEntityMatcher:
 
 
 @attrs.frozen(kw_only=True)
-class _LLMPrecision(BaseMetric):
-    """Average precision over an LLM's usefulness verdict on each retrieved chunk."""
+class LLMRelevanceJudge:
+    """Matcher ``llm_relevance``: an LLM judges each item (a retrieved chunk) useful or not for
+    arriving at the candidate answer text, given the sample's question (``ctx.sample``).
 
+    Options:
+        batch: judge all chunks of a sample in one request instead of one request per chunk.
+        llm: the LLM (default: the run's ``llm=``).
+    """
+
+    registry_name: ClassVar[str] = "llm_relevance"
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
+    needs_llm: ClassVar[bool] = True
+    name: str = "llm_relevance"
+    batch: bool = attrs.field(default=False, validator=validators.boolean)
     llm: Any = attrs.field(default=None, repr=False)
-    """The LLM (default: the run's ``llm=``)."""
-    batch: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
-    """Judge all chunks of a sample in one request instead of one request per chunk."""
 
-    answer_field: ClassVar[str] = "reference"
-
-    def estimate_calls(self, sample: Sample) -> list[int]:
-        """The prompt size (characters) of each request scoring ``sample`` would send."""
-        answer = getattr(sample, self.answer_field) or ""
-        contexts = sample.retrieved_contexts or ()
-        if not answer.strip() or not contexts:
+    def estimate_calls(
+        self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[int]:
+        """The prompt size (characters) of each request judging ``items`` would send."""
+        if not items or not candidates:
             return []
-        question = sample.user_input or ""
+        question, answer = _question(None, sample), "\n".join(candidates)
         if self.batch:
-            listing = "\n".join(f"[{i}] {c}" for i, c in enumerate(contexts, start=1))
+            listing = "\n".join(f"[{i}] {c}" for i, c in enumerate(items, start=1))
             variables = {"question": question, "answer": answer, "contexts": listing}
             return [_size(prompts.USEFULNESS_BATCH, variables)]
         return [
             _size(prompts.USEFULNESS, {"question": question, "answer": answer, "context": c})
-            for c in contexts
+            for c in items
         ]
 
-    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
-        answer = getattr(sample, self.answer_field) or ""
-        contexts = sample.retrieved_contexts or ()
-        if not answer.strip():
-            return policy.no_reference(f"{self.answer_field} text to judge the chunks against")
-        if not contexts:
-            return policy.average_precision([])
-        question = sample.user_input or ""
+    async def match(
+        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
+    ) -> list[Verdict]:
+        question, answer = _question(ctx), "\n".join(candidates)
         if self.batch:
-            listing = "\n".join(f"[{i}] {c}" for i, c in enumerate(contexts, start=1))
-            verdicts = await ask(
+            listing = "\n".join(f"[{i}] {c}" for i, c in enumerate(items, start=1))
+            judged = await ask(
                 ctx,
                 self.llm,
                 prompts.USEFULNESS_BATCH,
                 {"question": question, "answer": answer, "contexts": listing},
-                expect=len(contexts),
+                expect=len(items),
             )
         else:
-            verdicts = [{}] * len(contexts)
+            judged = [{}] * len(items)
 
             async def one(index: int, context: str) -> None:
-                verdicts[index] = await ask(
+                judged[index] = await ask(
                     ctx,
                     self.llm,
                     prompts.USEFULNESS,
@@ -153,15 +186,80 @@ class _LLMPrecision(BaseMetric):
                 )
 
             async with anyio.create_task_group() as group:
-                for index, context in enumerate(contexts):
+                for index, context in enumerate(items):
                     group.start_soon(one, index, context)
-        evidence = [
-            {"index": i, "verdict": v["verdict"], "reason": v["reason"]}
-            for i, v in enumerate(verdicts)
-        ]
-        return policy.average_precision(
-            [v["verdict"] == 1 for v in verdicts], details={"verdicts": evidence}
+        return [Verdict(v["verdict"] == 1, float(v["verdict"]), None, v["reason"]) for v in judged]
+
+
+@attrs.frozen(kw_only=True)
+class StatementAttributor:
+    """Attributor (split-and-attribute): one request splits a text into its statements and
+    decides for each whether the candidates (the retrieved contexts) support it, given the
+    sample's question."""
+
+    needs_llm: ClassVar[bool] = True
+    name: str = "llm_statements"
+    llm: Any = attrs.field(default=None, repr=False)
+
+    def estimate_calls(
+        self, text: str, candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[int]:
+        """The prompt size (characters) of the one request."""
+        variables = {
+            "question": _question(None, sample),
+            "context": "\n".join(candidates),
+            "answer": text,
+        }
+        return [_size(prompts.ATTRIBUTION, variables)]
+
+    async def attribute(
+        self, text: str, candidates: Sequence[str], ctx: RunContext
+    ) -> list[tuple[Unit, Verdict]]:
+        classifications = await ask(
+            ctx,
+            self.llm,
+            prompts.ATTRIBUTION,
+            {"question": _question(ctx), "context": "\n".join(candidates), "answer": text},
         )
+        return [
+            (
+                Unit(c["statement"], "STATEMENT"),
+                Verdict(c["attributed"] == 1, None, None, c["reason"]),
+            )
+            for c in classifications
+        ]
+
+
+@attrs.frozen(kw_only=True)
+class _LLMPrecision(PipelineMetric):
+    """Average precision over an LLM's usefulness verdict on each retrieved chunk."""
+
+    dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
+    answer_field: ClassVar[Literal["reference", "response"]] = "reference"
+
+    llm: Any = attrs.field(default=None, repr=False)
+    """The LLM (default: the run's ``llm=``)."""
+    batch: bool = attrs.field(default=False, validator=validators.boolean)
+    """Judge all chunks of a sample in one request instead of one request per chunk."""
+
+    def build(self) -> Pipeline:
+        return Pipeline(
+            reference=Items(
+                field=self.answer_field,
+                what=f"{self.answer_field} text to judge the chunks against",
+            ),
+            retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
+            matcher=LLMRelevanceJudge(batch=self.batch, llm=self.llm),
+            formula=policy.AveragePrecision(),
+        )
+
+    def evidence(self, judgement: Judgement) -> dict[str, Any]:
+        return {
+            "verdicts": [
+                {"index": i, "verdict": int(v.matched), "reason": v.reason}
+                for i, v in enumerate(judgement.verdicts)
+            ]
+        }
 
 
 @attrs.frozen(kw_only=True)
@@ -185,7 +283,7 @@ class LLMContextPrecisionWithoutReference(_LLMPrecision):
 
 
 @attrs.frozen(kw_only=True)
-class LLMContextRecall(BaseMetric):
+class LLMContextRecall(PipelineMetric):
     """``llm_context_recall`` (alias ``context_recall``): the share of the reference's
     statements an LLM attributes to the retrieved contexts; one request per sample."""
 
@@ -194,40 +292,21 @@ class LLMContextRecall(BaseMetric):
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
     llm: Any = attrs.field(default=None, repr=False)
 
-    def estimate_calls(self, sample: Sample) -> list[int]:
-        """The prompt size (characters) of the request scoring ``sample`` would send."""
-        reference = sample.reference or ""
-        contexts = sample.retrieved_contexts or ()
-        if not reference.strip() or not contexts:
-            return []
-        variables = {
-            "question": sample.user_input or "",
-            "context": "\n".join(contexts),
-            "answer": reference,
-        }
-        return [_size(prompts.ATTRIBUTION, variables)]
+    def build(self) -> Pipeline:
+        return Pipeline(
+            reference=SplitAndAttribute(
+                field="reference",
+                attributor=StatementAttributor(llm=self.llm),
+                what="reference statements",
+            ),
+            retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
+            formula=policy.Recall(),
+        )
 
-    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
-        reference = sample.reference or ""
-        contexts = sample.retrieved_contexts or ()
-        if not reference.strip():
-            return policy.no_reference("reference statements (the reference is empty)")
-        if not contexts:
-            return MetricResult.ok(0.0, details={"nothing_retrieved": True})
-        classifications = await ask(
-            ctx,
-            self.llm,
-            prompts.ATTRIBUTION,
-            {
-                "question": sample.user_input or "",
-                "context": "\n".join(contexts),
-                "answer": reference,
-            },
-        )
-        attributed = sum(c["attributed"] for c in classifications)
-        return policy.recall(
-            attributed,
-            len(classifications),
-            what="reference statements",
-            details={"statements": classifications},
-        )
+    def evidence(self, judgement: Judgement) -> dict[str, Any]:
+        return {
+            "statements": [
+                {"statement": u.text, "reason": v.reason, "attributed": int(v.matched)}
+                for u, v in zip(judgement.units, judgement.verdicts, strict=True)
+            ]
+        }

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from ctxeval import MalformedOutputError
+from ctxeval.plugin import MalformedOutputError
 
 __all__ = [
     "ATTRIBUTION",

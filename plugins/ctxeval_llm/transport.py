@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from ctxeval import (
+from ctxeval.plugin import (
     AuthenticationError,
     BadRequestError,
     CallError,
@@ -35,8 +35,10 @@ from ctxeval import (
     RunContext,
     ServiceError,
     Usage,
+    classify,
+    retry_after_of,
+    status_of,
 )
-from ctxeval.retry import classify, retry_after_of, status_of
 
 from .config import LLMConfig
 from .http import HTTPError, HTTPPool, Response

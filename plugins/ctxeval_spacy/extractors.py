@@ -13,9 +13,7 @@ from typing import Any, ClassVar
 import anyio
 import attrs
 
-from ctxeval import RunContext, Unit
-from ctxeval.base import Dependency
-from ctxeval.builtin.entities import normalize_entity
+from ctxeval.plugin import Dependency, RunContext, Unit, normalize_entity
 
 from .model import INSTALL, load
 

@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Any
 
-from ctxeval import ConfigError, MissingExtraError
+from ctxeval.plugin import ConfigError, MissingExtraError
 
 __all__ = ["DEFAULT_MODELS", "INSTALL", "load", "resolve_model"]
 

@@ -29,12 +29,11 @@ scores about 0.5 with ``levenshtein``, and ragas scores such a chunk as irreleva
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import attrs
 
-from ctxeval.policy import is_match
-from ctxeval.protocols import RunContext, Verdict
+from ctxeval.plugin import RunContext, Verdict, policy, validators
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,23 +77,8 @@ def _scorer(measure: str) -> tuple[Callable[..., float], float]:
     return table[measure]
 
 
-def check_measure(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    """attrs validator: ``value`` names a measure."""
-    if value not in MEASURES:
-        import difflib
-
-        close = difflib.get_close_matches(str(value), MEASURES, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
-            f"{attribute.name}={value!r} is not a similarity measure{hint} "
-            f"(choose from {', '.join(MEASURES)})"
-        )
-
-
-def check_threshold(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    """attrs validator: a threshold is a number in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{attribute.name} must be a number in [0, 1], got {value!r}")
+check_measure = validators.one_of(*MEASURES, what="similarity measure")
+"""attrs validator: ``value`` names a measure."""
 
 
 def normalize_text(text: str) -> str:
@@ -168,7 +152,7 @@ def best_matches(
     return [
         {
             "index": i,
-            "matched": is_match(score, threshold),
+            "matched": policy.is_match(score, threshold),
             "similarity": score,
             "evidence": evidence,
         }
@@ -180,27 +164,66 @@ def best_matches(
 class SimilarityMatcher:
     """Matcher ``similarity``: an item is supported when some candidate is similar enough.
 
+    A :class:`~ctxeval.plugin.DeterministicMatcher`: the non-LLM metrics run through its
+    batch form on the fast path, where a verdict stops at the first candidate that matches.
+
     Options:
         measure: one of :data:`MEASURES` (default ``levenshtein``).
         threshold: the least similarity that counts as a match (default 0.5; ``>=``).
         normalize: compare case- and punctuation-folded text (default False).
+        reference: which side holds the reference passages, for the asymmetric
+            ``containment`` measure (how much of the *reference* passage a chunk holds):
+            ``items`` (default; recall judges reference passages against chunks) or
+            ``candidates`` (precision judges chunks against reference passages).
     """
 
-    registry_name = "similarity"
+    registry_name: ClassVar[str] = "similarity"
     name: str = "similarity"
     measure: str = attrs.field(default="levenshtein", validator=check_measure)
-    threshold: float = attrs.field(default=0.5, validator=check_threshold)
-    normalize: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    threshold: float = attrs.field(default=0.5, validator=validators.unit_interval)
+    normalize: bool = attrs.field(default=False, validator=validators.boolean)
+    reference: Literal["items", "candidates"] = attrs.field(
+        default="items", validator=validators.one_of("items", "candidates")
+    )
 
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
-        """:meth:`match` without a run context (it needs no I/O)."""
-        matrix = similarity_matrix(
-            items, candidates, measure=self.measure, normalize=self.normalize
-        )
-        return [
-            Verdict(row["matched"], row["similarity"], row["evidence"])
-            for row in best_matches(matrix, self.threshold, axis=1)
-        ]
+        """:meth:`match` without a run context (it needs no I/O): each item's best candidate,
+        its similarity and whether it reaches the threshold."""
+        if self.reference == "items":
+            matrix = similarity_matrix(
+                items, candidates, measure=self.measure, normalize=self.normalize
+            )
+            best = best_matches(matrix, self.threshold, axis=1)
+        else:
+            matrix = similarity_matrix(
+                candidates, items, measure=self.measure, normalize=self.normalize
+            )
+            best = best_matches(matrix, self.threshold, axis=0)
+        return [Verdict(row["matched"], row["similarity"], row["evidence"]) for row in best]
+
+    def match_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[list[bool]]:
+        """For each ``(items, candidates)``: whether each item has a candidate similar enough
+        (stopping at the first; equal to :meth:`match_now`'s verdicts)."""
+        similarity = pair_similarity(self.measure)
+        threshold, is_match = self.threshold, policy.is_match
+        reference_first = self.reference == "items"
+        out = []
+        for items, candidates in pairs:
+            if self.normalize:
+                items = [normalize_text(text) for text in items]
+                candidates = [normalize_text(text) for text in candidates]
+            if reference_first:
+                flags = [
+                    any(is_match(similarity(item, other), threshold) for other in candidates)
+                    for item in items
+                ]
+            else:
+                flags = [
+                    any(is_match(similarity(other, item), threshold) for other in candidates)
+                    for item in items
+                ]
+            out.append(flags)
+        return out
 
     async def match(
         self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext

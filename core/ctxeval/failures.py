@@ -1,4 +1,7 @@
-"""Which failures are worth retrying, and how long to wait before the next attempt.
+"""Which failures of a call are worth retrying, and what the service asked for.
+
+This is the one table that classifies failures: the scheduler retries by it, and transports
+and plugins read it rather than mapping HTTP statuses themselves.
 
 :func:`classify` sorts an exception into one of four kinds:
 
@@ -9,7 +12,7 @@ kind            what it covers
                 HTTP status is 429); waits at least the ``Retry-After`` the service gave
 ``transient``   5xx, 408, timeouts, refused or reset connections
 ``malformed``   an answer that broke the expected schema; retried at most
-                :attr:`RetryPolicy.max_malformed_retries` times
+                :attr:`ctxeval.RetryPolicy.max_malformed_retries` times
 ``fatal``       401/403 (authentication), 400/404/422 (bad request), and anything unknown:
                 never retried
 ==============  ============================================================================
@@ -26,9 +29,6 @@ import math
 import time
 from typing import Any, Final, Literal
 
-import attrs
-
-from .base import non_negative_int, positive_int
 from .errors import (
     FatalCallError,
     MalformedOutputError,
@@ -36,7 +36,7 @@ from .errors import (
     TransientCallError,
 )
 
-__all__ = ["Kind", "RetryPolicy", "classify", "retry_after_of", "status_of"]
+__all__ = ["Kind", "classify", "retry_after_of", "status_of"]
 
 Kind = Literal["rate_limit", "transient", "malformed", "fatal"]
 
@@ -137,38 +137,3 @@ def retry_after_of(exc: object, *, now: float | None = None) -> float | None:
     if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)
-
-
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
-
-
-def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
-
-
-@attrs.frozen(kw_only=True)
-class RetryPolicy:
-    """How the scheduler retries a failed call.
-
-    The wait before attempt ``n + 1`` is ``initial_backoff * 2 ** (n - 1)`` plus a random jitter
-    of up to ``jitter`` seconds, capped at ``max_backoff``; after a 429 it is at least the
-    service's ``Retry-After`` (capped at ``max_retry_after``).
-
-    Attributes:
-        max_attempts: attempts in all, the first included (1 disables retries).
-        initial_backoff: seconds before the first retry.
-        max_backoff: the longest wait between attempts.
-        jitter: the largest random extra wait, in seconds.
-        max_malformed_retries: retries for answers that broke the schema.
-        max_retry_after: the longest ``Retry-After`` honoured, in seconds.
-    """
-
-    max_attempts: int = attrs.field(default=6, validator=positive_int)
-    initial_backoff: float = attrs.field(default=0.5, validator=_positive)
-    max_backoff: float = attrs.field(default=30.0, validator=_positive)
-    jitter: float = attrs.field(default=0.5, validator=_non_negative)
-    max_malformed_retries: int = attrs.field(default=2, validator=non_negative_int)
-    max_retry_after: float = attrs.field(default=300.0, validator=_positive)

@@ -1,0 +1,65 @@
+"""Running a run from synchronous code: :func:`run_sync`, also where a loop is running.
+
+``evaluate`` is synchronous. From plain code it starts an event loop (``anyio.run``); where a
+loop is already running in this thread (Jupyter, FastAPI handlers, async tests) it runs the work
+on its own loop in a worker thread and waits for it, without ``nest_asyncio``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
+
+import anyio
+
+__all__ = ["Backend", "run_sync", "run_to_completion"]
+
+Backend = Literal["asyncio", "trio"]
+T = TypeVar("T")
+
+
+def run_to_completion(func: Callable[[], Awaitable[T]], *, backend: Backend = "asyncio") -> T:
+    """``anyio.run(func)``, with Ctrl-C raised as ``KeyboardInterrupt`` on every Python
+    (before 3.11, asyncio lets it out as a bare ``CancelledError``)."""
+    import asyncio
+
+    try:
+        return anyio.run(func, backend=backend)
+    except asyncio.CancelledError:
+        if sys.version_info >= (3, 11):
+            raise
+        raise KeyboardInterrupt from None
+
+
+def _loop_running_in_this_thread() -> bool:
+    try:
+        import sniffio
+
+        sniffio.current_async_library()
+    except Exception:
+        return False
+    return True
+
+
+def run_sync(func: Callable[[], Awaitable[T]], *, backend: Backend = "asyncio") -> T:
+    """Run ``func()`` to completion from synchronous code, whether or not an event loop is
+    running in this thread (then in a worker thread with a loop of its own)."""
+    if not _loop_running_in_this_thread():
+        return run_to_completion(func, backend=backend)
+    outcome: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            outcome["value"] = run_to_completion(func, backend=backend)
+        except BaseException as exc:  # handed to the calling thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker, name="ctxeval-evaluate", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    value: T = outcome["value"]
+    return value

@@ -1,0 +1,172 @@
+"""The ``ctxeval`` command line: one module per command, and the shared parts.
+
+::
+
+    ctxeval evaluate DATA -m METRIC [-m METRIC ...] [--out DIR] [--resume] ...
+    ctxeval metrics [--json]
+    ctxeval plugins [--json]
+    ctxeval compare RUN_A RUN_B [--json]
+    ctxeval demo [--out DIR]
+
+Exit codes: 0 when every row is ok or undefined, 1 when any row is an error (or the run stopped
+at its cost limit), 2 on bad usage or unreadable input (the message names file, line and
+field), 130 when interrupted.
+
+Modules: :mod:`.render` (console, errors, the summary table), :mod:`.specs` (metric specs and
+run files), :mod:`.progress` (a run with its live progress view), and one per command:
+:mod:`.evaluate`, :mod:`.metrics`, :mod:`.plugins`, :mod:`.compare`, :mod:`.demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from ctxeval._version import __version__
+from ctxeval.errors import ConfigError, DataError, MissingExtraError
+
+from .render import EXIT_OK, EXIT_USAGE, UsageError, fail
+
+__all__ = ["build_parser", "main"]
+
+EXAMPLES = """\
+examples:
+  ctxeval demo
+  ctxeval evaluate traces.jsonl -m id_based_context_precision -m id_ndcg_at_k:k=5 --out run1
+  ctxeval evaluate traces.jsonl -m context_entity_recall:extractor=spacy --out run1
+  ctxeval evaluate traces.jsonl -m context_precision -m context_recall \\
+      --model openai/gpt-4o-mini --out run2 --max-cost 2.50
+  ctxeval evaluate traces.jsonl -m context_recall --model openai/gpt-4o-mini --dry-run
+  ctxeval evaluate --config run.toml --resume
+  ctxeval compare run1 run2
+
+metric options go after a colon, comma-separated: NAME:key=value,key=value
+(values are read as JSON when they parse, e.g. k=5, batch=true, labels=["PERSON","GPE"])
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxeval",
+        description="Measure the quality of the context a RAG system retrieves.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"ctxeval {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more (-vv for debug)"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    ev = commands.add_parser(
+        "evaluate",
+        help="score a dataset",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Score every sample of DATA (JSONL, JSON, CSV or Parquet) with every metric.",
+    )
+    ev.add_argument("data", nargs="?", help="the samples: .jsonl, .json, .csv or .parquet")
+    ev.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        metavar="METRIC",
+        help="a metric, NAME or NAME:key=value,...; repeat for more",
+    )
+    ev.add_argument(
+        "--config", metavar="RUN.toml", help="a run file with data, out, model, [[metrics]] ..."
+    )
+    ev.add_argument(
+        "--model", help="LLM for the LLM metrics, a litellm model string (openai/gpt-4o-mini)"
+    )
+    ev.add_argument("--api-base", help="the LLM endpoint, for OpenAI-compatible servers")
+    ev.add_argument(
+        "--provider",
+        metavar="NAME",
+        help="the LLM provider plugin that reaches --model (default: auto; see ctxeval plugins)",
+    )
+    ev.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write results.jsonl, summary.json, report.html and a journal here",
+    )
+    ev.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
+    ev.add_argument(
+        "--max-concurrency", type=int, metavar="N", help="LLM calls in flight at once (16)"
+    )
+    ev.add_argument("--timeout", type=float, metavar="S", help="seconds one LLM request may take")
+    ev.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the LLM answer cache"
+    )
+    ev.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop cleanly once the run has spent this much",
+    )
+    ev.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="count the LLM calls and estimate the cost; send nothing",
+    )
+    ev.add_argument(
+        "--lenient", action="store_true", help="skip bad input rows (reported) instead of stopping"
+    )
+    ev.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary")
+    ev.set_defaults(command_module="evaluate")
+
+    me = commands.add_parser("metrics", help="list the metrics, what they need and their options")
+    me.add_argument("--json", action="store_true")
+    me.set_defaults(command_module="metrics")
+
+    pl = commands.add_parser("plugins", help="list every plugin with its distribution and status")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(command_module="plugins")
+
+    co = commands.add_parser("compare", help="is run B better than run A? (paired bootstrap)")
+    co.add_argument("run_a", metavar="RUN_A", help="a run folder (or its results.jsonl)")
+    co.add_argument("run_b", metavar="RUN_B")
+    co.add_argument("--json", action="store_true")
+    co.set_defaults(command_module="compare")
+
+    de = commands.add_parser(
+        "demo", help="score the bundled demo dataset (no LLM) and write a report"
+    )
+    de.add_argument(
+        "--out", default="ctxeval-demo", metavar="DIR", help="where to write (ctxeval-demo)"
+    )
+    de.add_argument("-q", "--quiet", action="store_true")
+    de.set_defaults(command_module="demo")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    module = importlib.import_module(f"{__name__}.{args.command_module}")
+    command = getattr(module, f"cmd_{args.command_module}")
+    try:
+        code: int = command(args)
+        return code
+    except UsageError as exc:
+        fail(str(exc))
+    except (DataError, ConfigError, MissingExtraError) as exc:
+        fail(str(exc))
+    except BrokenPipeError:  # e.g. piped into head
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""``ctxeval demo``: the bundled dataset scored with every metric that needs no LLM."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ctxeval._version import __version__
+from ctxeval.settings import RunSettings
+
+from .progress import run_with_progress
+from .render import EXIT_ERRORS, EXIT_OK, console, print_summary
+from .specs import build_metrics, parse_metric
+
+__all__ = ["DEMO_METRICS", "cmd_demo"]
+
+
+DEMO_METRICS = [
+    "id_based_context_precision",
+    "id_based_context_recall",
+    "id_mrr",
+    "id_ndcg_at_k:k=5",
+    "non_llm_context_precision_with_reference",
+    "non_llm_context_recall:measure=containment",
+    "context_entity_recall:extractor=spacy",
+]
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from importlib.resources import files
+
+    from ctxeval.registry import default_registry
+
+    data = files("ctxeval") / "data" / "demo.jsonl"
+    specs = [parse_metric(m) for m in DEMO_METRICS]
+    stdout = console()
+    infos = {(i.group, i.name): i for i in default_registry().plugins()}
+    spacy_info = infos.get(("ctxeval.extractors", "spacy"))
+    if spacy_info is None or spacy_info.status != "ok":
+        specs = [s for s in specs if s[0] != "context_entity_recall"]
+        stdout.print(
+            "[yellow]spaCy is not installed: the demo skips context_entity_recall "
+            "(pip install 'ctxeval[spacy]' to include it)[/]",
+            markup=True,
+        )
+    out = Path(args.out)
+    stdout.print(
+        f"ctxeval {__version__} demo: 30 questions over a 24-document corpus, "
+        "metrics that need no LLM\n"
+    )
+    metrics = build_metrics(specs)
+    with open(str(data), encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    evaluation, _ = run_with_progress(
+        rows,
+        metrics,
+        llm=None,
+        settings=RunSettings(),
+        quiet=args.quiet,
+        total=len(rows) * len(metrics),
+    )
+    from ctxeval.report import summary_dict, write_outputs
+
+    summary = summary_dict(evaluation, extra={"data": "ctxeval demo dataset"})
+    paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)
+    print_summary(summary, stdout)
+    stdout.print(f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}")
+    return EXIT_ERRORS if not evaluation.ok else EXIT_OK

@@ -1,0 +1,72 @@
+"""What the command line shows: the console, errors, and the summary table."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+__all__ = [
+    "EXIT_ERRORS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UsageError",
+    "console",
+    "fail",
+    "print_summary",
+]
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad command-line usage: exit code 2 with the message."""
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich console on standard output (or error)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print ``error: message`` on standard error and exit with ``code``."""
+    from rich.markup import escape
+
+    # escape: install commands such as pip install 'ctxeval[llm]' hold brackets
+    console(stderr=True).print(
+        f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True
+    )
+    raise SystemExit(code)
+
+
+def print_summary(summary: dict[str, Any], out: Any) -> None:
+    """The summary table of :func:`ctxeval.report.summary_dict`'s output, and the LLM usage."""
+    from rich.table import Table
+
+    from ctxeval.results import Usage
+
+    metrics = summary["metrics"]
+    table = Table(title="summary")
+    table.add_column("metric", no_wrap=True, min_width=max(map(len, metrics), default=6))
+    for column in ("mean", "95% CI", "ok", "undefined", "error"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for name, s in metrics.items():
+        ci = s["ci95"]
+        table.add_row(
+            name,
+            "—" if s["mean"] is None else f"{s['mean']:.3f}",
+            "—" if ci is None else f"{ci[0]:.3f}–{ci[1]:.3f}",
+            str(s["n_ok"]),
+            str(s["n_undefined"]),
+            f"[red]{s['n_error']}[/]" if s["n_error"] else "0",
+        )
+    out.print(table)
+    usage = Usage.from_dict(summary["usage"])
+    if usage.requests or usage.cache_hits:
+        cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+        out.print(
+            f"LLM: {usage.requests} requests ({usage.retries} retries), "
+            f"{usage.cache_hits} cache hits, "
+            f"{usage.prompt_tokens + usage.completion_tokens} tokens, cost {cost}"
+        )

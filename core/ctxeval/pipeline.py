@@ -1,0 +1,641 @@
+"""The pipeline: reference units, matched against retrieved items, through a formula.
+
+Every metric of the seeds, and every ranked IR measure, is the same three steps::
+
+    sample ──► reference units ──┐
+                                 ├─► matcher ──► verdicts ──► formula ──► row
+    sample ──► retrieved items ──┘
+
+A :class:`Pipeline` is those parts, bound once when a metric is built:
+
+* each side is a *source*: :class:`Items` (a sample field as it is: IDs, contexts, or one
+  text), :class:`Extracted` (units an :class:`~ctxeval.Extractor` finds in a text field) or,
+  for the reference, :class:`SplitAndAttribute` (an :class:`~ctxeval.plugin.Attributor` that
+  splits a text into units and judges each in one call, so it needs no matcher);
+* a :class:`~ctxeval.Matcher` gives one :class:`~ctxeval.Verdict` per item of the side the
+  formula judges (the reference units for recall, the retrieved items in rank order for the
+  precision-like formulas), against the items of the other side;
+* a :class:`~ctxeval.policy.Formula` turns the verdicts into the score, under the score policy.
+
+:class:`PipelineMetric` is a metric made of a pipeline; :func:`compose` builds one from parts.
+When both sides are :class:`Items` and the matcher is a
+:class:`~ctxeval.plugin.DeterministicMatcher`, the metric is deterministic: it also scores
+synchronously and in bulk (:meth:`DeterministicPipelineMetric.score_batch`), through the same
+parts and the same formula.
+
+Degenerate inputs are decided without calling a matcher, an extractor or an LLM: an empty
+reference is ``undefined`` (nothing to recall); nothing retrieved is ``undefined`` for a
+precision-like formula and 0 otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from .base import BaseMetric
+from .policy import Formula
+from .protocols import (
+    Attributor,
+    DeterministicMatcher,
+    Extractor,
+    Matcher,
+    RunContext,
+    Unit,
+    Verdict,
+)
+from .results import LazyDetails, MetricResult, ok_row
+from .sample import Sample
+from .validators import boolean, text
+
+__all__ = [
+    "DeterministicPipelineMetric",
+    "Extracted",
+    "Items",
+    "Judgement",
+    "Pipeline",
+    "PipelineMetric",
+    "SplitAndAttribute",
+    "compose",
+]
+
+_NO_CANDIDATE = Verdict(False, 0.0, None)
+"""The verdict of an item when the other side is empty: nothing can support it."""
+
+
+def _dedupe(values: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+@attrs.frozen(kw_only=True)
+class Items:
+    """A side given by the sample as it is.
+
+    Attributes:
+        field: a list field (``retrieved_context_ids``, ``reference_contexts``...) or a text
+            field (``reference``, ``response``), which gives one item when it is not blank.
+        what: what the items are, plural, for the reasons of degenerate rows (``"reference
+            context IDs"``).
+        dedupe: keep the first occurrence of a repeated item only (IDs: the best rank).
+    """
+
+    field: str = attrs.field(validator=text)
+    what: str = attrs.field(validator=text)
+    dedupe: bool = attrs.field(default=False, validator=boolean)
+
+    def read(self, sample: Sample) -> list[str]:
+        """The items of ``sample`` (empty when the field is missing or blank)."""
+        value = getattr(sample, self.field)
+        if not value:
+            return []
+        if isinstance(value, str):
+            return [value] if value.strip() else []
+        return _dedupe(value) if self.dedupe else list(value)
+
+
+@attrs.frozen(kw_only=True)
+class Extracted:
+    """A side made of the units an extractor finds in a text field (a list field is joined
+    with newlines into one text).
+
+    Attributes:
+        field: the sample field the text comes from.
+        extractor: the bound extractor.
+        what: what the units are, plural (``"reference entities"``).
+        blank: the reason's words when the field's text is blank (nothing is extracted then).
+        distinct: a key function: units with the same key count once (the first is kept;
+            empty keys are dropped). None keeps every unit.
+        compare_by: hand the matcher each unit's ``text`` or its ``key``.
+    """
+
+    field: str = attrs.field(validator=text)
+    extractor: Extractor = attrs.field()
+    what: str = attrs.field(validator=text)
+    blank: str | None = None
+    distinct: Callable[[str], str] | None = None
+    compare_by: Literal["text", "key"] = "text"
+
+    def source_text(self, sample: Sample) -> str:
+        value = getattr(sample, self.field)
+        if not value:
+            return ""
+        return value if isinstance(value, str) else "\n".join(value)
+
+    def keep(self, units: Sequence[Unit]) -> list[Unit]:
+        """``units`` with the repeats (by :attr:`distinct`) removed."""
+        if self.distinct is None:
+            return list(units)
+        seen: dict[str, Unit] = {}
+        for unit in units:
+            key = self.distinct(unit.key or unit.text)
+            if key and key not in seen:
+                seen[key] = unit
+        return list(seen.values())
+
+    def compared(self, units: Sequence[Unit]) -> list[str]:
+        if self.compare_by == "key":
+            return [u.key or u.text for u in units]
+        return [u.text for u in units]
+
+
+@attrs.frozen(kw_only=True)
+class SplitAndAttribute:
+    """A reference side whose units are found and judged in one step by an
+    :class:`~ctxeval.plugin.Attributor` (no matcher): the LLM context recall's
+    split-and-attribute request.
+
+    Attributes:
+        field: the text field to split (``reference``).
+        attributor: the bound attributor.
+        what: what the units are, plural (``"reference statements"``).
+        blank: the reason's words when the field's text is blank.
+    """
+
+    field: str = attrs.field(validator=text)
+    attributor: Attributor = attrs.field()
+    what: str = attrs.field(validator=text)
+    blank: str | None = None
+
+
+ReferenceSource = Items | Extracted | SplitAndAttribute
+RetrievedSource = Items | Extracted
+
+
+@attrs.frozen(kw_only=True)
+class Judgement:
+    """What the matching step found for one sample: the evidence a row's details show.
+
+    Attributes:
+        reference: the reference units as matched (texts or keys).
+        retrieved: the retrieved items as matched (deduplicated where the side says so).
+        verdicts: one per judged item (``judged`` side), in order.
+        judged: ``reference`` or ``retrieved``.
+        units: the reference :class:`~ctxeval.Unit` objects, when they were extracted.
+        retrieved_units: the retrieved side's units, when they were extracted.
+    """
+
+    reference: Sequence[str]
+    retrieved: Sequence[str]
+    verdicts: Sequence[Verdict]
+    judged: Literal["reference", "retrieved"]
+    units: Sequence[Unit] = ()
+    retrieved_units: Sequence[Unit] = ()
+
+    @property
+    def flags(self) -> list[bool]:
+        return [v.matched for v in self.verdicts]
+
+    @property
+    def judged_items(self) -> Sequence[str]:
+        return self.reference if self.judged == "reference" else self.retrieved
+
+
+@attrs.frozen(kw_only=True)
+class Pipeline:
+    """The parts of a metric: two sources, a matcher and a formula (see the module).
+
+    The parts are checked when the pipeline is built: a :class:`SplitAndAttribute` reference
+    takes no matcher and a recall-like formula; any other reference needs a matcher; a formula
+    with a ``depth`` judges the retrieved side.
+    """
+
+    reference: ReferenceSource
+    retrieved: RetrievedSource
+    formula: Formula
+    matcher: Matcher | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.formula, Formula):
+            raise TypeError(
+                f"formula must be a ctxeval.policy.Formula, got {type(self.formula).__name__}"
+            )
+        if isinstance(self.reference, SplitAndAttribute):
+            if self.matcher is not None:
+                raise ValueError("a SplitAndAttribute reference judges its own units: no matcher")
+            if self.formula.judged != "reference":
+                raise ValueError(
+                    "a SplitAndAttribute reference gives verdicts on the reference units; "
+                    f"{type(self.formula).__name__} judges the retrieved items"
+                )
+        elif self.matcher is None or not isinstance(self.matcher, Matcher):
+            raise TypeError("a pipeline needs a matcher (an object with name and match())")
+        if self.formula.depth is not None and self.formula.judged != "retrieved":
+            raise ValueError("a formula with a depth must judge the retrieved items")
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """The sample fields the pipeline reads."""
+        return tuple(dict.fromkeys((self.reference.field, self.retrieved.field)))
+
+    @property
+    def deterministic(self) -> bool:
+        """True when no part does I/O: both sides given and the matcher deterministic."""
+        return (
+            isinstance(self.reference, Items)
+            and isinstance(self.retrieved, Items)
+            and isinstance(self.matcher, DeterministicMatcher)
+        )
+
+    @property
+    def parts(self) -> tuple[Any, ...]:
+        """The plugin objects the pipeline calls (extractors, attributor, matcher)."""
+        found: list[Any] = []
+        for side in (self.reference, self.retrieved):
+            if isinstance(side, Extracted):
+                found.append(side.extractor)
+            elif isinstance(side, SplitAndAttribute):
+                found.append(side.attributor)
+        if self.matcher is not None:
+            found.append(self.matcher)
+        return tuple(dict.fromkeys(found))
+
+    # --- the two sides ---------------------------------------------------------------------
+
+    def pairs(
+        self, reference: Sequence[str], retrieved: Sequence[str]
+    ) -> tuple[Sequence[str], Sequence[str]]:
+        """``(judged items, candidates)`` for the matcher: the retrieved items are cut to the
+        formula's depth."""
+        if self.formula.judged == "reference":
+            return reference, retrieved
+        depth = self.formula.depth
+        return (retrieved if depth is None else retrieved[:depth]), reference
+
+    def judge_now(self, sample: Sample) -> Judgement:
+        """The judgement of a deterministic pipeline (both sides :class:`Items`)."""
+        assert isinstance(self.reference, Items)
+        assert isinstance(self.retrieved, Items)
+        reference = self.reference.read(sample)
+        retrieved = self.retrieved.read(sample)
+        items, candidates = self.pairs(reference, retrieved)
+        if not items:
+            verdicts: list[Verdict] = []
+        elif not candidates:
+            verdicts = [_NO_CANDIDATE] * len(items)
+        else:
+            verdicts = self.matcher.match_now(items, candidates)  # type: ignore[union-attr]
+        return Judgement(
+            reference=reference,
+            retrieved=retrieved,
+            verdicts=verdicts,
+            judged=self.formula.judged,
+        )
+
+
+def _blank_reason(side: Extracted | SplitAndAttribute) -> str:
+    return side.blank or f"{side.what} (the {side.field} is empty)"
+
+
+@attrs.frozen(kw_only=True)
+class PipelineMetric(BaseMetric):
+    """A metric made of a :class:`Pipeline`.
+
+    Subclasses build their pipeline from their options in :meth:`build` (called once, when the
+    metric is built) and may shape their rows' details with :meth:`settings` (shown on every
+    row) and :meth:`evidence` (what the matching found). :func:`compose` makes one from parts
+    without a subclass.
+    """
+
+    pipeline: Pipeline = attrs.field(init=False, repr=False, eq=False)
+    """The parts, bound once (from :meth:`build`)."""
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        object.__setattr__(self, "pipeline", self.build())
+
+    def build(self) -> Pipeline:
+        """The pipeline of this metric's options."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement build()")
+
+    def settings(self) -> dict[str, Any]:
+        """Details every row of the metric carries (its options that change the score)."""
+        return {}
+
+    def evidence(self, judgement: Judgement) -> dict[str, Any]:
+        """Details of a judged sample: by default, for a recall ``found`` and ``missing``
+        (unit texts), for a precision the verdict of each retrieved item."""
+        if judgement.judged == "reference":
+            texts = [u.text for u in judgement.units] or list(judgement.reference)
+            pairs = list(zip(texts, judgement.verdicts, strict=True))
+            return {
+                "found": [t for t, v in pairs if v.matched],
+                "missing": [t for t, v in pairs if not v.matched],
+            }
+        return {
+            "verdicts": [
+                {
+                    "index": index,
+                    "matched": v.matched,
+                    "score": v.score,
+                    "evidence": v.evidence,
+                    "reason": v.reason,
+                }
+                for index, v in enumerate(judgement.verdicts)
+            ]
+        }
+
+    @property
+    def needs_llm(self) -> bool:
+        """True when a part calls an LLM and has none of its own (it uses the run's)."""
+        return any(
+            getattr(part, "needs_llm", False) and getattr(part, "llm", None) is None
+            for part in self.pipeline.parts
+        )
+
+    # --- scoring -----------------------------------------------------------------------------
+
+    def details_of(self, judgement: Judgement) -> dict[str, Any]:
+        """The row's details: :meth:`settings`, the formula's evidence, :meth:`evidence`."""
+        flags = judgement.flags
+        return {
+            **self.settings(),
+            **self.pipeline.formula.evidence(flags),
+            **self.evidence(judgement),
+        }
+
+    def result_of(self, judgement: Judgement) -> MetricResult:
+        """The row for ``judgement``, through the formula (with an empty reference, the
+        details are the :meth:`settings` only: there is no evidence to show)."""
+        p = self.pipeline
+        if judgement.reference:
+            details: Mapping[str, Any] | None = self.details_of(judgement)
+        else:
+            details = self.settings() or None
+        return p.formula.result(
+            judgement.flags,
+            len(judgement.reference),
+            len(judgement.retrieved),
+            reference=p.reference.what,
+            retrieved=p.retrieved.what,
+            details=details,
+        )
+
+    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        early = self._decided_early(sample)
+        if early is not None:
+            return early
+        judgement = await self._judge(sample, ctx)
+        if isinstance(judgement, MetricResult):
+            return judgement
+        return self.result_of(judgement)
+
+    def _decided_early(self, sample: Sample) -> MetricResult | None:
+        """The row of a sample that needs no extraction or LLM call to decide (a blank text
+        reference, or nothing retrieved where the reference still needs work), else None."""
+        p = self.pipeline
+        reference = p.reference
+        if isinstance(reference, Items):
+            return None  # decided with the (cheap) items in hand, in _judge
+        if not (getattr(sample, reference.field) or "").strip():
+            settings = self.settings()
+            return MetricResult.undefined(
+                f"nothing to recall: there are no {_blank_reason(reference)}",
+                details=settings or None,
+            )
+        retrieved = getattr(sample, p.retrieved.field)
+        if not retrieved:
+            if p.formula.undefined_when_nothing_retrieved:
+                return MetricResult.undefined(
+                    f"nothing retrieved: there are no {p.retrieved.what}",
+                    details=self.settings() or None,
+                )
+            return MetricResult.ok(0.0, details={**self.settings(), "nothing_retrieved": True})
+        return None
+
+    async def _judge(self, sample: Sample, ctx: RunContext) -> Judgement | MetricResult:
+        p = self.pipeline
+        units: list[Unit] = []
+        retrieved_units: list[Unit] = []
+        reference_side, retrieved_side = p.reference, p.retrieved
+        if isinstance(reference_side, SplitAndAttribute):
+            contexts = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
+            attributed = await reference_side.attributor.attribute(
+                reference_side_text(sample, reference_side.field), contexts, ctx
+            )
+            units = [unit for unit, _ in attributed]
+            return Judgement(
+                reference=[u.text for u in units],
+                retrieved=contexts,
+                verdicts=[verdict for _, verdict in attributed],
+                judged="reference",
+                units=units,
+            )
+        extracted = await self._extract(sample, ctx)
+        reference: Sequence[str]
+        retrieved: Sequence[str]
+        if isinstance(reference_side, Extracted):
+            units = reference_side.keep(extracted[0])
+            reference = reference_side.compared(units)
+        else:
+            reference = reference_side.read(sample)
+        if isinstance(retrieved_side, Extracted):
+            retrieved_units = retrieved_side.keep(extracted[1])
+            retrieved = retrieved_side.compared(retrieved_units)
+        else:
+            retrieved = retrieved_side.read(sample)
+        items, candidates = p.pairs(reference, retrieved)
+        verdicts: list[Verdict]
+        if not reference or not items:
+            verdicts = []  # decided by the formula, without the matcher
+        elif not candidates:
+            verdicts = [_NO_CANDIDATE] * len(items)
+        else:
+            assert p.matcher is not None
+            verdicts = list(await p.matcher.match(items, candidates, ctx))
+            if len(verdicts) != len(items):
+                return MetricResult.error(
+                    f"matcher {p.matcher.name!r} gave {len(verdicts)} verdicts for "
+                    f"{len(items)} items",
+                    details=self.settings() or None,
+                )
+        return Judgement(
+            reference=reference,
+            retrieved=retrieved,
+            verdicts=verdicts,
+            judged=p.formula.judged,
+            units=units,
+            retrieved_units=retrieved_units,
+        )
+
+    async def _extract(self, sample: Sample, ctx: RunContext) -> list[list[Unit]]:
+        """The units of each :class:`Extracted` side (``[reference, retrieved]``); sides that
+        share an extractor share one call (batch-first)."""
+        sides = [self.pipeline.reference, self.pipeline.retrieved]
+        out: list[list[Unit]] = [[], []]
+        by_extractor: dict[int, list[int]] = {}
+        extractors: dict[int, Extractor] = {}
+        for position, side in enumerate(sides):
+            if isinstance(side, Extracted):
+                by_extractor.setdefault(id(side.extractor), []).append(position)
+                extractors[id(side.extractor)] = side.extractor
+        for key, positions in by_extractor.items():
+            texts = [sides[i].source_text(sample) for i in positions]  # type: ignore[union-attr]
+            found = await extractors[key].extract(texts, ctx)
+            if len(found) != len(texts):
+                raise ValueError(
+                    f"extractor {extractors[key].name!r} gave {len(found)} results for "
+                    f"{len(texts)} texts"
+                )
+            for position, units in zip(positions, found, strict=True):
+                out[position] = list(units)
+        return out
+
+    def estimate_calls(self, sample: Sample) -> list[int]:
+        """The prompt sizes (characters) of the LLM requests scoring ``sample`` would send, as
+        the parts estimate them (parts without ``estimate_calls`` send none): an extractor's
+        ``estimate_calls(texts)``, a matcher's ``estimate_calls(items, candidates, sample)``,
+        an attributor's ``estimate_calls(text, candidates, sample)``."""
+        p = self.pipeline
+        if self._decided_early(sample) is not None:
+            return []
+        reference_side, retrieved_side = p.reference, p.retrieved
+        if isinstance(reference_side, Items) and not reference_side.read(sample):
+            return []
+        if isinstance(retrieved_side, Items) and not retrieved_side.read(sample):
+            return []
+        sizes: list[int] = []
+        if isinstance(reference_side, SplitAndAttribute):
+            estimate = getattr(reference_side.attributor, "estimate_calls", None)
+            candidates = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
+            if estimate is not None:
+                text = reference_side_text(sample, reference_side.field)
+                sizes += estimate(text, candidates, sample)
+            return sizes
+        texts: dict[int, tuple[Extractor, list[str]]] = {}
+        for side in (reference_side, retrieved_side):
+            if isinstance(side, Extracted):
+                entry = texts.setdefault(id(side.extractor), (side.extractor, []))
+                entry[1].append(side.source_text(sample))
+        for extractor, side_texts in texts.values():
+            estimate = getattr(extractor, "estimate_calls", None)
+            if estimate is not None:
+                sizes += estimate(side_texts)
+        estimate = getattr(p.matcher, "estimate_calls", None)
+        if estimate is not None:
+            # the judged items of an extracted side are not known before extracting
+            reference = reference_side.read(sample) if isinstance(reference_side, Items) else []
+            retrieved = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
+            sizes += estimate(*p.pairs(reference, retrieved), sample)
+        return sizes
+
+
+def reference_side_text(sample: Sample, field: str) -> str:
+    value = getattr(sample, field)
+    if not value:
+        return ""
+    return value if isinstance(value, str) else "\n".join(value)
+
+
+@attrs.frozen(kw_only=True)
+class DeterministicPipelineMetric(PipelineMetric):
+    """A :class:`PipelineMetric` whose parts do no I/O: it also scores at once
+    (:meth:`score`) and many samples per call (:meth:`score_batch`), through the same parts."""
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if not self.pipeline.deterministic:
+            raise TypeError(
+                f"{type(self).__name__}: a deterministic metric needs Items on both sides and "
+                "a DeterministicMatcher (with match_now and match_batch)"
+            )
+
+    def score(self, sample: Sample) -> MetricResult:
+        return self.result_of(self.pipeline.judge_now(sample))
+
+    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        return self.score(sample)
+
+    def _details_now(self, sample: Sample) -> Mapping[str, Any]:
+        return self.details_of(self.pipeline.judge_now(sample))
+
+    def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
+        """Every sample as :meth:`score` scores it: the matcher's batch form gives the flags,
+        the formula the score, and the evidence is computed only when a row's details are
+        read."""
+        p = self.pipeline
+        reference_side, retrieved_side = p.reference, p.retrieved
+        assert isinstance(reference_side, Items)
+        assert isinstance(retrieved_side, Items)
+        read_reference, read_retrieved = reference_side.read, retrieved_side.read
+        pairs = p.pairs
+        out: list[MetricResult | None] = [None] * len(samples)
+        todo: list[tuple[Any, Any]] = []
+        where: list[int] = []
+        sizes: list[int] = []
+        for index, sample in enumerate(samples):
+            reference = read_reference(sample)
+            retrieved = read_retrieved(sample)
+            if not reference or not retrieved:
+                out[index] = self.score(sample)  # the edge cases, with their reasons
+                continue
+            todo.append(pairs(reference, retrieved))
+            where.append(index)
+            sizes.append(len(reference))
+        if todo:
+            value, name, details_now = p.formula.value, self.name, self._details_now
+            flags_of = p.matcher.match_batch(todo)  # type: ignore[union-attr]
+            if len(flags_of) != len(todo):
+                raise ValueError(
+                    f"matcher {p.matcher.name!r}: match_batch gave {len(flags_of)} results for "  # type: ignore[union-attr]
+                    f"{len(todo)} samples"
+                )
+            for index, flags, size in zip(where, flags_of, sizes, strict=True):
+                sample = samples[index]
+                out[index] = ok_row(
+                    value(flags, size),
+                    details=LazyDetails(details_now, sample),
+                    sample_id=sample.id or "",
+                    metric=name,
+                )
+        return out  # type: ignore[return-value]
+
+
+@attrs.frozen(kw_only=True)
+class _Composed(PipelineMetric):
+    """What :func:`compose` builds: a metric whose pipeline is given."""
+
+    parts_: Pipeline = attrs.field(alias="parts", repr=False)
+
+    @property
+    def requires(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.parts_.requires
+
+    def build(self) -> Pipeline:
+        return self.parts_
+
+
+@attrs.frozen(kw_only=True)
+class _ComposedDeterministic(_Composed, DeterministicPipelineMetric):
+    """What :func:`compose` builds when every part is deterministic."""
+
+
+def compose(
+    name: str,
+    *,
+    reference: ReferenceSource,
+    retrieved: RetrievedSource,
+    formula: Formula,
+    matcher: Matcher | None = None,
+) -> PipelineMetric:
+    """A metric made of parts, with no class of its own.
+
+    Example: entity recall with your extractor and ctxeval's fuzzy matcher::
+
+        from ctxeval.plugin import Extracted, Items, compose, get_extractor, get_matcher, policy
+
+        metric = compose(
+            "fuzzy_keyword_recall",
+            reference=Extracted(field="reference", extractor=get_extractor("keywords"),
+                                what="reference keywords"),
+            retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
+            matcher=get_matcher("fuzzy", threshold=0.85),
+            formula=policy.Recall(),
+        )
+
+    It is deterministic (with ``score`` and ``score_batch``) when its parts allow.
+    """
+    parts = Pipeline(reference=reference, retrieved=retrieved, matcher=matcher, formula=formula)
+    cls = _ComposedDeterministic if parts.deterministic else _Composed
+    return cls(name=name, parts=parts)

@@ -1,0 +1,184 @@
+"""The public plugin API: everything a plugin author needs, in one module.
+
+A plugin package (ctxeval's own built-in ones included) imports from here and nowhere else in
+ctxeval; the rest of the core is private and may change. A test in ctxeval's suite fails when a
+plugin package imports anything else.
+
+::
+
+    from ctxeval.plugin import (
+        Extracted, Items, compose, get_extractor, get_matcher, policy,
+    )
+
+What is here:
+
+* the pipeline parts: :class:`Pipeline`, :class:`PipelineMetric`,
+  :class:`DeterministicPipelineMetric`, the sources :class:`Items`, :class:`Extracted`,
+  :class:`SplitAndAttribute`, the :class:`Judgement` a metric's evidence is made from, and
+  :func:`compose`; the formulas are in :mod:`policy` (``policy.Recall()``,
+  ``policy.NDCGAtK(k=10)``...);
+* other plugins, bound when yours is built: :func:`get_extractor`, :func:`get_matcher`;
+* the protocols: :class:`Metric`, :class:`DeterministicMetric`, :class:`BatchMetric`,
+  :class:`Extractor`, :class:`Matcher`, :class:`DeterministicMatcher`, :class:`Attributor`,
+  :class:`LLMProvider`, :class:`RunContext`; the values :class:`Unit`, :class:`Verdict`,
+  :class:`Sample`;
+* base classes: :class:`BaseMetric`, :class:`BaseDeterministicMetric`, :class:`Dependency`
+  (an optional module and its install command), :func:`options_of`;
+* results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :data:`NO_USAGE`,
+  :func:`ok_row` (the fast path of batch scorers), :class:`LazyDetails`;
+* the score rules and formulas (:mod:`policy`) and the option validators (:mod:`validators`);
+* errors and call-failure classification: every error class, :func:`classify`,
+  :func:`status_of`, :func:`retry_after_of`;
+* helpers: :func:`cache_key` (the key of an LLM answer in the run's cache),
+  :func:`normalize_entity`, :func:`normalize_words`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import policy, validators
+from ._version import __version__
+from .base import BaseDeterministicMetric, BaseMetric, Dependency, options_of
+from .cache import cache_key
+from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    BudgetExceededError,
+    CallError,
+    CallTimeoutError,
+    ConfigError,
+    CtxevalError,
+    DataError,
+    FatalCallError,
+    InvalidResultError,
+    MalformedOutputError,
+    MissingExtraError,
+    PluginConflictError,
+    PluginError,
+    RateLimitError,
+    ServiceError,
+    TransientCallError,
+    UnknownNameError,
+)
+from .failures import Kind, classify, retry_after_of, status_of
+from .pipeline import (
+    DeterministicPipelineMetric,
+    Extracted,
+    Items,
+    Judgement,
+    Pipeline,
+    PipelineMetric,
+    SplitAndAttribute,
+    compose,
+)
+from .protocols import (
+    Attributor,
+    BatchMetric,
+    DeterministicMatcher,
+    DeterministicMetric,
+    Extractor,
+    LLMProvider,
+    Matcher,
+    Metric,
+    RunContext,
+    Unit,
+    Verdict,
+)
+from .registry import EXTRACTORS, MATCHERS, building_registry
+from .results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, ok_row
+from .sample import SAMPLE_FIELDS, Sample
+from .text import normalize_entity, normalize_words
+
+__all__ = [
+    "NO_USAGE",
+    "SAMPLE_FIELDS",
+    "Attributor",
+    "AuthenticationError",
+    "BadRequestError",
+    "BaseDeterministicMetric",
+    "BaseMetric",
+    "BatchMetric",
+    "BudgetExceededError",
+    "CallError",
+    "CallTimeoutError",
+    "ConfigError",
+    "CtxevalError",
+    "DataError",
+    "Dependency",
+    "DeterministicMatcher",
+    "DeterministicMetric",
+    "DeterministicPipelineMetric",
+    "Extracted",
+    "Extractor",
+    "FatalCallError",
+    "InvalidResultError",
+    "Items",
+    "Judgement",
+    "Kind",
+    "LLMProvider",
+    "LazyDetails",
+    "MalformedOutputError",
+    "Matcher",
+    "Metric",
+    "MetricResult",
+    "MissingExtraError",
+    "Pipeline",
+    "PipelineMetric",
+    "PluginConflictError",
+    "PluginError",
+    "RateLimitError",
+    "RunContext",
+    "Sample",
+    "ServiceError",
+    "SplitAndAttribute",
+    "Status",
+    "TransientCallError",
+    "Unit",
+    "UnknownNameError",
+    "Usage",
+    "Verdict",
+    "__version__",
+    "cache_key",
+    "classify",
+    "compose",
+    "get_extractor",
+    "get_matcher",
+    "normalize_entity",
+    "normalize_words",
+    "ok_row",
+    "options_of",
+    "policy",
+    "retry_after_of",
+    "status_of",
+    "validators",
+]
+
+
+def _with_llm(group: str, name: str, options: dict[str, Any], llm: Any) -> dict[str, Any]:
+    if llm is None or "llm" in options:
+        return options
+    accepted = options_of(building_registry().factory(group, name))
+    return {**options, "llm": llm} if accepted is None or "llm" in accepted else options
+
+
+def get_extractor(name: str, /, *, llm: Any = None, **options: Any) -> Extractor:
+    """The extractor registered under ``name``, built with ``options``, from the registry that
+    is building the calling plugin (else the default one): call it in a factory or a
+    metric's ``build()`` to bind a part once.
+
+    Args:
+        llm: handed on as the extractor's ``llm`` option when it takes one (LLM-backed
+            extractors do), left out otherwise.
+
+    Raises:
+        UnknownNameError, ConfigError, MissingExtraError, PluginError: as
+        :meth:`ctxeval.Registry.get_extractor` does.
+    """
+    return building_registry().get_extractor(name, **_with_llm(EXTRACTORS, name, options, llm))
+
+
+def get_matcher(name: str, /, *, llm: Any = None, **options: Any) -> Matcher:
+    """The matcher registered under ``name``, built with ``options`` (see
+    :func:`get_extractor`)."""
+    return building_registry().get_matcher(name, **_with_llm(MATCHERS, name, options, llm))

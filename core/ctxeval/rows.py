@@ -1,0 +1,125 @@
+"""Turning what happened to a sample into its rows: ids, labels and error rows.
+
+Nothing is dropped in a run: a sample that lacks a field a metric requires, a metric that
+raises, or one that returns something that is not a :class:`~ctxeval.MetricResult`, each gives
+an ``error`` row saying why.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import CtxevalError, DataError
+from .protocols import Metric
+from .results import MetricResult
+from .sample import Sample
+
+__all__ = [
+    "SampleInput",
+    "checked",
+    "failure",
+    "identify",
+    "lacking",
+    "leaves",
+    "method",
+    "missing_field_error",
+]
+
+logger = logging.getLogger(__name__)
+
+SampleInput = Sample | Mapping[str, Any]
+"""What a run takes as a sample: a :class:`~ctxeval.Sample`, or a dict of its fields."""
+
+
+def _to_sample(item: SampleInput, index: int) -> Sample:
+    if isinstance(item, Sample):
+        return item
+    try:
+        return Sample.from_dict(item)
+    except DataError as exc:
+        sample_id = item.get("id") if isinstance(item, Mapping) else None
+        raise exc.located(
+            sample_id=str(sample_id) if sample_id is not None else str(index)
+        ) from None
+
+
+def identify(item: SampleInput, index: int, seen_ids: set[str]) -> tuple[Sample, str]:
+    """The sample and its id (its position when it has none), refusing an id seen before."""
+    sample = _to_sample(item, index)
+    sample_id = sample.id if sample.id is not None else str(index)
+    if sample_id in seen_ids:
+        raise DataError(
+            "two samples have this id",
+            sample_id=sample_id,
+            hint="sample ids must be unique; results and resumed runs are keyed by them",
+        )
+    seen_ids.add(sample_id)
+    return sample, sample_id
+
+
+def method(metric: Metric, name: str) -> Any:
+    """``metric.<name>`` if the metric has such a method, else None."""
+    found = getattr(metric, name, None)
+    return found if callable(found) else None
+
+
+def lacking(samples: Sequence[Sample], requires: tuple[str, ...]) -> list[int]:
+    """The positions of the samples that lack a field in ``requires``."""
+    if not requires:
+        return []
+    values = operator.attrgetter(*requires)
+    if len(requires) == 1:
+        return [i for i, sample in enumerate(samples) if values(sample) is None]
+    return [i for i, sample in enumerate(samples) if None in values(sample)]
+
+
+def missing_field_error(sample: Sample, metric: Metric, missing: list[str]) -> MetricResult:
+    """The error row of a sample that lacks fields ``metric`` requires (with a hint when the
+    sample has a field of a close name)."""
+    reason = (
+        f"the sample has no {', '.join(repr(f) for f in missing)}, which {metric.name} requires"
+    )
+    typos = [
+        f"{key!r} (did you mean {close[0]!r}?)"
+        for key in sample.metadata
+        for close in [difflib.get_close_matches(key, missing, n=1, cutoff=0.75)]
+        if close
+    ]
+    if typos:
+        reason += f"; the sample has a field {', '.join(typos)}"
+    return MetricResult.error(reason, details={"missing_fields": missing})
+
+
+def checked(result: object, metric: Metric, sample_id: str) -> MetricResult:
+    """The row for ``result``: labelled with sample and metric, or an error if it is no result."""
+    if not isinstance(result, MetricResult):
+        result = MetricResult.error(
+            f"metric {metric.name!r} returned {type(result).__name__}, not a MetricResult"
+        )
+    elif result.sample_id == sample_id and result.metric == metric.name:
+        return result  # a batch scorer labelled it already
+    return result.labelled(sample_id, metric.name)
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or ``[exc]``."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, Exception) and isinstance(inner, tuple) and inner:
+        return [leaf for sub in inner for leaf in leaves(sub)]
+    return [exc]
+
+
+def failure(exc: BaseException, metric: Metric) -> MetricResult:
+    """The error row for a metric that raised (the first failure inside a task group)."""
+    logger.debug("metric %s failed", metric.name, exc_info=exc)
+    found = leaves(exc)
+    first = found[0]
+    kind = type(first).__name__
+    more = f" (and {len(found) - 1} more failure(s))" if len(found) > 1 else ""
+    if isinstance(first, CtxevalError):
+        return MetricResult.error(f"{kind}: {first}{more}")
+    return MetricResult.error(f"{kind} in metric {metric.name!r}: {first}{more}")

@@ -1,0 +1,25 @@
+"""Text normalisation shared by plugins that compare entities or passages."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["normalize_entity", "normalize_words"]
+
+_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+_LEADING_THE = re.compile(r"^(the|a|an)\s+")
+
+
+def normalize_entity(text: str) -> str:
+    """The form entities are compared in: case folded, punctuation dropped, spacing folded,
+    a leading article removed (``"The  Eiffel-Tower!"`` becomes ``"eiffel tower"``)."""
+    folded = _PUNCTUATION.sub(" ", text.casefold().replace("'s ", " ").replace("\u2019s ", " "))
+    folded = _SPACES.sub(" ", folded).strip()
+    return _LEADING_THE.sub("", folded)
+
+
+def normalize_words(text: str) -> str:
+    """``text`` case folded, with punctuation turned into spaces and spacing folded: the form
+    in which an entity is looked for inside a passage."""
+    return _SPACES.sub(" ", _PUNCTUATION.sub(" ", text.casefold())).strip()
