@@ -26,7 +26,7 @@ from anyio.lowlevel import checkpoint
 
 import ctxeval
 from ctxeval import MetricResult, Sample
-from ctxeval.base import BaseMetric
+from ctxeval.plugin import BaseMetric
 
 
 async def fake_call() -> str:

@@ -234,6 +234,34 @@ def test_demo(tmp_path: Path) -> None:
     assert "scored 210/210 rows" in done.stderr  # plain progress lines when not a terminal
 
 
+def test_entity_recall_with_spacy_needs_no_model(tmp_path: Path) -> None:
+    """Only metrics whose parts call an LLM ask for --model (the spaCy extractor does not)."""
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": "e", "reference": "Gustave Eiffel designed the tower in Paris in 1889.",
+          "retrieved_contexts": ["The tower in Paris was completed in 1889."]}],
+    )  # fmt: skip
+    done = ctxeval_cli(
+        "evaluate", str(data), "-m", "context_entity_recall:extractor=spacy", "-q",
+        "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    row = json.loads((tmp_path / "run" / "results.jsonl").read_text())
+    assert (row["score"], row["details"]["missing"]) == (2 / 3, ["Gustave Eiffel"])
+    needs = ctxeval_cli("evaluate", str(data), "-m", "context_entity_recall")  # the llm extractor
+    assert needs.returncode == 2
+    assert "these metrics need an LLM: add --model" in needs.stderr
+
+
+def test_an_unknown_provider_is_named(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", ROWS)
+    done = ctxeval_cli(
+        "evaluate", str(data), "-m", "context_precision", "--model", "m", "--provider", "acme"
+    )
+    assert done.returncode == 2
+    assert "unknown LLM provider 'acme'" in done.stderr
+
+
 # --- with an LLM: dry run, cost limit, interruption and resume ---------------------------------
 
 LLM_ROWS = [

@@ -18,14 +18,18 @@ infos = {(p.group, p.name): p for p in ctxeval.plugins()}
 metric = ctxeval.get_metric("keyword_recall")
 ev = ctxeval.evaluate(
     [{"reference": "Gustave Eiffel designed the tower in Paris in 1889.",
-      "retrieved_contexts": ["The tower in Paris was completed in 1889."]}],
-    metrics=[metric],
+      "retrieved_contexts": ["The tower in Paris was completed in 1889."]},
+     {"reference": "Gustave Eiffel designed the tower.",
+      "retrieved_contexts": ["Gustav Eiffel's designs for the towers"]}],
+    metrics=[metric, "fuzzy_keyword_recall"],
 )
-row = ev.results[0]
+row, fuzzy, _, fuzzy2 = ev.results
 print(json.dumps({
     "statuses": {f"{g}:{n}": (p.status, p.distribution) for (g, n), p in infos.items()
                  if p.distribution == "ctxeval-example-plugin"},
-    "score": row.score, "details": row.details, "status": row.status.value,
+    "score": row.score, "details": dict(row.details), "status": row.status.value,
+    "deterministic": hasattr(metric, "score_batch"),
+    "fuzzy": [fuzzy.score, fuzzy2.score, dict(fuzzy2.details)],
 }))
 """
 
@@ -55,6 +59,7 @@ def test_example_plugin_is_discovered_and_runs(installed: Path) -> None:
     result = json.loads(out.stdout.splitlines()[-1])
     assert result["statuses"] == {
         "ctxeval.metrics:keyword_recall": ["ok", "ctxeval-example-plugin"],
+        "ctxeval.metrics:fuzzy_keyword_recall": ["ok", "ctxeval-example-plugin"],
         "ctxeval.extractors:keywords": ["ok", "ctxeval-example-plugin"],
         "ctxeval.matchers:substring": ["ok", "ctxeval-example-plugin"],
     }
@@ -62,6 +67,15 @@ def test_example_plugin_is_discovered_and_runs(installed: Path) -> None:
     assert result["status"] == "ok"
     assert result["score"] == 0.5
     assert result["details"]["missing"] == ["Gustave", "Eiffel", "designed"]
+    assert result["details"]["found"] == ["tower", "Paris", "1889"]
+    assert result["deterministic"] is False  # an extractor runs: not a deterministic pipeline
+    # ctxeval's fuzzy matcher (threshold 0.85) inside a third-party composition: on the second
+    # sample "Gustave" matches "Gustav" (partial ratio 12/13) and "tower" "towers", but
+    # "designed" is 0.75 from "designs"
+    first, second, details = result["fuzzy"]
+    assert first == 0.5
+    assert second == 0.75
+    assert details == {"found": ["Gustave", "Eiffel", "tower"], "missing": ["designed"]}
 
 
 def test_without_installing_it_the_plugin_is_unknown() -> None:

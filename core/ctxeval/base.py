@@ -29,17 +29,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from .protocols import Verdict
 from .validators import text
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from .protocols import RunContext
     from .results import MetricResult
     from .sample import Sample
 
 __all__ = [
+    "BaseDeterministicMatcher",
     "BaseDeterministicMetric",
     "BaseMetric",
     "Dependency",
+    "membership_verdicts",
     "options_of",
 ]
 
@@ -95,6 +100,44 @@ class BaseDeterministicMetric(BaseMetric):
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         return self.score(sample)
+
+
+class BaseDeterministicMatcher:
+    """Base for matchers that need no I/O: implement :meth:`match_now`; :meth:`match` and the
+    batch form :meth:`match_batch` (what the deterministic fast path calls) come from it.
+
+    Override :meth:`match_batch` when a faster bulk form exists; it must give the flags of
+    :meth:`match_now`.
+    """
+
+    __slots__ = ()
+
+    def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
+        raise NotImplementedError(f"{type(self).__name__} does not implement match_now()")
+
+    def match_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[list[bool]]:
+        """For each ``(items, candidates)``: :meth:`match_now`'s verdicts, as flags."""
+        return [[v.matched for v in self.match_now(items, other)] for items, other in pairs]
+
+    async def match(
+        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
+    ) -> list[Verdict]:
+        return self.match_now(items, candidates)
+
+
+def membership_verdicts(
+    items: Sequence[str], candidates: Sequence[str], key: Callable[[str], str] = str
+) -> list[Verdict]:
+    """One verdict per item: matched when some candidate has the same ``key``; the evidence is
+    the first such candidate's index, the score 1.0 or 0.0."""
+    first: dict[str, int] = {}
+    for index, candidate in enumerate(candidates):
+        first.setdefault(key(candidate), index)
+    verdicts = []
+    for item in items:
+        where = first.get(key(item))
+        verdicts.append(Verdict(where is not None, 1.0 if where is not None else 0.0, where))
+    return verdicts
 
 
 def options_of(factory: Any) -> list[str] | None:

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from .results import MetricResult, Status, Usage
+from .stats import mean_ci
 
 __all__ = ["Evaluation", "MetricSummary"]
 
@@ -24,9 +25,11 @@ class MetricSummary:
         metric: the metric's row name.
         mean: mean score over the ``ok`` rows (None when there is none).
         n_ok, n_undefined, n_error: rows of each status.
-        ci95: a 95% confidence interval of the mean (normal approximation, clipped to
-            [0, 1]); None with fewer than two ``ok`` rows.
+        ci95: a 95% confidence interval of the mean (a seeded percentile bootstrap, see
+            ``ci95_method``); None with fewer than two ``ok`` rows. The same numbers as
+            ``summary.json``, the report and the terminal.
         usage: what the metric's rows cost, summed.
+        ci95_method: how ``ci95`` was computed, in words.
     """
 
     metric: str
@@ -36,6 +39,7 @@ class MetricSummary:
     n_error: int
     ci95: tuple[float, float] | None
     usage: Usage
+    ci95_method: str | None = None
 
     @property
     def n(self) -> int:
@@ -50,6 +54,7 @@ class MetricSummary:
             "n_undefined": self.n_undefined,
             "n_error": self.n_error,
             "ci95": list(self.ci95) if self.ci95 is not None else None,
+            "ci95_method": self.ci95_method,
             "usage": self.usage.to_dict(),
         }
 
@@ -62,11 +67,8 @@ def _summarize(metric: str, rows: Sequence[MetricResult]) -> MetricSummary:
             usage = usage + row.usage
     n = len(scores)
     mean = math.fsum(scores) / n if n else None
-    ci95 = None
-    if n >= 2 and mean is not None:
-        variance = math.fsum((s - mean) ** 2 for s in scores) / (n - 1)
-        half = 1.959963984540054 * math.sqrt(variance / n)
-        ci95 = (max(0.0, mean - half), min(1.0, mean + half))
+    interval = mean_ci(scores)
+    ci95, method = interval if interval is not None else (None, None)
     return MetricSummary(
         metric=metric,
         mean=mean,
@@ -75,6 +77,7 @@ def _summarize(metric: str, rows: Sequence[MetricResult]) -> MetricSummary:
         n_error=sum(r.status is Status.ERROR for r in rows),
         ci95=ci95,
         usage=usage,
+        ci95_method=method,
     )
 
 
@@ -89,6 +92,7 @@ class Evaluation:
     def __init__(self, results: Sequence[MetricResult], metrics: Sequence[str]) -> None:
         self.results: tuple[MetricResult, ...] = tuple(results)
         self.metrics: tuple[str, ...] = tuple(metrics)
+        self._summary: dict[str, MetricSummary] | None = None
 
     def __len__(self) -> int:
         return len(self.results)
@@ -109,11 +113,14 @@ class Evaluation:
         return [r.score for r in self.rows(metric)]
 
     def summary(self) -> dict[str, MetricSummary]:
-        """Per metric: mean, n_ok, n_undefined, n_error, 95% CI and usage."""
-        by_metric: dict[str, list[MetricResult]] = {m: [] for m in self.metrics}
-        for row in self.results:
-            by_metric.setdefault(row.metric, []).append(row)
-        return {metric: _summarize(metric, rows) for metric, rows in by_metric.items()}
+        """Per metric: mean, n_ok, n_undefined, n_error, 95% CI (and how it was computed) and
+        usage; computed once (the rows do not change)."""
+        if self._summary is None:
+            by_metric: dict[str, list[MetricResult]] = {m: [] for m in self.metrics}
+            for row in self.results:
+                by_metric.setdefault(row.metric, []).append(row)
+            self._summary = {metric: _summarize(metric, rows) for metric, rows in by_metric.items()}
+        return dict(self._summary)
 
     @property
     def usage(self) -> Usage:

@@ -30,6 +30,7 @@ precision-like formula and 0 otherwise.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -46,8 +47,8 @@ from .protocols import (
     Unit,
     Verdict,
 )
-from .results import LazyDetails, MetricResult, ok_row
-from .sample import Sample
+from .results import NO_USAGE, LazyDetails, MetricResult, Status, _make, ok_row
+from .sample import TEXT_FIELDS, Sample
 from .validators import boolean, text
 
 __all__ = [
@@ -86,13 +87,23 @@ class Items:
     dedupe: bool = attrs.field(default=False, validator=boolean)
 
     def read(self, sample: Sample) -> list[str]:
-        """The items of ``sample`` (empty when the field is missing or blank)."""
+        """The items of ``sample`` (empty when the field is missing or blank), repeats removed
+        when the side says so."""
         value = getattr(sample, self.field)
         if not value:
             return []
         if isinstance(value, str):
             return [value] if value.strip() else []
         return _dedupe(value) if self.dedupe else list(value)
+
+    def given(self, sample: Sample) -> Sequence[str]:
+        """The items of ``sample`` as it gives them (repeats kept)."""
+        value = getattr(sample, self.field)
+        if not value:
+            return ()
+        if isinstance(value, str):
+            return (value,) if value.strip() else ()
+        return tuple(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -257,7 +268,9 @@ class Pipeline:
         self, reference: Sequence[str], retrieved: Sequence[str]
     ) -> tuple[Sequence[str], Sequence[str]]:
         """``(judged items, candidates)`` for the matcher: the retrieved items are cut to the
-        formula's depth."""
+        formula's depth. (A deterministic pipeline hands the candidate side to the matcher as
+        the sample gives it, repeats included: a verdict says whether an item is *among* the
+        candidates, which repeats do not change.)"""
         if self.formula.judged == "reference":
             return reference, retrieved
         depth = self.formula.depth
@@ -269,7 +282,10 @@ class Pipeline:
         assert isinstance(self.retrieved, Items)
         reference = self.reference.read(sample)
         retrieved = self.retrieved.read(sample)
-        items, candidates = self.pairs(reference, retrieved)
+        items, candidates = self.pairs(
+            reference if self.formula.judged == "reference" else self.reference.given(sample),
+            retrieved if self.formula.judged == "retrieved" else self.retrieved.given(sample),
+        )
         if not items:
             verdicts: list[Verdict] = []
         elif not candidates:
@@ -553,42 +569,59 @@ class DeterministicPipelineMetric(PipelineMetric):
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it: the matcher's batch form gives the flags,
         the formula the score, and the evidence is computed only when a row's details are
-        read."""
+        read. (The sides are read here in one loop, as :meth:`Items.read` reads them: this
+        runs for every row of a large run.)"""
         p = self.pipeline
         reference_side, retrieved_side = p.reference, p.retrieved
         assert isinstance(reference_side, Items)
         assert isinstance(retrieved_side, Items)
-        read_reference, read_retrieved = reference_side.read, retrieved_side.read
-        pairs = p.pairs
+        get_reference = operator.attrgetter(reference_side.field)
+        get_retrieved = operator.attrgetter(retrieved_side.field)
+        dedupe_reference, dedupe_retrieved = reference_side.dedupe, retrieved_side.dedupe
+        judge_reference, depth = p.formula.judged == "reference", p.formula.depth
+        fromkeys = dict.fromkeys
         out: list[MetricResult | None] = [None] * len(samples)
-        todo: list[tuple[Any, Any]] = []
+        todo: list[tuple[Sequence[str], Sequence[str]]] = []
         where: list[int] = []
         sizes: list[int] = []
+        if not {reference_side.field, retrieved_side.field}.isdisjoint(TEXT_FIELDS):
+            return [self.score(sample) for sample in samples]  # a text side: one item or none
         for index, sample in enumerate(samples):
-            reference = read_reference(sample)
-            retrieved = read_retrieved(sample)
+            reference = get_reference(sample)
+            retrieved = get_retrieved(sample)
             if not reference or not retrieved:
                 out[index] = self.score(sample)  # the edge cases, with their reasons
                 continue
-            todo.append(pairs(reference, retrieved))
+            if judge_reference:
+                if dedupe_reference:
+                    reference = list(fromkeys(reference))
+                todo.append((reference, retrieved))
+                sizes.append(len(reference))
+            else:
+                if dedupe_retrieved:
+                    retrieved = list(fromkeys(retrieved))
+                todo.append((retrieved if depth is None else retrieved[:depth], reference))
+                sizes.append(len(set(reference)) if dedupe_reference else len(reference))
             where.append(index)
-            sizes.append(len(reference))
-        if todo:
-            value, name, details_now = p.formula.value, self.name, self._details_now
-            flags_of = p.matcher.match_batch(todo)  # type: ignore[union-attr]
-            if len(flags_of) != len(todo):
-                raise ValueError(
-                    f"matcher {p.matcher.name!r}: match_batch gave {len(flags_of)} results for "  # type: ignore[union-attr]
-                    f"{len(todo)} samples"
-                )
-            for index, flags, size in zip(where, flags_of, sizes, strict=True):
-                sample = samples[index]
-                out[index] = ok_row(
-                    value(flags, size),
-                    details=LazyDetails(details_now, sample),
-                    sample_id=sample.id or "",
-                    metric=name,
-                )
+        if not todo:
+            return out  # type: ignore[return-value]
+        matcher = p.matcher
+        assert isinstance(matcher, DeterministicMatcher)
+        flags_of = matcher.match_batch(todo)
+        if len(flags_of) != len(todo):
+            raise ValueError(
+                f"matcher {matcher.name!r}: match_batch gave {len(flags_of)} results for "
+                f"{len(todo)} samples"
+            )
+        value, name, details_now = p.formula.value, self.name, self._details_now
+        for index, flags, size in zip(where, flags_of, sizes, strict=True):
+            sample = samples[index]
+            score = value(flags, size)
+            details = LazyDetails(details_now, sample)
+            if type(score) is float and 0.0 <= score <= 1.0:  # ok_row's check, inline
+                out[index] = _make(Status.OK, score, None, details, NO_USAGE, sample.id or "", name)
+            else:
+                out[index] = ok_row(score, details=details, sample_id=sample.id or "", metric=name)
         return out  # type: ignore[return-value]
 
 

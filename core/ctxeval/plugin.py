@@ -22,8 +22,10 @@ What is here:
   :class:`Extractor`, :class:`Matcher`, :class:`DeterministicMatcher`, :class:`Attributor`,
   :class:`LLMProvider`, :class:`RunContext`; the values :class:`Unit`, :class:`Verdict`,
   :class:`Sample`;
-* base classes: :class:`BaseMetric`, :class:`BaseDeterministicMetric`, :class:`Dependency`
-  (an optional module and its install command), :func:`options_of`;
+* base classes: :class:`BaseMetric`, :class:`BaseDeterministicMetric`,
+  :class:`BaseDeterministicMatcher` (write ``match_now``, get ``match`` and ``match_batch``),
+  :class:`Dependency` (an optional module and its install command), :func:`options_of`,
+  :func:`membership_verdicts`;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :data:`NO_USAGE`,
   :func:`ok_row` (the fast path of batch scorers), :class:`LazyDetails`;
 * the score rules and formulas (:mod:`policy`) and the option validators (:mod:`validators`);
@@ -39,7 +41,14 @@ from typing import Any
 
 from . import policy, validators
 from ._version import __version__
-from .base import BaseDeterministicMetric, BaseMetric, Dependency, options_of
+from .base import (
+    BaseDeterministicMatcher,
+    BaseDeterministicMetric,
+    BaseMetric,
+    Dependency,
+    membership_verdicts,
+    options_of,
+)
 from .cache import cache_key
 from .errors import (
     AuthenticationError,
@@ -96,6 +105,7 @@ __all__ = [
     "Attributor",
     "AuthenticationError",
     "BadRequestError",
+    "BaseDeterministicMatcher",
     "BaseDeterministicMetric",
     "BaseMetric",
     "BatchMetric",
@@ -144,6 +154,7 @@ __all__ = [
     "compose",
     "get_extractor",
     "get_matcher",
+    "membership_verdicts",
     "normalize_entity",
     "normalize_words",
     "ok_row",

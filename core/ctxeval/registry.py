@@ -47,6 +47,7 @@ from ._optional import is_installed
 from .base import Dependency, options_of
 from .errors import (
     ConfigError,
+    CtxevalError,
     MissingExtraError,
     PluginConflictError,
     PluginError,
@@ -355,6 +356,8 @@ class Registry:
         token = _BUILDING.set(self)
         try:
             plugin = factory(**options)
+        except CtxevalError:
+            raise  # already says what is wrong (a part that is unknown, an extra missing)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{kind} {name!r}: bad option: {exc}") from exc
         finally:

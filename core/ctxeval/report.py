@@ -12,7 +12,6 @@ from typing import Any
 
 from .evaluation import Evaluation
 from .results import MetricResult, Status, Usage
-from .stats import bootstrap_ci
 
 __all__ = ["summary_dict", "write_outputs", "write_report"]
 
@@ -20,20 +19,13 @@ __all__ = ["summary_dict", "write_outputs", "write_report"]
 def summary_dict(
     evaluation: Evaluation, *, extra: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Per metric: mean, n_ok, n_undefined, n_error and a bootstrap 95% CI; usage totals."""
+    """Per metric: mean, n_ok, n_undefined, n_error, the 95% CI and its method, usage; usage
+    totals. The numbers are :meth:`Evaluation.summary`'s."""
     metrics = {}
     for name, summary in evaluation.summary().items():
-        scores = [s for s in evaluation.scores(name) if s is not None]
-        ci = bootstrap_ci(scores)
-        metrics[name] = {
-            "mean": summary.mean,
-            "n_ok": summary.n_ok,
-            "n_undefined": summary.n_undefined,
-            "n_error": summary.n_error,
-            "ci95": list(ci) if ci is not None else None,
-            "ci95_method": "percentile bootstrap, 2000 resamples",
-            "usage": summary.usage.to_dict(),
-        }
+        entry = summary.to_dict()
+        del entry["metric"]
+        metrics[name] = entry
     out: dict[str, Any] = {"metrics": metrics, "usage": evaluation.usage.to_dict()}
     out.update(extra or {})
     return out

@@ -6,10 +6,17 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["bootstrap_ci", "paired_bootstrap"]
+__all__ = ["BOOTSTRAP_METHOD", "NORMAL_METHOD", "bootstrap_ci", "mean_ci", "paired_bootstrap"]
 
 _RESAMPLES = 2000
 _CHUNK = 200
+_NORMAL_ABOVE = 20_000
+
+BOOTSTRAP_METHOD = f"percentile bootstrap, {_RESAMPLES} resamples, seed 0"
+"""How the 95% interval of a mean is computed (the name written beside it)."""
+NORMAL_METHOD = f"normal approximation (more than {_NORMAL_ABOVE} scores)"
+"""How it is computed for large samples, where the bootstrap and the normal approximation
+agree and the bootstrap would cost seconds."""
 
 
 def _resampled_means(values: Any, rng: Any, resamples: int) -> Any:
@@ -22,6 +29,16 @@ def _resampled_means(values: Any, rng: Any, resamples: int) -> Any:
         index = rng.integers(0, n, size=(count, n))
         means[start : start + count] = values[index].mean(axis=1)
     return means
+
+
+def mean_ci(scores: Sequence[float]) -> tuple[tuple[float, float], str] | None:
+    """The 95% confidence interval of the mean of ``scores`` and the name of the method: the
+    one interval every output of ctxeval shows (``Evaluation.summary()``, ``summary.json``,
+    the report, the terminal). None with fewer than 2 scores."""
+    interval = bootstrap_ci(scores)
+    if interval is None:
+        return None
+    return interval, NORMAL_METHOD if len(scores) > _NORMAL_ABOVE else BOOTSTRAP_METHOD
 
 
 def bootstrap_ci(
@@ -38,7 +55,7 @@ def bootstrap_ci(
     if n < 2:
         return None
     values = np.asarray(scores, dtype=np.float64)
-    if n > 20_000:
+    if n > _NORMAL_ABOVE:
         half = 1.959963984540054 * values.std(ddof=1) / math.sqrt(n)
         mean = float(values.mean())
         return max(0.0, mean - half), min(1.0, mean + half)

@@ -60,12 +60,13 @@ _MATCHER = IDMatcher()
 
 @attrs.frozen(kw_only=True)
 class _IDMetric(DeterministicPipelineMetric):
-    """The ID pipeline; a metric gives its formula (:meth:`formula`)."""
+    """The ID pipeline; a metric names its formula (:attr:`formula_type`)."""
 
     requires: ClassVar[tuple[str, ...]] = ("retrieved_context_ids", "reference_context_ids")
+    formula_type: ClassVar[type[policy.Formula]] = policy.Formula
 
     def formula(self) -> policy.Formula:
-        raise NotImplementedError
+        return self.formula_type()
 
     def build(self) -> Pipeline:
         return Pipeline(
@@ -95,8 +96,7 @@ class IDBasedContextPrecision(_IDMetric):
 
     registry_name = "id_based_context_precision"
 
-    def formula(self) -> policy.Formula:
-        return policy.Precision()
+    formula_type = policy.Precision
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return _split(judgement)
@@ -108,8 +108,7 @@ class IDBasedContextRecall(_IDMetric):
 
     registry_name = "id_based_context_recall"
 
-    def formula(self) -> policy.Formula:
-        return policy.Recall()
+    formula_type = policy.Recall
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return _split(judgement)
@@ -123,6 +122,9 @@ class _AtK(_IDMetric):
     def default_name(self) -> str:
         return self.registry_name.replace("_at_k", f"_at_{self.k}")
 
+    def formula(self) -> policy.Formula:
+        return self.formula_type(k=self.k)  # type: ignore[call-arg]
+
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return {"top_k": list(judgement.retrieved[: self.k])}
 
@@ -133,8 +135,7 @@ class IDPrecisionAtK(_AtK):
 
     registry_name = "id_precision_at_k"
 
-    def formula(self) -> policy.Formula:
-        return policy.PrecisionAtK(k=self.k)
+    formula_type = policy.PrecisionAtK
 
 
 @attrs.frozen(kw_only=True)
@@ -143,8 +144,7 @@ class IDRecallAtK(_AtK):
 
     registry_name = "id_recall_at_k"
 
-    def formula(self) -> policy.Formula:
-        return policy.RecallAtK(k=self.k)
+    formula_type = policy.RecallAtK
 
 
 @attrs.frozen(kw_only=True)
@@ -153,8 +153,7 @@ class IDHitRateAtK(_AtK):
 
     registry_name = "id_hit_rate_at_k"
 
-    def formula(self) -> policy.Formula:
-        return policy.HitRateAtK(k=self.k)
+    formula_type = policy.HitRateAtK
 
 
 @attrs.frozen(kw_only=True)
@@ -163,8 +162,7 @@ class IDNDCGAtK(_AtK):
 
     registry_name = "id_ndcg_at_k"
 
-    def formula(self) -> policy.Formula:
-        return policy.NDCGAtK(k=self.k)
+    formula_type = policy.NDCGAtK
 
 
 @attrs.frozen(kw_only=True)
@@ -173,8 +171,7 @@ class IDMRR(_IDMetric):
 
     registry_name = "id_mrr"
 
-    def formula(self) -> policy.Formula:
-        return policy.ReciprocalRank()
+    formula_type = policy.ReciprocalRank
 
 
 @attrs.frozen(kw_only=True)
@@ -183,5 +180,4 @@ class IDAveragePrecision(_IDMetric):
 
     registry_name = "id_average_precision"
 
-    def formula(self) -> policy.Formula:
-        return policy.RankedAveragePrecision()
+    formula_type = policy.RankedAveragePrecision

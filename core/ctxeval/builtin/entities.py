@@ -24,15 +24,16 @@ from typing import Any, ClassVar
 import attrs
 
 from ctxeval.plugin import (
+    BaseDeterministicMatcher,
     Extracted,
     Items,
     Judgement,
     Pipeline,
     PipelineMetric,
-    RunContext,
     Verdict,
     get_extractor,
     get_matcher,
+    membership_verdicts,
     normalize_entity,
     normalize_words,
     policy,
@@ -48,24 +49,7 @@ __all__ = [
 
 
 @attrs.frozen(kw_only=True)
-class _EntityMatcher:
-    """The deterministic entity matchers' shared forms: :meth:`match` and the batch form are
-    :meth:`match_now`'s."""
-
-    def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
-        raise NotImplementedError
-
-    def match_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[list[bool]]:
-        return [[v.matched for v in self.match_now(items, other)] for items, other in pairs]
-
-    async def match(
-        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
-    ) -> list[Verdict]:
-        return self.match_now(items, candidates)
-
-
-@attrs.frozen(kw_only=True)
-class ContainmentMatcher(_EntityMatcher):
+class ContainmentMatcher(BaseDeterministicMatcher):
     """Matcher ``containment``: the normalised entity occurs in a candidate as whole words."""
 
     registry_name: ClassVar[str] = "containment"
@@ -83,7 +67,7 @@ class ContainmentMatcher(_EntityMatcher):
 
 
 @attrs.frozen(kw_only=True)
-class FuzzyMatcher(_EntityMatcher):
+class FuzzyMatcher(BaseDeterministicMatcher):
     """Matcher ``fuzzy``: the best partial alignment of the normalised entity in a candidate
     reaches ``threshold`` (default 0.9; rapidfuzz ``partial_ratio``)."""
 
@@ -109,7 +93,7 @@ class FuzzyMatcher(_EntityMatcher):
 
 
 @attrs.frozen(kw_only=True)
-class SameEntityMatcher(_EntityMatcher):
+class SameEntityMatcher(BaseDeterministicMatcher):
     """Matcher ``same_entity``: an entity is matched when a candidate entity has the same
     normalised form (``"The Eiffel-Tower"`` and ``"eiffel tower"``); what
     ``context_entity_recall``'s ``intersection`` mode compares with."""
@@ -118,14 +102,7 @@ class SameEntityMatcher(_EntityMatcher):
     name: str = "same_entity"
 
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
-        first: dict[str, int] = {}
-        for index, candidate in enumerate(candidates):
-            first.setdefault(normalize_entity(candidate), index)
-        verdicts = []
-        for item in items:
-            where = first.get(normalize_entity(item))
-            verdicts.append(Verdict(where is not None, 1.0 if where is not None else 0.0, where))
-        return verdicts
+        return membership_verdicts(items, candidates, normalize_entity)
 
 
 def _options(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:

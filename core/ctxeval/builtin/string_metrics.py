@@ -48,11 +48,10 @@ class _StringMetric(DeterministicPipelineMetric):
     normalize: bool = attrs.field(default=False, validator=validators.boolean)
     """Compare lower-cased text with punctuation and white space folded to single spaces."""
 
-    def formula(self) -> policy.Formula:
-        raise NotImplementedError
+    formula_type: ClassVar[type[policy.Formula]] = policy.Formula
 
     def build(self) -> Pipeline:
-        formula = self.formula()
+        formula = self.formula_type()
         matcher = SimilarityMatcher(
             measure=self.measure,
             threshold=self.threshold,
@@ -89,8 +88,7 @@ class NonLLMContextPrecisionWithReference(_StringMetric):
 
     registry_name = "non_llm_context_precision_with_reference"
 
-    def formula(self) -> policy.Formula:
-        return policy.AveragePrecision()
+    formula_type = policy.AveragePrecision
 
 
 @attrs.frozen(kw_only=True)
@@ -99,5 +97,4 @@ class NonLLMContextRecall(_StringMetric):
 
     registry_name = "non_llm_context_recall"
 
-    def formula(self) -> policy.Formula:
-        return policy.Recall()
+    formula_type = policy.Recall

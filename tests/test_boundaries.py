@@ -1,0 +1,127 @@
+"""The import contract (DESIGN §3a): plugin packages use only the public plugin API, and the
+core imports no plugin package.
+
+Plugin packages are ctxeval's built-in ones (``ctxeval_ids``, ``ctxeval_llm``,
+``ctxeval_spacy``, and ``ctxeval.builtin``, registered like any plugin) and the example
+third-party package. Each may import from ctxeval exactly one module, :mod:`ctxeval.plugin`,
+and only the names in its ``__all__``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ctxeval.plugin
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_PACKAGES = {
+    "ctxeval_ids": ROOT / "plugins" / "ctxeval_ids",
+    "ctxeval_llm": ROOT / "plugins" / "ctxeval_llm",
+    "ctxeval_spacy": ROOT / "plugins" / "ctxeval_spacy",
+    "ctxeval.builtin": ROOT / "core" / "ctxeval" / "builtin",
+    "ctxeval_example": ROOT / "examples" / "ctxeval-example-plugin" / "src" / "ctxeval_example",
+}
+CORE = ROOT / "core" / "ctxeval"
+PLUGIN_TOP_LEVELS = {
+    "ctxeval_ids",
+    "ctxeval_llm",
+    "ctxeval_spacy",
+    "ctxeval_ray",
+    "ctxeval_example",
+}
+PUBLIC = frozenset(ctxeval.plugin.__all__)
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _imports(path: Path, root: Path, package: str) -> Iterator[tuple[int, str, str | None]]:
+    """``(line, module, name)`` for every import in ``path`` (a file of ``package``, whose
+    folder is ``root``), relative imports resolved (``name`` is None for ``import module``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    here = package.split(".")
+    relative_to = path.relative_to(root).parent.parts
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = [*here, *relative_to]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                yield node.lineno, module, alias.name
+
+
+def plugin_violations(root: Path, package: str) -> list[str]:
+    """Every import of a ctxeval module other than the public plugin API in ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for line, module, name in _imports(path, root, package):
+            own = module == package or module.startswith(package + ".")
+            if own or not (module == "ctxeval" or module.startswith("ctxeval.")):
+                continue
+            where = f"{_shown(path)}:{line}"
+            if module != "ctxeval.plugin":
+                found.append(f"{where}: imports {module}" + (f".{name}" if name else ""))
+            elif name is not None and name not in PUBLIC:
+                found.append(f"{where}: imports {name}, not in ctxeval.plugin.__all__")
+    return found
+
+
+def core_violations(root: Path) -> list[str]:
+    """Every import of a plugin package in the core."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for line, module, _ in _imports(path, root, "ctxeval"):
+            if module.split(".")[0] in PLUGIN_TOP_LEVELS:
+                found.append(f"{_shown(path)}:{line}: imports {module}")
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(PLUGIN_PACKAGES))
+def test_plugin_packages_import_only_the_public_plugin_api(package: str) -> None:
+    assert plugin_violations(PLUGIN_PACKAGES[package], package) == []
+
+
+def test_core_imports_no_plugin_package() -> None:
+    assert core_violations(CORE) == []
+
+
+def test_every_public_name_exists() -> None:
+    missing = [name for name in ctxeval.plugin.__all__ if not hasattr(ctxeval.plugin, name)]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from ctxeval.results import _make\n", "imports ctxeval.results._make"),
+        ("from ctxeval import MetricResult\n", "imports ctxeval.MetricResult"),
+        ("import ctxeval.registry\n", "imports ctxeval.registry"),
+        ("from ctxeval.plugin import Scheduler\n", "imports Scheduler, not in"),
+        ("from ctxeval.builtin.entities import normalize_entity\n", "ctxeval.builtin.entities"),
+    ],
+)
+def test_a_planted_private_import_is_caught(tmp_path: Path, source: str, expected: str) -> None:
+    package = tmp_path / "planted"
+    package.mkdir()
+    (package / "__init__.py").write_text("from ctxeval.plugin import policy\n" + source)
+    problems = plugin_violations(package, "planted")
+    assert len(problems) == 1
+    assert expected in problems[0]
+
+
+def test_a_planted_plugin_import_in_core_is_caught(tmp_path: Path) -> None:
+    core = tmp_path / "core"
+    core.mkdir()
+    (core / "cli.py").write_text("import json\n\n\ndef f():\n    from ctxeval_llm import pricing\n")
+    assert core_violations(core) == [f"{core / 'cli.py'}:5: imports ctxeval_llm"]
