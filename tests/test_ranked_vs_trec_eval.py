@@ -48,9 +48,9 @@ def queries_and_trec() -> tuple[list, dict[str, dict[str, float]]]:
     runs = {
         qid: {doc: float(score) for doc, score in scored.items()} for qid, _, _, scored in queries
     }
-    measures = {"recip_rank", "map"}
+    measures = {"recip_rank", "map", "Rprec"}
     for k in KS:
-        measures |= {f"P_{k}", f"recall_{k}", f"success_{k}", f"ndcg_cut_{k}"}
+        measures |= {f"P_{k}", f"recall_{k}", f"success_{k}", f"ndcg_cut_{k}", f"map_cut_{k}"}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
     return queries, evaluator.evaluate(runs)
 
@@ -65,13 +65,26 @@ def ours(metric: ctxeval.Metric, queries: list) -> dict[str, float | None]:
     return {row.sample_id: row.score for row in evaluation.results}
 
 
-CASES = [("id_mrr", {}, "recip_rank"), ("id_average_precision", {}, "map")]
+CASES = [
+    ("id_mrr", {}, "recip_rank"),
+    ("id_average_precision", {}, "map"),
+    ("id_r_precision", {}, "Rprec"),
+    ("RR", {}, "recip_rank"),  # ir_measures names
+    ("AP", {}, "map"),
+    ("Rprec", {}, "Rprec"),
+]
 for _k in KS:
     CASES += [
         ("id_precision_at_k", {"k": _k}, f"P_{_k}"),
         ("id_recall_at_k", {"k": _k}, f"recall_{_k}"),
         ("id_hit_rate_at_k", {"k": _k}, f"success_{_k}"),
         ("id_ndcg_at_k", {"k": _k}, f"ndcg_cut_{_k}"),
+        ("id_average_precision_at_k", {"k": _k}, f"map_cut_{_k}"),
+        (f"nDCG@{_k}", {}, f"ndcg_cut_{_k}"),
+        (f"P@{_k}", {}, f"P_{_k}"),
+        (f"R@{_k}", {}, f"recall_{_k}"),
+        (f"Success@{_k}", {}, f"success_{_k}"),
+        (f"AP@{_k}", {}, f"map_cut_{_k}"),
     ]
 
 
@@ -94,3 +107,62 @@ def test_the_fixture_really_has_ties_and_repeats() -> None:
     queries = random_queries(seed=20261122)
     assert sum(len(set(s.values())) < len(s) for _, _, _, s in queries) > 100
     assert sum(len(set(r)) < len(r) for _, _, r, _ in queries) > 100
+
+
+def _reciprocal_rank_at(k: int, ranked: list[str], relevant: set[str]) -> float:
+    """RR@k by its definition (ranx ``mrr@k``): the first relevant rank within the top k."""
+    top = list(dict.fromkeys(ranked))[:k]
+    return next((1 / rank for rank, doc in enumerate(top, start=1) if doc in relevant), 0.0)
+
+
+def _f1_at(k: int, ranked: list[str], relevant: set[str]) -> float:
+    """F1@k by its definition (ranx ``f1@k``): the harmonic mean of P@k and R@k."""
+    hits = sum(doc in relevant for doc in list(dict.fromkeys(ranked))[:k])
+    p, r = hits / k, hits / len(relevant)
+    return 0.0 if hits == 0 else 2 * p * r / (p + r)
+
+
+@pytest.mark.parametrize("k", KS)
+def test_rr_and_f1_at_k_equal_their_definitions(k: int) -> None:
+    queries = random_queries(seed=7)
+    rr = ours(ctxeval.get_metric(f"RR@{k}"), queries)
+    f1 = ours(ctxeval.get_metric(f"F1@{k}"), queries)
+    for qid, rel, ranked, _ in queries:
+        assert rr[qid] == _reciprocal_rank_at(k, ranked, set(rel))
+        assert f1[qid] == pytest.approx(_f1_at(k, ranked, set(rel)), rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("name", "metric", "options"),
+    [
+        ("nDCG@10", "id_ndcg_at_k", {"k": 10}),
+        ("ndcg_cut_10", "id_ndcg_at_k", {"k": 10}),
+        ("precision@5", "id_precision_at_k", {"k": 5}),
+        ("P_5", "id_precision_at_k", {"k": 5}),
+        ("recall@100", "id_recall_at_k", {"k": 100}),
+        ("hits@3", "id_hit_rate_at_k", {"k": 3}),
+        ("MAP", "id_average_precision", {}),
+        ("map@5", "id_average_precision_at_k", {"k": 5}),
+        ("MRR", "id_mrr", {}),
+        ("mrr@10", "id_reciprocal_rank_at_k", {"k": 10}),
+        ("r-precision", "id_r_precision", {}),
+        ("f1@5", "id_f1_at_k", {"k": 5}),
+    ],
+)
+def test_ir_measure_names_stand_for_the_id_metrics(
+    name: str, metric: str, options: dict[str, int]
+) -> None:
+    built = ctxeval.get_metric(name)
+    plain = ctxeval.get_metric(metric, **options)
+    assert built.name == name  # rows carry the name as written
+    assert type(built) is type(plain)
+    assert built.pipeline.formula == plain.pipeline.formula  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("nDCG", "needs a cut-off"), ("Rprec@5", "takes no cut-off"), ("recip_rank@3", "no cut-off")],
+)
+def test_ir_measure_names_refuse_a_missing_or_extra_cut_off(name: str, message: str) -> None:
+    with pytest.raises(ctxeval.ConfigError, match=message):
+        ctxeval.get_metric(name)

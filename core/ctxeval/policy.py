@@ -41,6 +41,11 @@ formula                    judges      value
 :class:`ReciprocalRank`    retrieved   1 / rank of the first relevant item, 0 if none
 :class:`RankedAveragePrecision`  retrieved  sum of precision@i at the relevant ranks /
                                        reference units (trec_eval ``map``)
+:class:`RankedAveragePrecisionAtK`  top k  the same over the top k (trec_eval ``map_cut_k``)
+:class:`ReciprocalRankAtK`  top k      1 / rank of the first relevant item in the top k
+:class:`RPrecision`        retrieved   relevant in the top R / R, R = reference units
+                                       (trec_eval ``Rprec``)
+:class:`F1AtK`             top k       harmonic mean of P@k and R@k: 2 hits / (k + R)
 :class:`NDCGAtK`           retrieved   DCG@k / ideal DCG@k, binary gain, ``1/log2(rank+1)``
 =========================  ==========  =======================================================
 """
@@ -60,15 +65,19 @@ from .validators import positive_int
 
 __all__ = [
     "AveragePrecision",
+    "F1AtK",
     "Formula",
     "HitRateAtK",
     "NDCGAtK",
     "Precision",
     "PrecisionAtK",
+    "RPrecision",
     "RankedAveragePrecision",
+    "RankedAveragePrecisionAtK",
     "Recall",
     "RecallAtK",
     "ReciprocalRank",
+    "ReciprocalRankAtK",
     "Side",
     "average_precision",
     "average_precision_value",
@@ -360,11 +369,57 @@ class RankedAveragePrecision(Formula):
     the sum of precision@i at the relevant ranks, divided by the reference units."""
 
     def value(self, flags: Sequence[bool], n_reference: int) -> float:
-        ranks = relevant_ranks(flags)
-        if not ranks:
-            return 0.0
-        total, common = _precision_sum(ranks)
-        return total / (common * n_reference)
+        return _ranked_average_precision(flags, n_reference)
+
+    def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
+        return {"relevant_ranks": relevant_ranks(flags)}
+
+
+def _ranked_average_precision(flags: Sequence[bool], n_reference: int) -> float:
+    ranks = relevant_ranks(flags)
+    if not ranks:
+        return 0.0
+    total, common = _precision_sum(ranks)
+    return total / (common * n_reference)
+
+
+@attrs.frozen(kw_only=True)
+class RankedAveragePrecisionAtK(_AtK):
+    """:class:`RankedAveragePrecision` over the top k, as trec_eval's ``map_cut_k`` computes it
+    (still divided by all the reference units)."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return _ranked_average_precision(flags[: self.k], n_reference)
+
+
+@attrs.frozen(kw_only=True)
+class ReciprocalRankAtK(_AtK):
+    """1 / rank of the first relevant item in the top k; 0 when there is none (ranx
+    ``mrr@k``, ir_measures ``RR@k``)."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        for rank, relevant in enumerate(flags[: self.k], start=1):
+            if relevant:
+                return 1 / rank
+        return 0.0
+
+
+@attrs.frozen(kw_only=True)
+class F1AtK(_AtK):
+    """The harmonic mean of P@k and R@k, ``2 * hits / (k + reference units)`` exactly (ranx
+    ``f1@k``); 0 when nothing relevant is in the top k."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return 2 * sum(flags[: self.k]) / (self.k + n_reference)
+
+
+@attrs.frozen(kw_only=True)
+class RPrecision(Formula):
+    """Relevant items in the top R, divided by R, the number of reference units (trec_eval
+    ``Rprec``): precision at the rank where precision equals recall."""
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return sum(flags[:n_reference]) / n_reference
 
     def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
         return {"relevant_ranks": relevant_ranks(flags)}

@@ -54,6 +54,7 @@ from .errors import (
     UnknownNameError,
     plugin_kind,
 )
+from .measure_names import parse_ir_name
 from .protocols import Extractor, LLMProvider, Matcher, Metric
 
 if TYPE_CHECKING:
@@ -372,9 +373,31 @@ class Registry:
         return plugin
 
     def get_metric(self, name: str, /, **options: Any) -> Metric:
-        """Build the metric registered under ``name`` (or an alias) with ``options``."""
+        """Build the metric registered under ``name`` (or an alias) with ``options``.
+
+        An IR measure name as ir_measures or ranx write it (``nDCG@10``, ``P@5``, ``AP``,
+        ``mrr``; see :mod:`ctxeval.measure_names`) stands for the ID metric it names, and its
+        rows carry the name as written.
+        """
+        if name not in self._entries[METRICS]:
+            try:
+                parsed = parse_ir_name(name)
+            except ValueError as exc:
+                raise ConfigError(f"metric {name!r}: {exc}") from None
+            if parsed is not None:
+                metric, implied = parsed
+                name, options = metric, {**implied, **options}
         plugin: Metric = self.create(METRICS, name, **options)
         return plugin
+
+    def knows_metric(self, name: str) -> bool:
+        """Whether ``name`` is a registered metric name or an IR measure name."""
+        if name in self._entries[METRICS]:
+            return True
+        try:
+            return parse_ir_name(name) is not None
+        except ValueError:
+            return True  # a measure name missing its cut-off: get_metric says so
 
     def get_extractor(self, name: str, /, **options: Any) -> Extractor:
         """Build the extractor registered under ``name`` with ``options``."""

@@ -16,6 +16,11 @@ metric                         formula                                judges    
 ``id_mrr``                     ``ReciprocalRank`` (``recip_rank``)    retrieved   0.0
 ``id_average_precision``       ``RankedAveragePrecision`` (``map``)   retrieved   0.0
 ``id_ndcg_at_k``               ``NDCGAtK`` (``ndcg_cut_k``)           top k       0.0
+``id_average_precision_at_k``  ``RankedAveragePrecisionAtK``          top k       0.0
+                               (``map_cut_k``)
+``id_reciprocal_rank_at_k``    ``ReciprocalRankAtK`` (ranx ``mrr@k``) top k       0.0
+``id_r_precision``             ``RPrecision`` (``Rprec``)             top R       0.0
+``id_f1_at_k``                 ``F1AtK`` (ranx ``f1@k``)              top k       0.0
 =============================  =====================================  ==========  ==========
 
 An empty reference makes every one of them ``undefined`` (nothing is relevant). Note that
@@ -43,12 +48,16 @@ from .matcher import IDMatcher
 __all__ = [
     "IDMRR",
     "IDAveragePrecision",
+    "IDAveragePrecisionAtK",
     "IDBasedContextPrecision",
     "IDBasedContextRecall",
+    "IDF1AtK",
     "IDHitRateAtK",
     "IDNDCGAtK",
     "IDPrecisionAtK",
+    "IDRPrecision",
     "IDRecallAtK",
+    "IDReciprocalRankAtK",
 ]
 
 REFERENCE_IDS = Items(field="reference_context_ids", what="reference context IDs", dedupe=True)
@@ -181,3 +190,37 @@ class IDAveragePrecision(_IDMetric):
     registry_name = "id_average_precision"
 
     formula_type = policy.RankedAveragePrecision
+
+
+@attrs.frozen(kw_only=True)
+class IDAveragePrecisionAtK(_AtK):
+    """Average precision over the top k, divided by all reference IDs (trec_eval
+    ``map_cut_k``, ir_measures ``AP@k``)."""
+
+    registry_name = "id_average_precision_at_k"
+    formula_type = policy.RankedAveragePrecisionAtK
+
+
+@attrs.frozen(kw_only=True)
+class IDReciprocalRankAtK(_AtK):
+    """Reciprocal rank of the first relevant ID within the top k (ir_measures ``RR@k``)."""
+
+    registry_name = "id_reciprocal_rank_at_k"
+    formula_type = policy.ReciprocalRankAtK
+
+
+@attrs.frozen(kw_only=True)
+class IDF1AtK(_AtK):
+    """Harmonic mean of precision@k and recall@k (ranx ``f1@k``)."""
+
+    registry_name = "id_f1_at_k"
+    formula_type = policy.F1AtK
+
+
+@attrs.frozen(kw_only=True)
+class IDRPrecision(_IDMetric):
+    """Relevant IDs in the top R, divided by R, the number of reference IDs (trec_eval
+    ``Rprec``)."""
+
+    registry_name = "id_r_precision"
+    formula_type = policy.RPrecision

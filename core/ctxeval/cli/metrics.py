@@ -13,6 +13,7 @@ __all__ = ["cmd_metrics"]
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     from ctxeval.base import options_of
+    from ctxeval.measure_names import ir_names_of
     from ctxeval.registry import default_registry
 
     registry = default_registry()
@@ -31,6 +32,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
                 "alias_of": info.alias_of,
                 "status": info.status,
                 "requires": list(getattr(factory, "requires", ()) or ()),
+                "ir_names": ir_names_of(info.name),
                 "options": [o for o in (options_of(factory) or []) if o != "name"]
                 if factory
                 else [],
@@ -51,6 +53,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         table.add_column(column)
     for e in entries:
         name = e["name"] + (f" (= {e['alias_of']})" if e["alias_of"] else "")
+        if e["ir_names"]:
+            name += f" ({', '.join(e['ir_names'])})"
         status = e["status"] + (f": {e['install']}" if e["install"] else "")
         table.add_row(name, ", ".join(e["requires"]), ", ".join(e["options"]), status)
     console().print(table)

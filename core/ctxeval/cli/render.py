@@ -48,9 +48,10 @@ def print_summary(summary: dict[str, Any], out: Any) -> None:
 
     metrics = summary["metrics"]
     table = Table(title="summary")
-    table.add_column("metric", no_wrap=True, min_width=max(map(len, metrics), default=6))
-    for column in ("mean", "95% CI", "ok", "undefined", "error"):
-        table.add_column(column, justify="right", no_wrap=True)
+    # numbers are never cut: their columns keep their width, a long metric name wraps instead
+    table.add_column("metric", overflow="fold", ratio=1)
+    for column, width in (("mean", 5), ("95% CI", 11), ("ok", 3), ("undef", 5), ("error", 5)):
+        table.add_column(column, justify="right", no_wrap=True, min_width=width)
     for name, s in metrics.items():
         ci = s["ci95"]
         table.add_row(

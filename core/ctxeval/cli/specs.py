@@ -53,7 +53,7 @@ def build_metrics(specs: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
     registry = default_registry()
     metrics = []
     for name, options in specs:
-        if name not in registry.names():
+        if not registry.knows_metric(name):
             close = difflib.get_close_matches(name, registry.names(), n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else "; see: ctxeval metrics"
             raise UsageError(f"unknown metric {name!r}{hint}")
