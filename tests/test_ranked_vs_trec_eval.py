@@ -166,3 +166,109 @@ def test_ir_measure_names_stand_for_the_id_metrics(
 def test_ir_measure_names_refuse_a_missing_or_extra_cut_off(name: str, message: str) -> None:
     with pytest.raises(ctxeval.ConfigError, match=message):
         ctxeval.get_metric(name)
+
+
+# --- graded relevance ------------------------------------------------------------------------
+
+
+def graded_queries(seed: int) -> list[tuple[str, dict[str, int], list[str], dict[str, int]]]:
+    """Like :func:`random_queries`, with qrels graded 0 (judged not relevant) to 3."""
+    rng = random.Random(seed)
+    out = []
+    for qid, relevant, ranked, scored in random_queries(seed):
+        judged = {doc: rng.randint(1, 3) for doc in relevant}
+        for doc in rng.sample(sorted(scored), min(3, len(scored))):
+            judged.setdefault(doc, 0)
+        out.append((qid, judged, ranked, scored))
+    return out
+
+
+@pytest.fixture(scope="module")
+def graded_and_trec() -> tuple[list, dict[int, dict[str, dict[str, float]]]]:
+    queries = graded_queries(seed=4242)
+    qrels = {qid: judged for qid, judged, _, _ in queries}
+    runs = {qid: {d: float(s) for d, s in scored.items()} for qid, _, _, scored in queries}
+    measures = {"map", "Rprec", "recip_rank"}
+    for k in KS:
+        measures |= {f"P_{k}", f"recall_{k}", f"ndcg_cut_{k}", f"map_cut_{k}", f"success_{k}"}
+    by_level = {
+        level: pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level).evaluate(runs)
+        for level in (1, 2)
+    }
+    return queries, by_level
+
+
+def graded_ours(metric: ctxeval.Metric, queries: list) -> dict[str, float | None]:
+    samples = [
+        {"id": qid, "retrieved_context_ids": ranked, "reference_context_ids": judged}
+        for qid, judged, ranked, _ in queries
+    ]
+    evaluation = ctxeval.evaluate(samples, metrics=[metric])
+    return {row.sample_id: row.score for row in evaluation.results}
+
+
+GRADED_CASES = [(f"nDCG@{k}", f"ndcg_cut_{k}") for k in KS]
+
+
+@pytest.mark.parametrize(("name", "measure"), GRADED_CASES)
+def test_ndcg_uses_the_grades_as_trec_eval_does(
+    name: str, measure: str, graded_and_trec: tuple
+) -> None:
+    queries, trec = graded_and_trec
+    got = graded_ours(ctxeval.get_metric(name), queries)
+    mismatches = [
+        (qid, got[qid], trec[1][qid][measure])
+        for qid, _, _, _ in queries
+        if got[qid] != pytest.approx(trec[1][qid][measure], rel=1e-12, abs=1e-12)
+    ]
+    assert not mismatches, mismatches[:5]
+    # the grades matter: binary gains would give other values on most queries
+    binary = graded_ours(ctxeval.get_metric(name), [
+        (qid, dict.fromkeys([d for d, g in judged.items() if g > 0], 1), ranked, scored)
+        for qid, judged, ranked, scored in queries
+    ])  # fmt: skip
+    assert sum(binary[q] != got[q] for q in got) > len(got) // 20
+
+
+BINARY_AT_LEVEL = [("AP", "map"), ("Rprec", "Rprec"), ("RR", "recip_rank")]
+for _k in KS:
+    BINARY_AT_LEVEL += [
+        (f"P@{_k}", f"P_{_k}"),
+        (f"R@{_k}", f"recall_{_k}"),
+        (f"AP@{_k}", f"map_cut_{_k}"),
+        (f"Success@{_k}", f"success_{_k}"),
+    ]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize(("name", "measure"), BINARY_AT_LEVEL)
+def test_binary_measures_at_a_relevance_level_equal_trec_eval(
+    name: str, measure: str, level: int, graded_and_trec: tuple
+) -> None:
+    queries, trec = graded_and_trec
+    got = graded_ours(ctxeval.get_metric(name, relevance_level=level), queries)
+    mismatches = []
+    for qid, judged, _, _ in queries:
+        if not any(g >= level for g in judged.values()):
+            # nothing relevant at this level: undefined here, 0 in trec_eval (see the docs)
+            assert got[qid] is None
+            continue
+        if got[qid] != pytest.approx(trec[level][qid][measure], rel=1e-12, abs=1e-12):
+            mismatches.append((qid, got[qid], trec[level][qid][measure]))
+    assert not mismatches, mismatches[:5]
+
+
+def test_graded_ids_load_from_every_input_form() -> None:
+    sample = ctxeval.Sample.from_dict(
+        {"retrieved_context_ids": ["a", "b"], "reference_context_ids": {"a": 2, "b": 0, 7: 1}}
+    )
+    assert tuple(sample.reference_context_ids) == ("a", "b", "7")
+    assert sample.reference_context_ids.grades == (2, 0, 1)  # type: ignore[union-attr]
+    assert sample.to_dict()["reference_context_ids"] == {"a": 2, "b": 0, "7": 1}
+    with pytest.raises(ctxeval.DataError, match="grades are integers"):
+        ctxeval.Sample(reference_context_ids={"a": "high"})
+    with pytest.raises(ctxeval.DataError, match="only reference_context_ids take grades"):
+        ctxeval.Sample(retrieved_context_ids={"a": 1})
+    # judged not relevant (grade 0) does not count, at any relevance level
+    [row] = ctxeval.evaluate([sample], ["P@2"]).results
+    assert row.score == 0.5

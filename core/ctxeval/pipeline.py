@@ -48,8 +48,8 @@ from .protocols import (
     Verdict,
 )
 from .results import NO_USAGE, LazyDetails, MetricResult, Status, _make, ok_row
-from .sample import TEXT_FIELDS, Sample
-from .validators import boolean, text
+from .sample import TEXT_FIELDS, GradedIDs, Sample, grades_of
+from .validators import boolean, positive_int, text
 
 __all__ = [
     "DeterministicPipelineMetric",
@@ -80,30 +80,38 @@ class Items:
         what: what the items are, plural, for the reasons of degenerate rows (``"reference
             context IDs"``).
         dedupe: keep the first occurrence of a repeated item only (IDs: the best rank).
+        min_grade: for graded IDs (:class:`~ctxeval.sample.GradedIDs`), the least grade that
+            counts (trec_eval's relevance level); a plain list is grade 1 throughout.
     """
 
     field: str = attrs.field(validator=text)
     what: str = attrs.field(validator=text)
     dedupe: bool = attrs.field(default=False, validator=boolean)
+    min_grade: int = attrs.field(default=1, validator=positive_int)
 
     def read(self, sample: Sample) -> list[str]:
-        """The items of ``sample`` (empty when the field is missing or blank), repeats removed
-        when the side says so."""
-        value = getattr(sample, self.field)
-        if not value:
-            return []
-        if isinstance(value, str):
-            return [value] if value.strip() else []
-        return _dedupe(value) if self.dedupe else list(value)
+        """The items of ``sample`` (empty when the field is missing or blank), below-grade ones
+        left out and repeats removed when the side says so."""
+        items = self.given(sample)
+        return _dedupe(items) if self.dedupe else list(items)
 
     def given(self, sample: Sample) -> Sequence[str]:
-        """The items of ``sample`` as it gives them (repeats kept)."""
+        """The items of ``sample`` as it gives them (repeats kept, below-grade ones left out)."""
         value = getattr(sample, self.field)
         if not value:
             return ()
         if isinstance(value, str):
             return (value,) if value.strip() else ()
-        return tuple(value)
+        grades = grades_of(value)
+        if grades is None:
+            return value if self.min_grade <= 1 else ()
+        return tuple(i for i, g in zip(value, grades, strict=True) if g >= self.min_grade)
+
+    def grades(self, sample: Sample) -> list[int] | None:
+        """The grades of :meth:`given`'s items, or None when the field carries none."""
+        value = getattr(sample, self.field)
+        grades = grades_of(value) if value and not isinstance(value, str) else None
+        return None if grades is None else [g for g in grades if g >= self.min_grade]
 
 
 @attrs.frozen(kw_only=True)
@@ -185,6 +193,9 @@ class Judgement:
         judged: ``reference`` or ``retrieved``.
         units: the reference :class:`~ctxeval.Unit` objects, when they were extracted.
         retrieved_units: the retrieved side's units, when they were extracted.
+        reference_grades: the grades of the reference items, when they carry grades.
+        gains: for a graded formula, the grade of the reference item each verdict matched
+            (0 for no match), when the reference carries grades.
     """
 
     reference: Sequence[str]
@@ -193,6 +204,8 @@ class Judgement:
     judged: Literal["reference", "retrieved"]
     units: Sequence[Unit] = ()
     retrieved_units: Sequence[Unit] = ()
+    reference_grades: Sequence[int] | None = None
+    gains: Sequence[int] | None = None
 
     @property
     def flags(self) -> list[bool]:
@@ -292,12 +305,22 @@ class Pipeline:
             verdicts = [_NO_CANDIDATE] * len(items)
         else:
             verdicts = self.matcher.match_now(items, candidates)  # type: ignore[union-attr]
+        grades = self.reference.grades(sample)
         return Judgement(
             reference=reference,
             retrieved=retrieved,
             verdicts=verdicts,
             judged=self.formula.judged,
+            reference_grades=grades,
+            gains=self.gains(verdicts, grades),
         )
+
+    def gains(self, verdicts: Sequence[Verdict], grades: Sequence[int] | None) -> list[int] | None:
+        """For a graded formula judging the retrieved items against graded reference items:
+        the grade of the reference item each verdict's evidence points at (0 for no match)."""
+        if grades is None or not self.formula.graded or self.formula.judged != "retrieved":
+            return None
+        return [grades[v.evidence] if v.matched and v.evidence is not None else 0 for v in verdicts]
 
 
 def _blank_reason(side: Extracted | SplitAndAttribute) -> str:
@@ -386,6 +409,8 @@ class PipelineMetric(BaseMetric):
             reference=p.reference.what,
             retrieved=p.retrieved.what,
             details=details,
+            gains=judgement.gains,
+            reference_grades=judgement.reference_grades,
         )
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
@@ -578,6 +603,8 @@ class DeterministicPipelineMetric(PipelineMetric):
         get_reference = operator.attrgetter(reference_side.field)
         get_retrieved = operator.attrgetter(retrieved_side.field)
         dedupe_reference, dedupe_retrieved = reference_side.dedupe, retrieved_side.dedupe
+        if reference_side.min_grade > 1 or retrieved_side.min_grade > 1:
+            return [self.score(sample) for sample in samples]  # only graded items can count
         judge_reference, depth = p.formula.judged == "reference", p.formula.depth
         fromkeys = dict.fromkeys
         out: list[MetricResult | None] = [None] * len(samples)
@@ -589,8 +616,8 @@ class DeterministicPipelineMetric(PipelineMetric):
         for index, sample in enumerate(samples):
             reference = get_reference(sample)
             retrieved = get_retrieved(sample)
-            if not reference or not retrieved:
-                out[index] = self.score(sample)  # the edge cases, with their reasons
+            if not reference or not retrieved or type(reference) is GradedIDs:
+                out[index] = self.score(sample)  # edge cases with their reasons; graded IDs
                 continue
             if judge_reference:
                 if dedupe_reference:

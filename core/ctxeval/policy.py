@@ -235,6 +235,9 @@ class Formula:
     """The side whose items get one verdict each."""
     undefined_when_nothing_retrieved: ClassVar[bool] = False
     """True for precision-like formulas: nothing retrieved makes the result ``undefined``."""
+    graded: ClassVar[bool] = False
+    """True for formulas that use relevance grades (:meth:`graded_value`) when the reference
+    carries them."""
 
     @property
     def depth(self) -> int | None:
@@ -246,6 +249,11 @@ class Formula:
         reference units; called only when ``n_reference > 0`` and, for a precision-like
         formula, when something was retrieved."""
         raise NotImplementedError
+
+    def graded_value(self, gains: Sequence[int], reference_grades: Sequence[int]) -> float:
+        """The score from graded relevance: ``gains`` is the grade of each judged item (0 when
+        not relevant), ``reference_grades`` those of every reference unit."""
+        raise NotImplementedError(f"{type(self).__name__} has no graded form")
 
     def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
         """What the formula adds to a row's details (e.g. ``k`` and the relevant ranks)."""
@@ -261,6 +269,8 @@ class Formula:
         retrieved: str,
         details: Mapping[str, Any] | None = None,
         usage: Usage = NO_USAGE,
+        gains: Sequence[int] | None = None,
+        reference_grades: Sequence[int] | None = None,
     ) -> MetricResult:
         """The row for ``flags``, under the score policy.
 
@@ -269,12 +279,18 @@ class Formula:
             n_retrieved: retrieved items (zero: ``undefined`` for a precision-like formula).
             reference: what the reference units are, plural, for a reason.
             retrieved: what the retrieved items are, plural, for a reason.
+            gains, reference_grades: graded relevance, for a :attr:`graded` formula (see
+                :meth:`graded_value`); without them the verdicts count as grade 1.
         """
         if n_reference == 0:
             return no_reference(reference, details=details, usage=usage)
         if n_retrieved == 0 and self.undefined_when_nothing_retrieved:
             return nothing_retrieved(retrieved, details=details, usage=usage)
-        return MetricResult.ok(self.value(flags, n_reference), details=details, usage=usage)
+        if self.graded and gains is not None and reference_grades is not None:
+            score = self.graded_value(gains, reference_grades)
+        else:
+            score = self.value(flags, n_reference)
+        return MetricResult.ok(score, details=details, usage=usage)
 
 
 @attrs.frozen(kw_only=True)
@@ -438,8 +454,12 @@ def _discounts(k: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 @attrs.frozen(kw_only=True)
 class NDCGAtK(_AtK):
-    """Normalised DCG at k with binary gain, as trec_eval's ``ndcg_cut_k`` computes it: the
-    ideal ranking holds ``min(k, reference units)`` relevant items."""
+    """Normalised DCG at k, as trec_eval's ``ndcg_cut_k`` computes it: the gain of an item is
+    its relevance grade (1 when the reference carries no grades), discounted by
+    ``log2(rank + 1)``; the ideal ranking holds the reference's grades, highest first, cut at
+    k."""
+
+    graded: ClassVar[bool] = True
 
     def value(self, flags: Sequence[bool], n_reference: int) -> float:
         discount, ideal = _discounts(self.k)
@@ -448,3 +468,15 @@ class NDCGAtK(_AtK):
             if relevant:
                 dcg += discount[rank]
         return min(dcg / ideal[min(self.k, n_reference)], 1.0)
+
+    def graded_value(self, gains: Sequence[int], reference_grades: Sequence[int]) -> float:
+        # summed in rank order as trec_eval sums them: gain / log2(rank + 1)
+        dcg = 0.0
+        for rank, gain in enumerate(gains[: self.k], start=1):
+            if gain > 0:
+                dcg += gain / math.log2(rank + 1)
+        ideal = 0.0
+        best = sorted((g for g in reference_grades if g > 0), reverse=True)[: self.k]
+        for rank, gain in enumerate(best, start=1):
+            ideal += gain / math.log2(rank + 1)
+        return min(dcg / ideal, 1.0) if ideal > 0 else 0.0

@@ -19,7 +19,7 @@ import attrs
 
 from .errors import DataError
 
-__all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "Sample"]
+__all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "GradedIDs", "Sample", "grades_of"]
 
 TEXT_FIELDS: Final = ("user_input", "response", "reference")
 TEXT_LIST_FIELDS: Final = ("retrieved_contexts", "reference_contexts")
@@ -74,9 +74,82 @@ def _id_value(value: object) -> str | None:
     return None
 
 
+class GradedIDs(tuple[str, ...]):
+    """Reference context IDs that carry a relevance grade each, as TREC qrels do: a tuple of
+    the IDs (in the order given) with their :attr:`grades` beside them.
+
+    A sample's ``reference_context_ids`` is one when it was given as a mapping
+    ``{"doc_1": 2, "doc_7": 0}``; a plain list means grade 1 for every ID. A grade of 0 (or less)
+    marks a document judged *not* relevant; which grades count as relevant is a metric's
+    ``relevance_level`` (1 by default, as trec_eval's ``-l``).
+    """
+
+    grades: tuple[int, ...]
+    """The grade of each ID, in the same order."""
+
+    def __new__(cls, ids: tuple[str, ...], grades: tuple[int, ...]) -> GradedIDs:
+        new = super().__new__(cls, ids)
+        new.grades = grades
+        return new
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GradedIDs):
+            return tuple.__eq__(self, other) and self.grades == other.grades
+        return False  # a plain list of IDs means grade 1 each: not the same reference
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash((tuple(self), self.grades))
+
+    def __repr__(self) -> str:
+        return repr(dict(zip(self, self.grades, strict=True)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GradedIDs, (tuple(self), self.grades))
+
+    def as_dict(self) -> dict[str, int]:
+        """``{id: grade}``."""
+        return dict(zip(self, self.grades, strict=True))
+
+
+def grades_of(ids: tuple[str, ...] | None) -> tuple[int, ...] | None:
+    """The grades of reference IDs, or None when they carry none (all grade 1)."""
+    return ids.grades if isinstance(ids, GradedIDs) else None
+
+
+def _graded(value: Mapping[Any, Any], field: str) -> GradedIDs:
+    ids, grades = [], []
+    for key, grade in value.items():
+        as_id = _id_value(key)
+        if as_id is None:
+            raise DataError(
+                f"key {key!r} is {_type_name(key)}; IDs must be strings or integers", field=field
+            )
+        if isinstance(grade, bool) or not isinstance(grade, int):
+            raise DataError(
+                f"the grade of {as_id!r} is {_type_name(grade)} {grade!r}; grades are integers "
+                "(0 or less: judged not relevant)",
+                field=field,
+            )
+        ids.append(as_id)
+        grades.append(grade)
+    return GradedIDs(tuple(ids), tuple(grades))
+
+
 def _ids(value: object, field: str) -> tuple[str, ...] | None:
     if value is None:
         return None
+    if isinstance(value, GradedIDs):
+        return value
+    if isinstance(value, Mapping):
+        if field != "reference_context_ids":
+            raise DataError(
+                "expected a list of IDs, got a mapping (only reference_context_ids take grades)",
+                field=field,
+            )
+        return _graded(value, field)
     if isinstance(value, (str, int)) and not isinstance(value, bool):
         raise DataError(
             f"expected a list of IDs, got a single {_type_name(value)}",
@@ -174,7 +247,8 @@ class Sample:
     reference_context_ids: tuple[str, ...] | None = attrs.field(
         default=None, converter=_reference_context_ids
     )
-    """IDs of the chunks that should have been retrieved (ints become strings)."""
+    """IDs of the chunks that should have been retrieved (ints become strings); given as a
+    mapping ``{id: grade}``, a :class:`GradedIDs` with a relevance grade each."""
     id: str | None = attrs.field(default=None, converter=_sample_id)
     """The sample's id; without one, a sample is known by its 0-based position in the input."""
     metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_metadata, eq=False)
@@ -222,7 +296,9 @@ class Sample:
         out: dict[str, Any] = {}
         for name in SAMPLE_FIELDS:
             value = getattr(self, name)
-            if value is not None:
+            if isinstance(value, GradedIDs):
+                out[name] = value.as_dict()
+            elif value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
         if self.metadata:
             out["metadata"] = dict(self.metadata)

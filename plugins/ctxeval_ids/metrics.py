@@ -60,8 +60,18 @@ __all__ = [
     "IDReciprocalRankAtK",
 ]
 
-REFERENCE_IDS = Items(field="reference_context_ids", what="reference context IDs", dedupe=True)
-"""The reference side: the relevant IDs, each once."""
+
+def reference_ids(relevance_level: int = 1) -> Items:
+    """The reference side: the relevant IDs (grade ``>= relevance_level``), each once."""
+    return Items(
+        field="reference_context_ids",
+        what="reference context IDs",
+        dedupe=True,
+        min_grade=relevance_level,
+    )
+
+
+REFERENCE_IDS = reference_ids()
 RETRIEVED_IDS = Items(field="retrieved_context_ids", what="retrieved context IDs", dedupe=True)
 """The retrieved side: the IDs in rank order, a repeat kept at its first rank."""
 _MATCHER = IDMatcher()
@@ -74,13 +84,19 @@ class _IDMetric(DeterministicPipelineMetric):
     requires: ClassVar[tuple[str, ...]] = ("retrieved_context_ids", "reference_context_ids")
     formula_type: ClassVar[type[policy.Formula]] = policy.Formula
 
+    relevance_level: int = attrs.field(default=1, validator=validators.positive_int)
+    """For graded reference IDs: the least grade that counts as relevant (trec_eval's ``-l``;
+    nDCG uses every grade above 0 as its gain, as trec_eval does)."""
+
     def formula(self) -> policy.Formula:
         return self.formula_type()
 
     def build(self) -> Pipeline:
+        formula = self.formula()
+        level = 1 if formula.graded else self.relevance_level
         return Pipeline(
-            reference=REFERENCE_IDS, retrieved=RETRIEVED_IDS, matcher=_MATCHER,
-            formula=self.formula(),
+            reference=reference_ids(level), retrieved=RETRIEVED_IDS, matcher=_MATCHER,
+            formula=formula,
         )  # fmt: skip
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
