@@ -176,7 +176,7 @@ def test_metrics_and_plugins_listings(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["metrics", "--json"]) == 0
     metrics = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
     assert metrics["context_precision"]["alias_of"] == "llm_context_precision_with_reference"
-    assert metrics["id_ndcg_at_k"]["options"] == ["relevance_level", "k"]
+    assert metrics["id_ndcg_at_k"]["options"] == ["relevance_level", "trec_eval_averaging", "k"]
     assert metrics["id_ndcg_at_k"]["ir_names"] == ["nDCG@k"]
     assert metrics["non_llm_context_recall"]["requires"] == [
         "retrieved_contexts",

@@ -225,7 +225,10 @@ def test_unknown_names_suggest_the_closest() -> None:
 def test_bad_options_list_the_accepted_ones() -> None:
     with pytest.raises(
         ConfigError,
-        match=r"no option 'kk' \(did you mean 'k'\?\); its options are: name, relevance_level, k",
+        match=(
+            r"no option 'kk' \(did you mean 'k'\?\); its options are: "
+            r"name, relevance_level, trec_eval_averaging, k"
+        ),
     ):
         ctxeval.get_metric("id_precision_at_k", kk=3)
     with pytest.raises(ConfigError, match="k must be a whole number >= 1, got 0"):

@@ -2,7 +2,7 @@
 
 The public surface, all importable from ``ctxeval``:
 
-* data: :class:`Sample`, :func:`load_samples`;
+* data: :class:`Sample`, :func:`load_samples`, :func:`load_trec` (qrels and runs);
 * running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
   :class:`Evaluation`, and the run's settings :class:`RunSettings` (with :class:`Limits`,
   :class:`RetryPolicy`) and its :class:`Progress` events;
@@ -61,6 +61,7 @@ from .results import MetricResult, Status, Usage
 from .rowstream import RowStream
 from .sample import Sample
 from .settings import RetryPolicy, RunSettings
+from .trec import load_trec
 
 __all__ = [
     "AuthenticationError",
@@ -109,6 +110,7 @@ __all__ = [
     "evaluate",
     "get_metric",
     "load_samples",
+    "load_trec",
     "plugins",
     "policy",
     "stream",

@@ -376,6 +376,12 @@ class PipelineMetric(BaseMetric):
         }
 
     @property
+    def zero_when_empty(self) -> bool:
+        """Score an empty reference or nothing retrieved 0 instead of ``undefined``
+        (trec_eval's averaging; a metric with such an option overrides this)."""
+        return False
+
+    @property
     def needs_llm(self) -> bool:
         """True when a part calls an LLM and has none of its own (it uses the run's)."""
         return any(
@@ -411,6 +417,7 @@ class PipelineMetric(BaseMetric):
             details=details,
             gains=judgement.gains,
             reference_grades=judgement.reference_grades,
+            zero_when_empty=self.zero_when_empty,
         )
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:

@@ -60,7 +60,7 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from .results import NO_USAGE, MetricResult, Usage
+from .results import NO_USAGE, MetricResult, Status, Usage
 from .validators import positive_int
 
 __all__ = [
@@ -271,6 +271,7 @@ class Formula:
         usage: Usage = NO_USAGE,
         gains: Sequence[int] | None = None,
         reference_grades: Sequence[int] | None = None,
+        zero_when_empty: bool = False,
     ) -> MetricResult:
         """The row for ``flags``, under the score policy.
 
@@ -281,7 +282,14 @@ class Formula:
             retrieved: what the retrieved items are, plural, for a reason.
             gains, reference_grades: graded relevance, for a :attr:`graded` formula (see
                 :meth:`graded_value`); without them the verdicts count as grade 1.
+            zero_when_empty: trec_eval's averaging: an empty reference or nothing retrieved
+                scores 0 (and so counts in the mean) instead of being ``undefined``.
         """
+        if zero_when_empty and (n_reference == 0 or n_retrieved == 0):
+            why = "no relevant reference items" if n_reference == 0 else "nothing retrieved"
+            return MetricResult(
+                Status.OK, 0.0, f"{why}: scored 0 (trec_eval averaging)", details or {}, usage
+            )
         if n_reference == 0:
             return no_reference(reference, details=details, usage=usage)
         if n_retrieved == 0 and self.undefined_when_nothing_retrieved:

@@ -87,6 +87,13 @@ class _IDMetric(DeterministicPipelineMetric):
     relevance_level: int = attrs.field(default=1, validator=validators.positive_int)
     """For graded reference IDs: the least grade that counts as relevant (trec_eval's ``-l``;
     nDCG uses every grade above 0 as its gain, as trec_eval does)."""
+    trec_eval_averaging: bool = attrs.field(default=False, validator=validators.boolean)
+    """Score a query with nothing retrieved, or with no relevant reference ID, 0 (so that it
+    counts in the mean) instead of ``undefined``: trec_eval's averaging."""
+
+    @property
+    def zero_when_empty(self) -> bool:
+        return self.trec_eval_averaging
 
     def formula(self) -> policy.Formula:
         return self.formula_type()

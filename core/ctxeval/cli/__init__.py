@@ -42,6 +42,7 @@ examples:
       --model openai/gpt-4o-mini --out run2 --max-cost 2.50
   ctxeval evaluate traces.jsonl -m context_recall --model openai/gpt-4o-mini --dry-run
   ctxeval evaluate --config run.toml --resume
+  ctxeval evaluate --qrels qrels.txt --run run.txt -m nDCG@10 -m AP -m P@5
   ctxeval compare run1 run2
 
 metric options go after a colon, comma-separated: NAME:key=value,key=value
@@ -79,6 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--config", metavar="RUN.toml", help="a run file with data, out, model, [[metrics]] ..."
+    )
+    ev.add_argument("--qrels", metavar="QRELS", help="TREC qrels (instead of DATA; with --run)")
+    ev.add_argument("--run", metavar="RUN", help="a TREC run, ranked by score as trec_eval does")
+    ev.add_argument(
+        "--complete",
+        action="store_true",
+        help="with --qrels: also the qrels' queries the run misses (trec_eval -c)",
+    )
+    ev.add_argument(
+        "--trec-eval-averaging",
+        action="store_true",
+        help="score a query with nothing retrieved or nothing relevant 0, as trec_eval does",
     )
     ev.add_argument(
         "--model", help="LLM for the LLM metrics, a litellm model string (openai/gpt-4o-mini)"

@@ -49,6 +49,18 @@ def _llm(args: argparse.Namespace, run: dict[str, Any]) -> tuple[Any, Any]:
     return llm, provider
 
 
+def _with_trec_eval_averaging(metric: Any) -> Any:
+    """``metric`` with trec_eval's averaging (an option of the ID metrics)."""
+    if not hasattr(metric, "trec_eval_averaging"):
+        raise UsageError(
+            f"--trec-eval-averaging: metric {metric.name!r} has no trec_eval averaging (only "
+            "the ID metrics do)"
+        )
+    import attrs
+
+    return attrs.evolve(metric, trec_eval_averaging=True)
+
+
 def _needs_llm(metrics: Sequence[Any]) -> bool:
     """Whether a metric calls an LLM and has none of its own (it then uses --model)."""
     return any(getattr(m, "needs_llm", False) for m in metrics)
@@ -106,10 +118,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     run = read_run_file(args.config) if args.config else {}
     data = args.data or run.get("data")
-    if not data:
+    trec = bool(args.qrels or args.run)
+    if trec:
+        if not (args.qrels and args.run):
+            raise UsageError("TREC files come in pairs: give both --qrels QRELS and --run RUN")
+        if data:
+            raise UsageError("give either DATA or --qrels/--run, not both")
+    elif not data:
         raise UsageError(
-            "give the data file: ctxeval evaluate DATA -m METRIC (or data= in the run file)"
+            "give the data file: ctxeval evaluate DATA -m METRIC (or data= in the run file), "
+            "or TREC files: --qrels QRELS --run RUN"
         )
+    elif args.complete:
+        raise UsageError("--complete goes with --qrels/--run (it adds the qrels' queries)")
     specs = [parse_metric(m) for m in (args.metric or [])]
     for entry in run.get("metrics", []):
         if not isinstance(entry, dict) or "name" not in entry:
@@ -123,9 +144,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise UsageError("--resume needs --out DIR (the folder of the run to resume)")
     llm, provider = _llm(args, run)
     metrics = build_metrics(specs)
-    path = Path(data)
-    strict = not (args.lenient or run.get("lenient", False))
-    samples = load_samples(path, strict=strict)
+    if args.trec_eval_averaging:
+        metrics = [_with_trec_eval_averaging(m) for m in metrics]
+    if trec:
+        from ctxeval.trec import load_trec
+
+        path = Path(args.run)
+        samples: Any = load_trec(args.qrels, args.run, complete=args.complete)
+    else:
+        path = Path(str(data))
+        strict = not (args.lenient or run.get("lenient", False))
+        samples = load_samples(path, strict=strict)
     stdout = console()
     if args.dry_run:
         return _dry_run(samples, metrics, llm, provider, stdout)
@@ -144,7 +173,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         cache=cache,
         max_cost_usd=args.max_cost if args.max_cost is not None else run.get("max_cost"),
     )
-    total = count_rows(path) if path.exists() else None
+    total = len(samples) if trec else count_rows(path) if path.exists() else None
     evaluation, stopped = run_with_progress(
         samples,
         metrics,
@@ -153,7 +182,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         total=None if total is None else total * len(metrics),
     )
-    bad_rows = list(samples.errors)
+    bad_rows = list(getattr(samples, "errors", ()))
     from rich.markup import escape
 
     for error in bad_rows:
