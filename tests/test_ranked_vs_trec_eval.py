@@ -188,7 +188,7 @@ def graded_and_trec() -> tuple[list, dict[int, dict[str, dict[str, float]]]]:
     queries = graded_queries(seed=4242)
     qrels = {qid: judged for qid, judged, _, _ in queries}
     runs = {qid: {d: float(s) for d, s in scored.items()} for qid, _, _, scored in queries}
-    measures = {"map", "Rprec", "recip_rank"}
+    measures = {"map", "Rprec", "recip_rank", "bpref"}
     for k in KS:
         measures |= {f"P_{k}", f"recall_{k}", f"ndcg_cut_{k}", f"map_cut_{k}", f"success_{k}"}
     by_level = {
@@ -230,7 +230,7 @@ def test_ndcg_uses_the_grades_as_trec_eval_does(
     assert sum(binary[q] != got[q] for q in got) > len(got) // 20
 
 
-BINARY_AT_LEVEL = [("AP", "map"), ("Rprec", "Rprec"), ("RR", "recip_rank")]
+BINARY_AT_LEVEL = [("AP", "map"), ("Rprec", "Rprec"), ("RR", "recip_rank"), ("bpref", "bpref")]
 for _k in KS:
     BINARY_AT_LEVEL += [
         (f"P@{_k}", f"P_{_k}"),

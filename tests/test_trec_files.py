@@ -23,6 +23,7 @@ MEASURES = {
     "nDCG@10": "ndcg_cut_10",
     "AP@5": "map_cut_5",
     "Success@5": "success_5",
+    "Bpref": "bpref",
 }
 
 

@@ -18,6 +18,7 @@ names                                  metric                          cut-off
 ``RR``, ``MRR``, ``recip_rank``        ``id_mrr``                      none
 ``RR@k``, ``mrr@k``                    ``id_reciprocal_rank_at_k``     optional
 ``Rprec``, ``r-precision``             ``id_r_precision``              none
+``Bpref``, ``bpref``                   ``id_bpref``                    none
 =====================================  ==============================  =========
 """
 
@@ -49,6 +50,7 @@ IR_NAMES: Final[dict[str, tuple[str | None, str | None]]] = {
     "rprec": ("id_r_precision", None),
     "r-precision": ("id_r_precision", None),
     "r_precision": ("id_r_precision", None),
+    "bpref": ("id_bpref", None),
 }
 """Every accepted spelling and the metrics it stands for."""
 
@@ -91,5 +93,6 @@ def ir_names_of(metric: str) -> list[str]:
         "id_mrr": ["RR"],
         "id_reciprocal_rank_at_k": ["RR@k"],
         "id_r_precision": ["Rprec"],
+        "id_bpref": ["Bpref"],
     }
     return shown.get(metric, [])

@@ -49,7 +49,7 @@ from .protocols import (
 )
 from .results import NO_USAGE, LazyDetails, MetricResult, Status, _make, ok_row
 from .sample import TEXT_FIELDS, GradedIDs, Sample, grades_of
-from .validators import boolean, positive_int, text
+from .validators import boolean, non_negative_int, text
 
 __all__ = [
     "DeterministicPipelineMetric",
@@ -81,13 +81,14 @@ class Items:
             context IDs"``).
         dedupe: keep the first occurrence of a repeated item only (IDs: the best rank).
         min_grade: for graded IDs (:class:`~ctxeval.sample.GradedIDs`), the least grade that
-            counts (trec_eval's relevance level); a plain list is grade 1 throughout.
+            counts (trec_eval's relevance level; 0 keeps every judged item, those judged not
+            relevant too); a plain list is grade 1 throughout.
     """
 
     field: str = attrs.field(validator=text)
     what: str = attrs.field(validator=text)
     dedupe: bool = attrs.field(default=False, validator=boolean)
-    min_grade: int = attrs.field(default=1, validator=positive_int)
+    min_grade: int = attrs.field(default=1, validator=non_negative_int)
 
     def read(self, sample: Sample) -> list[str]:
         """The items of ``sample`` (empty when the field is missing or blank), below-grade ones
@@ -317,10 +318,13 @@ class Pipeline:
 
     def gains(self, verdicts: Sequence[Verdict], grades: Sequence[int] | None) -> list[int] | None:
         """For a graded formula judging the retrieved items against graded reference items:
-        the grade of the reference item each verdict's evidence points at (0 for no match)."""
+        the grade of the reference item each verdict's evidence points at, -1 for no match
+        (the item was not judged)."""
         if grades is None or not self.formula.graded or self.formula.judged != "retrieved":
             return None
-        return [grades[v.evidence] if v.matched and v.evidence is not None else 0 for v in verdicts]
+        return [
+            grades[v.evidence] if v.matched and v.evidence is not None else -1 for v in verdicts
+        ]
 
 
 def _blank_reason(side: Extracted | SplitAndAttribute) -> str:

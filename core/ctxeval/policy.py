@@ -46,7 +46,9 @@ formula                    judges      value
 :class:`RPrecision`        retrieved   relevant in the top R / R, R = reference units
                                        (trec_eval ``Rprec``)
 :class:`F1AtK`             top k       harmonic mean of P@k and R@k: 2 hits / (k + R)
-:class:`NDCGAtK`           retrieved   DCG@k / ideal DCG@k, binary gain, ``1/log2(rank+1)``
+:class:`NDCGAtK`           retrieved   DCG@k / ideal DCG@k, gain = grade (1 without grades),
+                                       discount ``log2(rank + 1)`` (trec_eval ``ndcg_cut_k``)
+:class:`BPref`             retrieved   binary preference over the judged items (``bpref``)
 =========================  ==========  =======================================================
 """
 
@@ -251,9 +253,15 @@ class Formula:
         raise NotImplementedError
 
     def graded_value(self, gains: Sequence[int], reference_grades: Sequence[int]) -> float:
-        """The score from graded relevance: ``gains`` is the grade of each judged item (0 when
-        not relevant), ``reference_grades`` those of every reference unit."""
+        """The score from graded relevance: ``gains`` is the grade of the reference item each
+        judged item matched (-1 when it matched none: not judged), ``reference_grades`` those
+        of every reference item given."""
         raise NotImplementedError(f"{type(self).__name__} has no graded form")
+
+    def relevant_in(self, reference_grades: Sequence[int]) -> int:
+        """How many of the graded reference items count as relevant (all of them, unless the
+        formula says otherwise): zero makes the result ``undefined``."""
+        return len(reference_grades)
 
     def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
         """What the formula adds to a row's details (e.g. ``k`` and the relevant ranks)."""
@@ -285,6 +293,9 @@ class Formula:
             zero_when_empty: trec_eval's averaging: an empty reference or nothing retrieved
                 scores 0 (and so counts in the mean) instead of being ``undefined``.
         """
+        graded = self.graded and gains is not None and reference_grades is not None
+        if graded and reference_grades is not None:
+            n_reference = self.relevant_in(reference_grades)
         if zero_when_empty and (n_reference == 0 or n_retrieved == 0):
             why = "no relevant reference items" if n_reference == 0 else "nothing retrieved"
             return MetricResult(
@@ -294,7 +305,7 @@ class Formula:
             return no_reference(reference, details=details, usage=usage)
         if n_retrieved == 0 and self.undefined_when_nothing_retrieved:
             return nothing_retrieved(retrieved, details=details, usage=usage)
-        if self.graded and gains is not None and reference_grades is not None:
+        if graded and gains is not None and reference_grades is not None:
             score = self.graded_value(gains, reference_grades)
         else:
             score = self.value(flags, n_reference)
@@ -469,6 +480,9 @@ class NDCGAtK(_AtK):
 
     graded: ClassVar[bool] = True
 
+    def relevant_in(self, reference_grades: Sequence[int]) -> int:
+        return sum(g > 0 for g in reference_grades)
+
     def value(self, flags: Sequence[bool], n_reference: int) -> float:
         discount, ideal = _discounts(self.k)
         dcg = 0.0
@@ -488,3 +502,40 @@ class NDCGAtK(_AtK):
         for rank, gain in enumerate(best, start=1):
             ideal += gain / math.log2(rank + 1)
         return min(dcg / ideal, 1.0) if ideal > 0 else 0.0
+
+
+@attrs.frozen(kw_only=True)
+class BPref(Formula):
+    """Binary preference, as trec_eval's ``bpref`` computes it (exactly, here): for each
+    relevant item retrieved, the share of the judged non-relevant items (at most R of them)
+    ranked below it, averaged over the R relevant items. Unjudged retrieved items are skipped,
+    which is what makes bpref robust to incomplete judgements. Without grades every reference
+    item is relevant and none judged non-relevant: bpref is then the recall.
+    """
+
+    graded: ClassVar[bool] = True
+    relevance_level: int = attrs.field(default=1, validator=positive_int)
+    """The least grade that counts as relevant; lower grades (from 0) are judged non-relevant."""
+
+    def relevant_in(self, reference_grades: Sequence[int]) -> int:
+        return sum(g >= self.relevance_level for g in reference_grades)
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        return sum(flags) / n_reference
+
+    def graded_value(self, gains: Sequence[int], reference_grades: Sequence[int]) -> float:
+        level = self.relevance_level
+        relevant = sum(g >= level for g in reference_grades)
+        cap = min(sum(0 <= g < level for g in reference_grades), relevant)
+        # sum over relevant retrieved of (1 - min(nonrel above, R) / cap), over one denominator
+        numerator, nonrel_above = 0, 0
+        for gain in gains:
+            if gain < 0:
+                continue  # not judged
+            if gain < level:
+                nonrel_above += 1
+            elif cap == 0 or nonrel_above == 0:
+                numerator += cap or 1
+            else:
+                numerator += cap - min(nonrel_above, relevant)
+        return numerator / ((cap or 1) * relevant)

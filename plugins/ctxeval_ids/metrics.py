@@ -21,6 +21,7 @@ metric                         formula                                judges    
 ``id_reciprocal_rank_at_k``    ``ReciprocalRankAtK`` (ranx ``mrr@k``) top k       0.0
 ``id_r_precision``             ``RPrecision`` (``Rprec``)             top R       0.0
 ``id_f1_at_k``                 ``F1AtK`` (ranx ``f1@k``)              top k       0.0
+``id_bpref``                   ``BPref`` (``bpref``)                  retrieved   0.0
 =============================  =====================================  ==========  ==========
 
 An empty reference makes every one of them ``undefined`` (nothing is relevant). Note that
@@ -49,6 +50,7 @@ __all__ = [
     "IDMRR",
     "IDAveragePrecision",
     "IDAveragePrecisionAtK",
+    "IDBPref",
     "IDBasedContextPrecision",
     "IDBasedContextRecall",
     "IDF1AtK",
@@ -100,11 +102,16 @@ class _IDMetric(DeterministicPipelineMetric):
 
     def build(self) -> Pipeline:
         formula = self.formula()
-        level = 1 if formula.graded else self.relevance_level
+        level = self.reference_level(formula)
         return Pipeline(
             reference=reference_ids(level), retrieved=RETRIEVED_IDS, matcher=_MATCHER,
             formula=formula,
         )  # fmt: skip
+
+    def reference_level(self, formula: policy.Formula) -> int:
+        """The least grade of the reference IDs the matcher sees: a graded formula takes
+        every grade above 0 (nDCG's gains), the others the relevance level."""
+        return 1 if formula.graded else self.relevance_level
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return {}
@@ -247,3 +254,18 @@ class IDRPrecision(_IDMetric):
 
     registry_name = "id_r_precision"
     formula_type = policy.RPrecision
+
+
+@attrs.frozen(kw_only=True)
+class IDBPref(_IDMetric):
+    """Binary preference (trec_eval ``bpref``): needs graded reference IDs to know the documents
+    judged not relevant (grade below ``relevance_level``); with a plain list it is the
+    recall."""
+
+    registry_name = "id_bpref"
+
+    def formula(self) -> policy.Formula:
+        return policy.BPref(relevance_level=self.relevance_level)
+
+    def reference_level(self, formula: policy.Formula) -> int:
+        return 0  # every judged document: bpref counts the non-relevant ones too
