@@ -288,8 +288,9 @@ class Formula:
             n_retrieved: retrieved items (zero: ``undefined`` for a precision-like formula).
             reference: what the reference units are, plural, for a reason.
             retrieved: what the retrieved items are, plural, for a reason.
-            gains, reference_grades: graded relevance, for a :attr:`graded` formula (see
-                :meth:`graded_value`); without them the verdicts count as grade 1.
+            gains: graded relevance, for a :attr:`graded` formula (see
+                :meth:`graded_value`); without it the verdicts count as grade 1.
+            reference_grades: the grades of the reference items, with ``gains``.
             zero_when_empty: trec_eval's averaging: an empty reference or nothing retrieved
                 scores 0 (and so counts in the mean) instead of being ``undefined``.
         """
