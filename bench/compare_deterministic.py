@@ -5,7 +5,8 @@
 * ID metrics (``id_based_context_precision`` + ``id_based_context_recall``) over 100 000
   samples: ctxeval vs ragas;
 * ranked ID metrics (P@5, recall@5, nDCG@5, MRR, MAP) over 100 000 queries: ctxeval vs
-  pytrec_eval (trec_eval's C code);
+  pytrec_eval (trec_eval's C code) and ranx 0.3.21 (numba; its own environment, JIT-compiled
+  functions cached on disk after the first run);
 * start-up: ``import ctxeval`` and ``ctxeval --help`` vs ``import ragas``.
 
 Each tool runs in its own process (ragas in its own virtual environment, see peer_env.py),
@@ -65,6 +66,24 @@ print(json.dumps({"seconds": seconds, "samples": len(result)}))
 """
 
 
+RANX_RUN = r"""
+import json, sys, time
+from ranx import Qrels, Run, evaluate
+path = sys.argv[1]
+start = time.perf_counter()
+qrels, runs = {}, {}
+with open(path, encoding="utf-8") as handle:
+    for line in handle:
+        row = json.loads(line)
+        qrels[row["id"]] = {d: 1 for d in row["reference_context_ids"]}
+        ranked = list(dict.fromkeys(row["retrieved_context_ids"]))
+        runs[row["id"]] = {d: float(len(ranked) - i) for i, d in enumerate(ranked)}
+scores = evaluate(Qrels(qrels), Run(runs), ["precision@5", "recall@5", "ndcg@5", "mrr", "map"], make_comparable=True)
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "samples": len(qrels)}))
+"""
+
+
 WORDS = [
     "the",
     "eiffel",
@@ -115,6 +134,11 @@ def make_data(folder: Path, string_samples: int, id_samples: int) -> tuple[Path,
     return strings, ids
 
 
+def make_data_small() -> Path:
+    folder = Path(tempfile.mkdtemp())
+    return write_rows(folder / "warm.jsonl", id_row, 100, random.Random(1))
+
+
 def run(python: Path | str, code_or_script: str, *args: str) -> dict[str, float]:
     command = (
         [str(python), code_or_script, *args]
@@ -141,6 +165,8 @@ def main() -> None:
     parser.add_argument("--id-samples", type=int, default=100_000)
     args = parser.parse_args()
     ragas = python_of("ragas")
+    ranx = python_of("ranx")
+    run(ranx, RANX_RUN, str(make_data_small()))  # numba compiles and caches, once
     ours = sys.executable
     peer = str(HERE / "peers" / "ragas_deterministic.py")
     rows = []
@@ -167,6 +193,13 @@ def main() -> None:
                 lambda: run(ours, CTXEVAL_RUN, str(ids), "ranked"),
                 lambda: run(ours, PYTREC_RUN, str(ids)),
                 "pytrec_eval",
+            ),
+            (
+                "ranked ID metrics (5)",
+                args.id_samples,
+                lambda: run(ours, CTXEVAL_RUN, str(ids), "ranked"),
+                lambda: run(ranx, RANX_RUN, str(ids)),
+                "ranx 0.3.21",
             ),
         ]
         for name, n, mine, theirs, peer_name in cases:

@@ -16,6 +16,8 @@ VENVS = HERE / ".venvs"
 PEERS = {
     # ragas 0.4.3 imports langchain_community.chat_models.vertexai, gone from 0.4: pin 0.3.
     "ragas": ["ragas==0.4.3", "langchain-community<0.4", "rapidfuzz"],
+    # ranx compiles its measures with numba on first use (cached on disk afterwards)
+    "ranx": ["ranx==0.3.21"],
 }
 
 
