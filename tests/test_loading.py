@@ -88,16 +88,15 @@ def test_csv_with_json_list_fields(tmp_path: Path) -> None:
 
 def test_csv_bad_list_names_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
-    path.write_text(
-        'id,contexts\ns1,"[""ok""]"\ns2,"[\'python\', \'repr\']"\ns3,a,b\n', encoding="utf-8"
-    )
+    path.write_text('id,contexts\ns1,"[""ok""]"\ns2,not a list\ns3,a,b\n', encoding="utf-8")
     stream = load_samples(path)
     assert next(stream).id == "s1"
     with pytest.raises(DataError) as info:
         next(stream)
     message = str(info.value)
     assert message.startswith(
-        f"{path}:3: field 'retrieved_contexts': a list field must hold a JSON array"
+        f"{path}:3: field 'retrieved_contexts': a list field must hold a JSON array or a Python "
+        "list literal"
     )
     assert "json.dumps" in message
     with pytest.raises(DataError, match=r"d.csv:4: the row has 1 cell\(s\) more than the header"):
@@ -200,3 +199,35 @@ def test_evaluate_reads_a_stream_lazily(tmp_path: Path) -> None:
     )
     evaluation = ctxeval.evaluate(load_samples(path), metrics=["id_based_context_recall"])
     assert evaluation.scores("id_based_context_recall") == [1.0, 1.0, 1.0]
+
+
+def test_csv_written_by_ragas_to_csv_loads(tmp_path: Path) -> None:
+    """ragas's ``EvaluationDataset.to_csv()`` writes list columns as Python reprs (pandas)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {
+            "user_input": ["Who built it?", "Where?"],
+            "retrieved_contexts": [["Eiffel's company built it.", 'He said "yes".'], []],
+            "reference_context_ids": [["d1", "d2"], ["d3"]],
+            "reference": ["Gustave Eiffel", "Paris"],
+        }
+    )
+    path = tmp_path / "ragas.csv"
+    frame.to_csv(path, index=False)  # what ragas's to_csv() does: lists become their repr
+    assert "['d1', 'd2']" in path.read_text()
+    first, second = load_samples(path)
+    assert first.retrieved_context_ids is None
+    assert first.retrieved_contexts == ("Eiffel's company built it.", 'He said "yes".')
+    assert first.reference_context_ids == ("d1", "d2")
+    assert second.retrieved_contexts == ()
+
+
+@pytest.mark.parametrize(
+    "cell",
+    ["__import__('os').system('echo hacked')", "[1, 2] + [3]", "{'a': 1}", "[" * 5000],
+)
+def test_csv_list_cells_are_literals_only(tmp_path: Path, cell: str) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text(f'id,contexts\ns1,"{cell}"\n', encoding="utf-8")
+    with pytest.raises(DataError, match="a list field must hold a JSON array or a Python list"):
+        list(load_samples(path))

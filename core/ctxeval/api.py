@@ -23,6 +23,7 @@ import anyio
 
 from .bridge import Backend, run_sync
 from .emission import BATCH_ROWS, Emitter
+from .errors import ConfigError, DataError
 from .evaluation import Evaluation
 from .journal import Journal
 from .progress import ProgressTracker
@@ -130,8 +131,9 @@ async def stream(
                 group.cancel_scope.cancel()
         if error is not None:
             raise error
-    except BaseException:
-        if journal is not None:
+    except BaseException as exc:
+        if journal is not None and not isinstance(exc, (DataError, ConfigError)):
+            # (after bad input, the error names the row to fix; resuming as it is cannot help)
             logger.warning(
                 "run stopped with %d row(s) saved in %s; run again with resume=True "
                 "(ctxeval evaluate --resume) to finish it",

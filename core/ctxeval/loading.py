@@ -11,7 +11,9 @@ Formats, chosen by the file's suffix (or ``format=``):
 * ``.jsonl`` / ``.ndjson``: one JSON object per line; blank lines are skipped.
 * ``.json``: an array of objects, or an object of equal-length columns
   (``{"question": [...], "contexts": [...]}``, as ``Dataset.to_dict()`` writes).
-* ``.csv``: a header row; list fields hold JSON arrays (``["a", "b"]``); an empty cell is null.
+* ``.csv``: a header row; list fields hold JSON arrays (``["a", "b"]``) or Python list
+  literals as ragas's ``to_csv()`` writes them (``['a', "b's"]``, read with
+  :func:`ast.literal_eval`: literals only, nothing is executed); an empty cell is null.
 * ``.parquet``: needs ``pyarrow``; read in record batches.
 """
 
@@ -283,17 +285,37 @@ def _csv_row(record: Mapping[str | None, Any], header: Any) -> Any:
         if cell == "":
             row[key] = None
         elif key in _LIST_FIELDS:
-            try:
-                row[key] = json.loads(cell)
-            except json.JSONDecodeError:
+            value = _list_cell(cell)
+            if value is None:
                 return _Bad(
-                    "a list field must hold a JSON array",
+                    "a list field must hold a JSON array or a Python list literal",
                     field=FIELD_ALIASES.get(key, key),
                     hint='write it as ["first", "second"], e.g. with json.dumps',
                 )
+            row[key] = value
         else:
             row[key] = cell
     return row
+
+
+def _list_cell(cell: str) -> Any:
+    """The value of a CSV list cell: a JSON array, else a Python list literal (ragas's
+    ``to_csv()`` writes ``['a', 'b']``); None when it is neither."""
+    try:
+        return json.loads(cell)
+    except json.JSONDecodeError:
+        pass
+    except RecursionError:  # absurdly deep nesting: no list of texts or IDs
+        return None
+    if not cell.lstrip().startswith(("[", "(")):
+        return None
+    import ast
+
+    try:
+        value = ast.literal_eval(cell)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else None
 
 
 def _read_parquet(path: Path) -> Iterator[Row]:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctxeval.plugin import ConfigError
+from ctxeval.plugin import ConfigError, validators
 
 __all__ = ["LLMConfig", "resolve_llm"]
 
@@ -51,9 +51,9 @@ class LLMConfig:
     model: str = attrs.field(validator=attrs.validators.instance_of(str))
     api_base: str | None = None
     api_key: str | None = attrs.field(default=None, repr=_no_secret)
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    timeout: float | None = None
+    temperature: float = attrs.field(default=0.0, validator=validators.non_negative_number)
+    max_tokens: int = attrs.field(default=1024, validator=validators.positive_int)
+    timeout: float | None = attrs.field(default=None, validator=validators.optional_positive_number)
     transport: Transport = attrs.field(default="auto")
     json_schema: bool = True
     extra: Mapping[str, Any] = attrs.field(factory=dict)

@@ -8,9 +8,10 @@
     ctxeval compare RUN_A RUN_B [--json]
     ctxeval demo [--out DIR]
 
-Exit codes: 0 when every row is ok or undefined, 1 when any row is an error (or the run stopped
-at its cost limit), 2 on bad usage or unreadable input (the message names file, line and
-field), 130 when interrupted.
+Exit codes: 0 when every row is ok or undefined and every ``--fail-under`` gate holds, 1 when
+any row is an error (or the run stopped at its cost limit), 2 on bad usage or unreadable input
+(the message names file, line and field), 3 when a ``--fail-under`` gate fails, 130 when
+interrupted.
 
 Modules: :mod:`.render` (console, errors, the summary table), :mod:`.specs` (metric specs and
 run files), :mod:`.progress` (a run with its live progress view), and one per command:
@@ -43,6 +44,7 @@ examples:
   ctxeval evaluate traces.jsonl -m context_recall --model openai/gpt-4o-mini --dry-run
   ctxeval evaluate --config run.toml --resume
   ctxeval evaluate --qrels qrels.txt --run run.txt -m nDCG@10 -m AP -m P@5
+  ctxeval evaluate traces.jsonl -m id_mrr -m P@5 --fail-under id_mrr=0.6 --gate-on ci-low
   ctxeval compare run1 run2
 
 metric options go after a colon, comma-separated: NAME:key=value,key=value
@@ -108,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write results.jsonl, summary.json, report.html and a journal here",
     )
     ev.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
+    ev.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     ev.add_argument(
         "--max-concurrency", type=int, metavar="N", help="LLM calls in flight at once (16)"
     )
@@ -120,6 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="USD",
         help="stop cleanly once the run has spent this much",
+    )
+    ev.add_argument(
+        "--fail-under",
+        action="append",
+        metavar="METRIC=VALUE",
+        help="exit 3 when METRIC scores below VALUE (repeat for more): a gate for CI",
+    )
+    ev.add_argument(
+        "--gate-on",
+        choices=("mean", "ci-low"),
+        default="mean",
+        help="what --fail-under compares: the mean, or the lower bound of its 95%% CI",
     )
     ev.add_argument(
         "--dry-run",

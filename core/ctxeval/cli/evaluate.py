@@ -13,7 +13,7 @@ from ctxeval._version import __version__
 from ctxeval.settings import RunSettings
 
 from .progress import run_with_progress
-from .render import EXIT_ERRORS, EXIT_OK, UsageError, console, fail, print_summary
+from .render import EXIT_ERRORS, EXIT_GATES, EXIT_OK, UsageError, console, fail, print_summary
 from .specs import build_metrics, count_rows, parse_metric, read_run_file
 
 __all__ = ["DEFAULT_PROVIDER", "cmd_evaluate", "llm_provider"]
@@ -49,6 +49,91 @@ def _llm(args: argparse.Namespace, run: dict[str, Any]) -> tuple[Any, Any]:
     return llm, provider
 
 
+RUN_FILE_KEYS = (
+    "data", "metrics", "out", "model", "api_base", "provider", "llm", "lenient", "no_cache",
+    "max_concurrency", "max_cost", "qrels", "run", "complete", "trec_eval_averaging",
+    "fail_under",
+)  # fmt: skip
+"""The keys a run file (``--config``) may hold."""
+
+_OPTION_OF = {"max_concurrency": "--max-concurrency", "max_cost_usd": "--max-cost"}
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (0 and false are values)."""
+    return next((v for v in values if v is not None), None)
+
+
+def _settings(
+    args: argparse.Namespace, run: dict[str, Any], *, out: Any, cache: Any
+) -> RunSettings:
+    """The run's settings from the command line and the run file, each checked, a bad one
+    named as the option it came from."""
+    from ctxeval.errors import ConfigError
+
+    try:
+        return RunSettings(
+            max_concurrency=_first(args.max_concurrency, run.get("max_concurrency"), 16),
+            journal=Path(out) / "journal.jsonl" if out else None,
+            resume=args.resume,
+            cache=cache,
+            max_cost_usd=_first(args.max_cost, run.get("max_cost")),
+        )
+    except ConfigError as exc:
+        message = str(exc)
+        for field, option in _OPTION_OF.items():
+            message = message.replace(f"run setting {field} ", f"{option}: ")
+        raise UsageError(message) from None
+
+
+def check_run_file(path: str, run: dict[str, Any]) -> None:
+    """Refuse a key a run file may not hold, with the closest one."""
+    import difflib
+
+    for key in run:
+        if key not in RUN_FILE_KEYS:
+            close = difflib.get_close_matches(key, RUN_FILE_KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(
+                f"{path}: unknown key {key!r}{hint} (the keys are: {', '.join(RUN_FILE_KEYS)})"
+            )
+
+
+def check_out(folder: Path, metrics: Sequence[Any], *, resume: bool, overwrite: bool) -> None:
+    """An existing run folder is never overwritten silently: finish it with --resume (the
+    same metrics), or replace it with --overwrite."""
+    if resume and overwrite:
+        raise UsageError("--resume and --overwrite exclude each other")
+    journal = folder / "journal.jsonl"
+    held = [n for n in ("results.jsonl", "journal.jsonl", "summary.json") if (folder / n).exists()]
+    if resume:
+        if not journal.exists():
+            raise UsageError(f"--resume: {folder} holds no run to resume (no journal.jsonl)")
+        before = _journal_metrics(journal)
+        now = [m.name for m in metrics]
+        if before is not None and set(before) != set(now):
+            raise UsageError(
+                f"--resume: the run in {folder} scored {', '.join(before)}; give the same "
+                "metrics to finish it, or --overwrite to start again"
+            )
+    elif held and not overwrite:
+        raise UsageError(
+            f"{folder} holds a run already ({', '.join(held)}): add --resume to finish it, "
+            "--overwrite to replace it, or choose another --out"
+        )
+
+
+def _journal_metrics(journal: Path) -> list[str] | None:
+    import json
+
+    try:
+        with journal.open(encoding="utf-8", errors="replace") as handle:
+            header = json.loads(handle.readline())
+        return list(header["metrics"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # unreadable: the journal itself says so when it is opened
+
+
 def _with_trec_eval_averaging(metric: Any) -> Any:
     """``metric`` with trec_eval's averaging (an option of the ID metrics)."""
     if not hasattr(metric, "trec_eval_averaging"):
@@ -59,6 +144,31 @@ def _with_trec_eval_averaging(metric: Any) -> Any:
     import attrs
 
     return attrs.evolve(metric, trec_eval_averaging=True)
+
+
+def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]) -> list[Any]:
+    """The run's gates (``--fail-under`` and the run file's ``fail_under`` table), checked
+    against the metrics' row names before anything is scored."""
+    from ctxeval.errors import ConfigError
+    from ctxeval.gates import parse_gate
+
+    specs = list(args.fail_under or [])
+    table = run.get("fail_under", {})
+    if not isinstance(table, dict):
+        raise UsageError("fail_under in a run file is a table: [fail_under] with metric = value")
+    specs += [f"{name}={value}" for name, value in table.items()]
+    try:
+        gates = [parse_gate(spec, on=args.gate_on) for spec in specs]
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    names = [m.name for m in metrics]
+    for gate in gates:
+        if gate.metric not in names:
+            raise UsageError(
+                f"--fail-under {gate.metric}: no metric of this run is named so "
+                f"(the run's metrics: {', '.join(names)})"
+            )
+    return gates
 
 
 def _needs_llm(metrics: Sequence[Any]) -> bool:
@@ -117,7 +227,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ctxeval.loading import load_samples
 
     run = read_run_file(args.config) if args.config else {}
+    if args.config:
+        check_run_file(args.config, run)
     data = args.data or run.get("data")
+    args.qrels = args.qrels or run.get("qrels")
+    args.run = args.run or run.get("run")
+    args.complete = args.complete or bool(run.get("complete", False))
+    args.trec_eval_averaging = args.trec_eval_averaging or bool(
+        run.get("trec_eval_averaging", False)
+    )
     trec = bool(args.qrels or args.run)
     if trec:
         if not (args.qrels and args.run):
@@ -160,19 +278,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _dry_run(samples, metrics, llm, provider, stdout)
     if _needs_llm(metrics) and llm is None:
         raise UsageError("these metrics need an LLM: add --model (e.g. --model openai/gpt-4o-mini)")
+    if out:
+        check_out(Path(out), metrics, resume=args.resume, overwrite=args.overwrite)
+    gates = _gates(args, run, metrics)
     cache = None
     if _needs_llm(metrics) and not (args.no_cache or run.get("no_cache", False)):
         from ctxeval.cache import SQLiteCache
 
         home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         cache = SQLiteCache(home / "ctxeval" / "llm.sqlite")
-    settings = RunSettings(
-        max_concurrency=args.max_concurrency or run.get("max_concurrency") or 16,
-        journal=Path(out) / "journal.jsonl" if out else None,
-        resume=args.resume,
-        cache=cache,
-        max_cost_usd=args.max_cost if args.max_cost is not None else run.get("max_cost"),
-    )
+    settings = _settings(args, run, out=out, cache=cache)
     total = len(samples) if trec else count_rows(path) if path.exists() else None
     evaluation, stopped = run_with_progress(
         samples,
@@ -183,6 +298,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         total=None if total is None else total * len(metrics),
     )
     bad_rows = list(getattr(samples, "errors", ()))
+    if not evaluation.results and not bad_rows and stopped is None:
+        where = f"{args.qrels} and {args.run}" if trec else str(path)
+        raise UsageError(
+            f"{where}: no samples to score"
+            + (" (no query is in both files)" if trec else " (the input is empty)")
+        )
     from rich.markup import escape
 
     for error in bad_rows:
@@ -197,6 +318,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "ctxeval": __version__,
         },
     )
+    from ctxeval.gates import check_gates
+
+    verdicts = check_gates(gates, evaluation.summary())
+    if verdicts:
+        summary["gates"] = [v.to_dict() for v in verdicts]
     if out:
         paths = write_outputs(evaluation, out, title=f"ctxeval: {path.name}", summary=summary)
     if not args.quiet:
@@ -204,6 +330,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if out:
             for kind in ("results", "summary", "report"):
                 stdout.print(f"{kind + ':':<9}{paths[kind]}")
+    for verdict in verdicts:  # shown even with --quiet: they decide the exit code
+        mark = "[green]pass[/]" if verdict.passed else "[bold red]FAIL[/]"
+        console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")
     if stopped is not None:
         fail(f"{stopped}; continue with --resume and a higher --max-cost", EXIT_ERRORS)
-    return EXIT_ERRORS if (not evaluation.ok or bad_rows) else EXIT_OK
+    if not evaluation.ok or bad_rows:
+        return EXIT_ERRORS
+    return EXIT_GATES if any(not v.passed for v in verdicts) else EXIT_OK

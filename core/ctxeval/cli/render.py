@@ -6,6 +6,7 @@ from typing import Any, NoReturn
 
 __all__ = [
     "EXIT_ERRORS",
+    "EXIT_GATES",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -15,7 +16,7 @@ __all__ = [
     "print_summary",
 ]
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_GATES, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class UsageError(Exception):
