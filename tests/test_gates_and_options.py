@@ -183,3 +183,42 @@ def test_input_errors_do_not_suggest_a_resume_that_cannot_help(tmp_path: Path) -
     assert code == 2
     assert "d.jsonl:2" in err
     assert "resume" not in err
+
+
+def test_the_metrics_listing_reads_at_80_columns() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxeval", "metrics"], capture_output=True, text=True,
+        env={**__import__("os").environ, "COLUMNS": "80"}, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "…" not in done.stdout
+    text = done.stdout
+    assert "id_ndcg_at_k (nDCG@k)\n  Normalised DCG at k" in text
+    assert "llm_context_recall (context_recall)" in text
+    assert "needs: user_input, reference, retrieved_contexts; an LLM (--model)" in text
+    assert "needs: retrieved_contexts, reference_contexts\n  options: measure, threshold" in text
+    assert "@deterministic:" in text
+
+
+def test_presets_stand_for_their_metrics(tmp_path: Path) -> None:
+    ev = ctxeval.evaluate(ROWS, ["@ranked"])
+    assert ev.metrics == ("P@10", "R@10", "nDCG@10", "RR", "AP", "Rprec")
+    with pytest.raises(ctxeval.ConfigError, match="unknown preset '@idz'; the presets are @ids"):
+        ctxeval.evaluate(ROWS, ["@idz"])
+    data = write(tmp_path / "d.jsonl", ROWS)
+    code, out, _ = run_cli("evaluate", str(data), "-m", "@ids")
+    assert code == 0
+    assert "nDCG@10" in out
+
+
+def test_error_rows_are_grouped_by_reason_under_the_summary(tmp_path: Path) -> None:
+    rows = [*ROWS, *({"id": f"t{i}", "retrieved_context_ids": ["d1"]} for i in range(7))]
+    data = write(tmp_path / "d.jsonl", rows)
+    code, out, _ = run_cli("evaluate", str(data), "-m", "id_mrr", "-m", "P@2")
+    assert code == 1
+    assert "14 error row(s), by reason:" in out
+    assert "      7  id_mrr: the sample has no 'reference_context_ids', which id_mrr" in out
+    assert "      7  P@2: the sample has no" in out
+    assert out.count("(e.g. sample t0)") == 2

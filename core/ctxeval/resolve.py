@@ -1,6 +1,7 @@
 """From what a user passes as ``metrics=`` to the run's list of :class:`~ctxeval.Metric`.
 
-Names are built with their default options in the run's registry; objects are checked to be
+Names are built with their default options in the run's registry (a preset such as ``@ids``
+stands for its metrics, see :mod:`ctxeval.presets`); objects are checked to be
 metrics; row names must be unique within a run, and every field a metric requires must be a
 sample field.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .errors import ConfigError
+from .presets import PRESETS, expand
 from .protocols import Metric
 from .registry import Registry
 from .sample import SAMPLE_FIELDS
@@ -29,7 +31,12 @@ def resolve_metrics(metrics: Sequence[str | Metric], registry: Registry) -> list
         raise ConfigError("metrics must be a list of metric names or Metric objects")
     resolved: list[Metric] = []
     for spec in metrics:
-        if isinstance(spec, str):
+        if isinstance(spec, str) and spec.startswith("@"):
+            preset = expand(spec)
+            if preset is None:
+                raise ConfigError(f"unknown preset {spec!r}; the presets are {', '.join(PRESETS)}")
+            resolved += [registry.get_metric(name) for name in preset]
+        elif isinstance(spec, str):
             resolved.append(registry.get_metric(spec))
         elif isinstance(spec, Metric):
             resolved.append(spec)

@@ -10,7 +10,7 @@ from ctxeval._version import __version__
 from ctxeval.settings import RunSettings
 
 from .progress import run_with_progress
-from .render import EXIT_ERRORS, EXIT_OK, console, print_summary
+from .render import EXIT_ERRORS, EXIT_OK, console, print_errors, print_summary
 from .specs import build_metrics, parse_metric
 
 __all__ = ["DEMO_METRICS", "cmd_demo"]
@@ -65,5 +65,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     summary = summary_dict(evaluation, extra={"data": "ctxeval demo dataset"})
     paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)
     print_summary(summary, stdout)
+    print_errors(evaluation.results, stdout)
     stdout.print(f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}")
     return EXIT_ERRORS if not evaluation.ok else EXIT_OK

@@ -13,7 +13,16 @@ from ctxeval._version import __version__
 from ctxeval.settings import RunSettings
 
 from .progress import run_with_progress
-from .render import EXIT_ERRORS, EXIT_GATES, EXIT_OK, UsageError, console, fail, print_summary
+from .render import (
+    EXIT_ERRORS,
+    EXIT_GATES,
+    EXIT_OK,
+    UsageError,
+    console,
+    fail,
+    print_errors,
+    print_summary,
+)
 from .specs import build_metrics, count_rows, parse_metric, read_run_file
 
 __all__ = ["DEFAULT_PROVIDER", "cmd_evaluate", "llm_provider"]
@@ -327,6 +336,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         paths = write_outputs(evaluation, out, title=f"ctxeval: {path.name}", summary=summary)
     if not args.quiet:
         print_summary(summary, stdout)
+        print_errors(evaluation.results, stdout)
         if out:
             for kind in ("results", "summary", "report"):
                 stdout.print(f"{kind + ':':<9}{paths[kind]}")

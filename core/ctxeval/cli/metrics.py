@@ -1,17 +1,26 @@
-"""``ctxeval metrics``: every metric, what it needs, its options and its status."""
+"""``ctxeval metrics``: every metric, what it measures, what it needs, its options."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 from typing import Any
 
 from .render import EXIT_OK, console
 
-__all__ = ["cmd_metrics"]
+__all__ = ["cmd_metrics", "metric_entries"]
 
 
-def cmd_metrics(args: argparse.Namespace) -> int:
+def _description(factory: Any) -> str:
+    """The first sentence of the factory's docstring."""
+    doc = inspect.getdoc(factory) or ""
+    first = " ".join(doc.split("\n\n", 1)[0].split())
+    return first.replace("``", "").removeprefix("Metric ").strip()
+
+
+def metric_entries() -> list[dict[str, Any]]:
+    """One entry per metric name: status, description, needs, options, aliases, IR names."""
     from ctxeval.base import options_of
     from ctxeval.measure_names import ir_names_of
     from ctxeval.registry import default_registry
@@ -21,17 +30,22 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     for info in registry.plugins():
         if info.group != "ctxeval.metrics":
             continue
-        factory = (
-            registry.factory(info.group, info.name)
-            if info.status in ("ok", "unavailable")
-            else None
-        )
+        usable = info.status in ("ok", "unavailable")
+        factory = registry.factory(info.group, info.name) if usable else None
+        needs_llm: bool | None = None
+        if info.status == "ok":
+            try:
+                needs_llm = bool(getattr(registry.get_metric(info.name), "needs_llm", False))
+            except Exception:
+                needs_llm = None  # its default options need something not here
         entries.append(
             {
                 "name": info.name,
                 "alias_of": info.alias_of,
                 "status": info.status,
+                "description": _description(factory) if factory is not None else "",
                 "requires": list(getattr(factory, "requires", ()) or ()),
+                "needs_llm": needs_llm,
                 "ir_names": ir_names_of(info.name),
                 "options": [o for o in (options_of(factory) or []) if o != "name"]
                 if factory
@@ -41,21 +55,48 @@ def cmd_metrics(args: argparse.Namespace) -> int:
                 "distribution": info.distribution,
             }
         )
+    return entries
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    entries = metric_entries()
     if args.json:
         print(json.dumps(entries, indent=2))
         return EXIT_OK
-    from rich.table import Table
+    from rich.markup import escape
+    from rich.padding import Padding
 
-    table = Table(title="metrics")
-    width = max(len(e["name"]) for e in entries) if entries else 10
-    table.add_column("name", no_wrap=True, min_width=width)
-    for column in ("needs", "options", "status"):
-        table.add_column(column)
+    out = console()
+
+    def line(text: str) -> None:  # indented, wrapped lines keep their indent
+        out.print(Padding(text, (0, 0, 0, 2), expand=False))
+
+    aliases: dict[str, list[str]] = {}
     for e in entries:
-        name = e["name"] + (f" (= {e['alias_of']})" if e["alias_of"] else "")
-        if e["ir_names"]:
-            name += f" ({', '.join(e['ir_names'])})"
-        status = e["status"] + (f": {e['install']}" if e["install"] else "")
-        table.add_row(name, ", ".join(e["requires"]), ", ".join(e["options"]), status)
-    console().print(table)
+        if e["alias_of"]:
+            aliases.setdefault(e["alias_of"], []).append(e["name"])
+    for e in entries:
+        if e["alias_of"]:
+            continue
+        also = aliases.get(e["name"], []) + e["ir_names"]
+        status = "" if e["status"] == "ok" else f"  [yellow]{e['status']}[/]"
+        name = f"[bold]{escape(e['name'])}[/]" + (f" ({escape(', '.join(also))})" if also else "")
+        out.print(name + status)
+        if e["description"]:
+            line(escape(e["description"]))
+        needs = ", ".join(e["requires"]) or "nothing"
+        if e["needs_llm"]:
+            needs += "; an LLM (--model)"
+        line(f"[dim]needs:[/] {escape(needs)}")
+        if e["options"]:
+            line(f"[dim]options:[/] {escape(', '.join(e['options']))}")
+        if e["install"]:
+            line(f"[dim]install:[/] {escape(e['install'])}")
+        elif e["error"] and e["status"] != "ok":
+            line(f"[dim]error:[/] {escape(e['error'])}")
+    from ctxeval.presets import PRESETS
+
+    out.print("\n[bold]presets[/] (use as a metric name: -m @ids)")
+    for preset, names in PRESETS.items():
+        line(f"{preset}: {escape(', '.join(names))}")
     return EXIT_OK

@@ -13,6 +13,7 @@ __all__ = [
     "UsageError",
     "console",
     "fail",
+    "print_errors",
     "print_summary",
 ]
 
@@ -72,3 +73,33 @@ def print_summary(summary: dict[str, Any], out: Any) -> None:
             f"{usage.cache_hits} cache hits, "
             f"{usage.prompt_tokens + usage.completion_tokens} tokens, cost {cost}"
         )
+
+
+def print_errors(rows: Any, out: Any, *, limit: int = 10) -> None:
+    """The error rows grouped by metric and reason, most frequent first, each with its count
+    and an example sample id (under the summary, so that ``error 13`` never looks like a
+    score)."""
+    from collections import Counter
+
+    from rich.markup import escape
+
+    groups: Counter[tuple[str, str]] = Counter()
+    example: dict[tuple[str, str], str] = {}
+    for row in rows:
+        if row.status.value != "error":
+            continue
+        key = (row.metric, row.reason or "")
+        groups[key] += 1
+        example.setdefault(key, row.sample_id)
+    if not groups:
+        return
+    total = sum(groups.values())
+    out.print(f"[bold red]{total} error row(s)[/], by reason:")
+    for (metric, reason), count in groups.most_common(limit):
+        out.print(
+            f"  {count:>5}  {escape(metric)}: {escape(reason)} "
+            f"[dim](e.g. sample {escape(example[metric, reason])})[/]",
+            soft_wrap=False,
+        )
+    if len(groups) > limit:
+        out.print(f"  … and {len(groups) - limit} more reason(s); see results.jsonl")

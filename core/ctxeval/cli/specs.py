@@ -49,10 +49,19 @@ def parse_metric(spec: str) -> tuple[str, dict[str, Any]]:
 def build_metrics(specs: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
     """The metrics of ``specs``, built in the default registry."""
     from ctxeval import default_registry
+    from ctxeval.presets import PRESETS, expand
 
     registry = default_registry()
     metrics = []
     for name, options in specs:
+        if name.startswith("@"):
+            names = expand(name)
+            if names is None:
+                raise UsageError(f"unknown preset {name!r}; the presets are {', '.join(PRESETS)}")
+            if options:
+                raise UsageError(f"preset {name!r} takes no options; give its metrics one by one")
+            metrics += [registry.get_metric(n) for n in names]
+            continue
         if not registry.knows_metric(name):
             close = difflib.get_close_matches(name, registry.names(), n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else "; see: ctxeval metrics"
