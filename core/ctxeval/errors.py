@@ -145,7 +145,7 @@ def plugin_kind(group: str) -> str:
     """What a plugin of entry-point ``group`` is called in messages (``ctxeval.metrics``:
     ``metric``; ``ctxeval.llms``: ``LLM provider``)."""
     last = group.rsplit(".", 1)[-1]
-    return "LLM provider" if last == "llms" else last.rstrip("s")
+    return {"llms": "LLM provider", "writers": "output format"}.get(last, last.rstrip("s"))
 
 
 class UnknownNameError(ConfigError, LookupError):

@@ -20,8 +20,8 @@ What is here:
 * other plugins, bound when yours is built: :func:`get_extractor`, :func:`get_matcher`;
 * the protocols: :class:`Metric`, :class:`DeterministicMetric`, :class:`BatchMetric`,
   :class:`Extractor`, :class:`Matcher`, :class:`DeterministicMatcher`, :class:`Attributor`,
-  :class:`LLMProvider`, :class:`RunContext`; the values :class:`Unit`, :class:`Verdict`,
-  :class:`Sample`;
+  :class:`LLMProvider`, :class:`Writer`, :class:`RunContext`; the values :class:`Unit`,
+  :class:`Verdict`, :class:`Sample`, and :class:`Evaluation` (what a writer writes);
 * base classes: :class:`BaseMetric`, :class:`BaseDeterministicMetric`,
   :class:`BaseDeterministicMatcher` (write ``match_now``, get ``match`` and ``match_batch``),
   :class:`Dependency` (an optional module and its install command), :func:`options_of`,
@@ -70,6 +70,7 @@ from .errors import (
     TransientCallError,
     UnknownNameError,
 )
+from .evaluation import Evaluation
 from .failures import Kind, classify, retry_after_of, status_of
 from .pipeline import (
     DeterministicPipelineMetric,
@@ -93,6 +94,7 @@ from .protocols import (
     RunContext,
     Unit,
     Verdict,
+    Writer,
 )
 from .registry import EXTRACTORS, MATCHERS, building_registry
 from .results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, ok_row
@@ -119,6 +121,7 @@ __all__ = [
     "DeterministicMatcher",
     "DeterministicMetric",
     "DeterministicPipelineMetric",
+    "Evaluation",
     "Extracted",
     "Extractor",
     "FatalCallError",
@@ -148,6 +151,7 @@ __all__ = [
     "UnknownNameError",
     "Usage",
     "Verdict",
+    "Writer",
     "__version__",
     "cache_key",
     "classify",

@@ -16,6 +16,7 @@ retrieved items, and the verdicts go into a *formula* (:mod:`ctxeval.policy`).
   (no I/O) also scores synchronously, and a :class:`BatchMetric` many samples per call.
 * An :class:`LLMProvider` turns a model name and endpoint into the run's ``llm=`` and prices
   requests (the command line reaches LLMs through it).
+* A :class:`Writer` writes one file of a run folder (``results.csv``, ``summary.md``...).
 
 A plugin is any object with these attributes; it does not have to inherit from anything.
 Everything a plugin author needs is importable from :mod:`ctxeval.plugin`.
@@ -23,7 +24,8 @@ Everything a plugin author needs is importable from :mod:`ctxeval.plugin`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -45,6 +47,7 @@ __all__ = [
     "RunContext",
     "Unit",
     "Verdict",
+    "Writer",
 ]
 
 T = TypeVar("T")
@@ -232,6 +235,28 @@ class LLMProvider(Protocol):
 
     def estimate_cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         """The price in USD of one request of this size, or None when it is not known."""
+        ...
+
+
+@runtime_checkable
+class Writer(Protocol):
+    """Writes one file of a run folder (entry-point group ``ctxeval.writers``)."""
+
+    @property
+    def name(self) -> str:
+        """The writer's name (``--format NAME``)."""
+        ...
+
+    @property
+    def filename(self) -> str:
+        """The file it writes in the run folder."""
+        ...
+
+    def write(
+        self, evaluation: Any, summary: Mapping[str, Any], folder: Path, *, title: str
+    ) -> Path:
+        """Write the file for ``evaluation`` (and ``summary``, ``summary.json``'s content) in
+        ``folder``; return its path."""
         ...
 
 

@@ -1,7 +1,8 @@
 """Find plugins through entry points, load them lazily and build them from options.
 
-Plugins are ordinary packages that declare entry points in one of four groups
-(``ctxeval.metrics``, ``ctxeval.extractors``, ``ctxeval.matchers``, ``ctxeval.llms``)::
+Plugins are ordinary packages that declare entry points in one of five groups
+(``ctxeval.metrics``, ``ctxeval.extractors``, ``ctxeval.matchers``, ``ctxeval.llms``,
+``ctxeval.writers``)::
 
     [project.entry-points."ctxeval.metrics"]
     my_metric = "my_package.metrics:MyMetric"
@@ -55,7 +56,7 @@ from .errors import (
     plugin_kind,
 )
 from .measure_names import parse_ir_name
-from .protocols import Extractor, LLMProvider, Matcher, Metric
+from .protocols import Extractor, LLMProvider, Matcher, Metric, Writer
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -66,6 +67,7 @@ __all__ = [
     "LLMS",
     "MATCHERS",
     "METRICS",
+    "WRITERS",
     "PluginInfo",
     "Registry",
     "building_registry",
@@ -78,13 +80,15 @@ METRICS: Final = "ctxeval.metrics"
 EXTRACTORS: Final = "ctxeval.extractors"
 MATCHERS: Final = "ctxeval.matchers"
 LLMS: Final = "ctxeval.llms"
-GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS, LLMS)
+WRITERS: Final = "ctxeval.writers"
+GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS, LLMS, WRITERS)
 
 _PROTOCOLS: Final[dict[str, type]] = {
     METRICS: Metric,
     EXTRACTORS: Extractor,
     MATCHERS: Matcher,
     LLMS: LLMProvider,
+    WRITERS: Writer,
 }
 
 _BUILDING: ContextVar[Registry | None] = ContextVar("ctxeval_building_registry", default=None)
@@ -412,6 +416,11 @@ class Registry:
     def get_llm_provider(self, name: str, /, **options: Any) -> LLMProvider:
         """Build the LLM provider registered under ``name`` with ``options``."""
         plugin: LLMProvider = self.create(LLMS, name, **options)
+        return plugin
+
+    def get_writer(self, name: str, /, **options: Any) -> Writer:
+        """Build the writer registered under ``name`` with ``options``."""
+        plugin: Writer = self.create(WRITERS, name, **options)
         return plugin
 
     def _entry(self, group: str, name: str) -> _Entry:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -12,8 +11,9 @@ from typing import Any
 
 from .evaluation import Evaluation
 from .results import MetricResult, Status, Usage
+from .writers import write_text
 
-__all__ = ["summary_dict", "write_outputs", "write_report"]
+__all__ = ["DEFAULT_FORMATS", "summary_dict", "write_outputs", "write_report"]
 
 
 def summary_dict(
@@ -31,10 +31,8 @@ def summary_dict(
     return out
 
 
-def _write_text(path: Path, text: str) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
+DEFAULT_FORMATS = ("jsonl", "summary", "html")
+"""The writers every run folder gets: ``results.jsonl``, ``summary.json``, ``report.html``."""
 
 
 def write_outputs(
@@ -43,31 +41,33 @@ def write_outputs(
     *,
     title: str,
     summary: Mapping[str, Any] | None = None,
+    formats: Sequence[str] = (),
 ) -> dict[str, Path]:
-    """Write ``results.jsonl``, ``summary.json`` and ``report.html`` into ``folder``.
+    """Write the run folder: ``results.jsonl``, ``summary.json``, ``report.html`` and the
+    files of the writers named in ``formats`` (entry-point group ``ctxeval.writers``).
 
     ``summary`` is :func:`summary_dict`'s output when the caller has it already (its bootstrap
-    intervals are not computed twice).
+    intervals are not computed twice). Returns each file's path by writer name (the default
+    three also as ``results``, ``summary`` and ``report``).
     """
+    from .registry import default_registry
+
+    registry = default_registry()
+    writers = [registry.get_writer(name) for name in dict.fromkeys((*DEFAULT_FORMATS, *formats))]
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    results = evaluation.to_jsonl(target / "results.jsonl")
     if summary is None:
         summary = summary_dict(evaluation)
-    summary_path = target / "summary.json"
-    _write_text(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    report = target / "report.html"
-    _write_text(report, render_report(evaluation, summary, title=title))
-    return {"results": results, "summary": summary_path, "report": report}
+    paths = {w.name: w.write(evaluation, summary, target, title=title) for w in writers}
+    paths.update(results=paths["jsonl"], report=paths["html"])
+    return paths
 
 
 def write_report(
     evaluation: Evaluation, path: str | os.PathLike[str], *, title: str = "ctxeval report"
 ) -> Path:
     """Write only ``report.html``."""
-    target = Path(path)
-    _write_text(target, render_report(evaluation, summary_dict(evaluation), title=title))
-    return target
+    return write_text(Path(path), render_report(evaluation, summary_dict(evaluation), title=title))
 
 
 # --- the HTML report -------------------------------------------------------------------------

@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop cleanly once the run has spent this much",
     )
     ev.add_argument(
+        "--format",
+        action="append",
+        metavar="FMT",
+        help="also write this format in --out: csv, parquet, markdown, or a writer plugin's",
+    )
+    ev.add_argument(
         "--fail-under",
         action="append",
         metavar="METRIC=VALUE",

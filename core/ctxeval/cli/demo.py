@@ -66,5 +66,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)
     print_summary(summary, stdout)
     print_errors(evaluation.results, stdout)
-    stdout.print(f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}")
+    stdout.print(
+        f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}",
+        soft_wrap=True,
+    )
     return EXIT_ERRORS if not evaluation.ok else EXIT_OK

@@ -180,6 +180,19 @@ def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]
     return gates
 
 
+def _formats(names: Sequence[str], out: Any) -> list[str]:
+    """The extra writers of ``--format``, each checked (a missing extra says its command)."""
+    from ctxeval.registry import default_registry
+    from ctxeval.report import DEFAULT_FORMATS
+
+    if names and not out:
+        raise UsageError("--format writes files into the run folder: add --out DIR")
+    registry = default_registry()
+    for name in names:
+        registry.get_writer(name)  # raises for an unknown or unavailable writer
+    return [n for n in dict.fromkeys(names) if n not in DEFAULT_FORMATS]
+
+
 def _needs_llm(metrics: Sequence[Any]) -> bool:
     """Whether a metric calls an LLM and has none of its own (it then uses --model)."""
     return any(getattr(m, "needs_llm", False) for m in metrics)
@@ -290,6 +303,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if out:
         check_out(Path(out), metrics, resume=args.resume, overwrite=args.overwrite)
     gates = _gates(args, run, metrics)
+    formats = _formats(args.format or [], out)
     cache = None
     if _needs_llm(metrics) and not (args.no_cache or run.get("no_cache", False)):
         from ctxeval.cache import SQLiteCache
@@ -333,13 +347,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if verdicts:
         summary["gates"] = [v.to_dict() for v in verdicts]
     if out:
-        paths = write_outputs(evaluation, out, title=f"ctxeval: {path.name}", summary=summary)
+        paths = write_outputs(
+            evaluation, out, title=f"ctxeval: {path.name}", summary=summary, formats=formats
+        )
     if not args.quiet:
         print_summary(summary, stdout)
         print_errors(evaluation.results, stdout)
         if out:
-            for kind in ("results", "summary", "report"):
-                stdout.print(f"{kind + ':':<9}{paths[kind]}")
+            for kind in ("results", "summary", "report", *formats):
+                stdout.print(f"{kind + ':':<10}{paths[kind]}", soft_wrap=True)
     for verdict in verdicts:  # shown even with --quiet: they decide the exit code
         mark = "[green]pass[/]" if verdict.passed else "[bold red]FAIL[/]"
         console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")
