@@ -217,12 +217,17 @@ def test_compare_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     )
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "A"), str(tmp_path / "B"), "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)["id_based_context_recall"]
+    [result] = json.loads(capsys.readouterr().out)["comparisons"]
+    assert result["metric"] == "id_based_context_recall"
     assert result["n"] == 3
     assert result["difference"] == pytest.approx(1 - (1 + 0.5 + 1) / 3)
-    assert 0.0 <= result["p_value"] <= 1.0
+    assert 0.0 <= result["p_bootstrap"] <= 1.0
+    # one sample improved by 0.5, two unchanged: every one of the 8 sign flips gives |mean|
+    # 1/6, so nothing can be concluded from these three samples
+    assert result["p_randomization"] == 1.0
+    assert result["p_holm"] == 1.0  # one comparison: nothing to correct
     assert main(["compare", str(tmp_path / "A"), str(tmp_path / "B")]) == 0
-    assert "paired bootstrap" in capsys.readouterr().out
+    assert "paired comparison over the samples both runs scored" in capsys.readouterr().out
 
 
 def test_demo(tmp_path: Path) -> None:

@@ -6,7 +6,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["BOOTSTRAP_METHOD", "NORMAL_METHOD", "bootstrap_ci", "mean_ci", "paired_bootstrap"]
+__all__ = [
+    "BOOTSTRAP_METHOD",
+    "NORMAL_METHOD",
+    "bootstrap_ci",
+    "holm",
+    "mean_ci",
+    "paired_bootstrap",
+    "randomization_test",
+]
 
 _RESAMPLES = 2000
 _CHUNK = 200
@@ -108,3 +116,53 @@ def paired_bootstrap(
         p = float((np.sum(np.abs(centred) >= abs(observed)) + 1) / (resamples + 1))
     result.update(ci95_low=float(low), ci95_high=float(high), p_value=min(1.0, p))
     return result
+
+
+_EXACT_UP_TO = 16
+
+
+def randomization_test(
+    a: Sequence[float], b: Sequence[float], *, permutations: int = 10_000, seed: int = 0
+) -> float | None:
+    """Two-sided p-value of a paired randomisation (sign-flip) test of "no difference": the
+    share of sign assignments of the paired differences ``b - a`` whose mean is at least as
+    far from 0 as the observed one. Exact (every assignment) up to 16 pairs, else
+    ``permutations`` random ones (seeded; ``(k + 1) / (permutations + 1)``). None without pairs.
+    """
+    import numpy as np
+
+    if len(a) != len(b):
+        raise ValueError("paired scores must have the same length")
+    n = len(a)
+    if n == 0:
+        return None
+    diff = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    observed = abs(float(diff.mean()))
+    if observed == 0.0:
+        return 1.0
+    tolerance = 1e-12 * max(1.0, observed)  # the observed assignment itself always counts
+    if n <= _EXACT_UP_TO:
+        codes = np.arange(2**n)[:, None] >> np.arange(n)
+        signs = (codes & 1) * 2 - 1
+        means = np.abs(signs @ diff) / n
+        return float(np.mean(means >= observed - tolerance))
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    for start in range(0, permutations, _CHUNK * 5):
+        count = min(_CHUNK * 5, permutations - start)
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(count, n))
+        extreme += int(np.sum(np.abs(signs @ diff) / n >= observed - tolerance))
+    return (extreme + 1) / (permutations + 1)
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of ``p_values`` for multiple comparisons (None stays None):
+    the i-th smallest of m p-values becomes ``max over j <= i of min(1, (m - j + 1) p_(j))``."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(known)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, index) in enumerate(known):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[index] = running
+    return adjusted

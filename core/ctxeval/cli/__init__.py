@@ -5,7 +5,7 @@
     ctxeval evaluate DATA -m METRIC [-m METRIC ...] [--out DIR] [--resume] ...
     ctxeval metrics [--json]
     ctxeval plugins [--json]
-    ctxeval compare RUN_A RUN_B [--json]
+    ctxeval compare RUN RUN [RUN ...] [--json | --markdown]
     ctxeval demo [--out DIR]
 
 Exit codes: 0 when every row is ok or undefined and every ``--fail-under`` gate holds, 1 when
@@ -161,10 +161,25 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(command_module="plugins")
 
-    co = commands.add_parser("compare", help="is run B better than run A? (paired bootstrap)")
-    co.add_argument("run_a", metavar="RUN_A", help="a run folder (or its results.jsonl)")
-    co.add_argument("run_b", metavar="RUN_B")
-    co.add_argument("--json", action="store_true")
+    co = commands.add_parser(
+        "compare",
+        help="did runs get better or worse than the first? (paired tests, Holm-corrected)",
+    )
+    co.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run folders (or their results.jsonl); the first is the baseline",
+    )
+    co.add_argument("--json", action="store_true", help="the comparison as JSON")
+    co.add_argument("--markdown", action="store_true", help="the comparison as a Markdown table")
+    co.add_argument(
+        "--permutations",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="random sign flips of the randomisation test (exact up to 16 samples)",
+    )
     co.set_defaults(command_module="compare")
 
     de = commands.add_parser(

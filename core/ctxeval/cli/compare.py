@@ -1,4 +1,12 @@
-"""``ctxeval compare``: is run B better than run A? (paired bootstrap over shared samples)"""
+"""``ctxeval compare``: did a run get better or worse than the first one, and is it real?
+
+The first run is the baseline; each other run is compared with it, metric by metric, over the
+samples both scored (``ok`` rows in both): the mean difference with its paired bootstrap 95%
+interval, and two p-values for "no difference": the paired bootstrap's and a paired
+randomisation (sign-flip) test's. With more than one run against the baseline, the
+randomisation p-values of each metric are corrected for the number of comparisons (Holm).
+Metrics that a run lacks are named, not dropped.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +19,7 @@ from ctxeval.errors import CtxevalError
 
 from .render import EXIT_OK, UsageError, console
 
-__all__ = ["cmd_compare"]
+__all__ = ["cmd_compare", "compare_runs"]
 
 
 def _read_run(folder: str) -> dict[tuple[str, str], Any]:
@@ -28,41 +36,120 @@ def _read_run(folder: str) -> dict[tuple[str, str], Any]:
     return {(r.sample_id, r.metric): r for r in evaluation.results}
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    from ctxeval.stats import paired_bootstrap
+def compare_runs(folders: list[str], *, permutations: int = 10_000) -> dict[str, Any]:
+    """The comparison of ``folders[1:]`` with ``folders[0]`` (see the module), as a dict."""
+    from ctxeval.stats import holm, paired_bootstrap, randomization_test
 
-    a, b = _read_run(args.run_a), _read_run(args.run_b)
-    metrics = sorted({m for _, m in a} & {m for _, m in b})
-    if not metrics:
-        raise UsageError("the two runs share no metric")
-    report = {}
-    for metric in metrics:
-        shared = sorted(
-            sid
-            for (sid, m) in a
-            if m == metric
-            and (sid, m) in b
-            and a[sid, m].score is not None
-            and b[sid, m].score is not None
+    if len(folders) < 2:
+        raise UsageError("compare needs two run folders or more (the first is the baseline)")
+    runs = [_read_run(folder) for folder in folders]
+    metrics_of = [list(dict.fromkeys(m for _, m in run)) for run in runs]
+    every = list(dict.fromkeys(m for names in metrics_of for m in names))
+    missing = {
+        metric: [folders[i] for i, names in enumerate(metrics_of) if metric not in names]
+        for metric in every
+    }
+    missing = {metric: lacking for metric, lacking in missing.items() if lacking}
+    baseline = runs[0]
+    comparisons: list[dict[str, Any]] = []
+    for metric in metrics_of[0]:
+        family = []
+        for folder, run in zip(folders[1:], runs[1:], strict=True):
+            if metric in missing and folder in missing[metric]:
+                continue
+            shared = [
+                sid
+                for (sid, m), row in baseline.items()
+                if m == metric
+                and row.score is not None
+                and (sid, m) in run
+                and run[sid, m].score is not None
+            ]
+            a = [baseline[s, metric].score for s in shared]
+            b = [run[s, metric].score for s in shared]
+            result = paired_bootstrap(a, b)
+            entry: dict[str, Any] = {"metric": metric, "run": folder, **result}
+            entry["p_bootstrap"] = entry.pop("p_value")
+            entry["p_randomization"] = randomization_test(a, b, permutations=permutations)
+            family.append(entry)
+        corrected = holm([e["p_randomization"] for e in family])
+        for entry, p in zip(family, corrected, strict=True):
+            entry["p_holm"] = p if len(family) > 1 else entry["p_randomization"]
+        comparisons += family
+    if not comparisons:
+        raise UsageError("the runs share no metric with the baseline")
+    return {
+        "baseline": folders[0],
+        "runs": folders[1:],
+        "comparisons": comparisons,
+        "missing": missing,
+        "method": (
+            "paired over the samples both runs scored; 95% CI: paired bootstrap (5000 "
+            f"resamples); p: paired randomisation test ({permutations} sign flips, exact up to "
+            "16 pairs); Holm-corrected per metric when more than one run is compared"
+        ),
+    }
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def _markdown(report: dict[str, Any], labels: dict[str, str]) -> str:
+    lines = [f"Baseline A: `{report['baseline']}`", ""]
+    lines += [f"- {label}: `{folder}`" for folder, label in labels.items()]
+    lines += [
+        "",
+        "| metric | run | n | A | run | diff | 95% CI | p | p (Holm) |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for c in report["comparisons"]:
+        ci = "—" if c["ci95_low"] is None else f"{c['ci95_low']:+.3f} to {c['ci95_high']:+.3f}"
+        lines.append(
+            f"| `{c['metric']}` | {labels[c['run']]} | {c['n']} | {_number(c['mean_a'], '.3f')} "
+            f"| {_number(c['mean_b'], '.3f')} | {_number(c['difference'], '+.3f')} | {ci} "
+            f"| {_number(c['p_randomization'], '.3f')} | {_number(c['p_holm'], '.3f')} |"
         )
-        report[metric] = paired_bootstrap(
-            [a[s, metric].score for s in shared], [b[s, metric].score for s in shared]
-        )
+    for metric, lacking in report["missing"].items():
+        lines.append(f"\n`{metric}` is missing from: {', '.join(f'`{r}`' for r in lacking)}")
+    lines += ["", report["method"] + "."]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    report = compare_runs(args.runs, permutations=args.permutations)
     if args.json:
         print(json.dumps(report, indent=2))
         return EXIT_OK
+    labels = {folder: f"B{i}" if len(report["runs"]) > 1 else "B"
+              for i, folder in enumerate(report["runs"], start=1)}  # fmt: skip
+    if args.markdown:
+        print(_markdown(report, labels), end="")
+        return EXIT_OK
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{args.run_b} vs {args.run_a} (paired bootstrap over shared samples)")
-    table.add_column("metric", no_wrap=True, min_width=max(map(len, report), default=6))
-    for column in ("n", "A", "B", "B − A", "95% CI", "p"):
+    out = console()
+    out.print(f"A = {escape(report['baseline'])} (baseline)", soft_wrap=True)
+    for folder, label in labels.items():
+        out.print(f"{label} = {escape(folder)}", soft_wrap=True)
+    table = Table(title="paired comparison over the samples both runs scored")
+    table.add_column("metric", overflow="fold", ratio=1)
+    for column in ("run", "n", "A", "B", "B − A", "95% CI", "p", "Holm"):
         table.add_column(column, justify="right", no_wrap=True)
-    for metric, r in report.items():
-        ci = "—" if r["ci95_low"] is None else f"{r['ci95_low']:+.3f} – {r['ci95_high']:+.3f}"
-        diff = "—" if r["difference"] is None else f"{r['difference']:+.3f}"
-        p = "—" if r["p_value"] is None else f"{r['p_value']:.3f}"
-        a_mean = "—" if r["mean_a"] is None else f"{r['mean_a']:.3f}"
-        b_mean = "—" if r["mean_b"] is None else f"{r['mean_b']:.3f}"
-        table.add_row(metric, str(r["n"]), a_mean, b_mean, diff, ci, p)
-    console().print(table)
+    for c in report["comparisons"]:
+        ci = "—" if c["ci95_low"] is None else f"{c['ci95_low']:+.2f}…{c['ci95_high']:+.2f}"
+        table.add_row(
+            escape(c["metric"]), labels[c["run"]], str(c["n"]), _number(c["mean_a"], ".3f"),
+            _number(c["mean_b"], ".3f"), _number(c["difference"], "+.3f"), ci,
+            _number(c["p_randomization"], ".3f"), _number(c["p_holm"], ".3f"),
+        )  # fmt: skip
+    out.print(table)
+    for metric, lacking in report["missing"].items():
+        out.print(
+            f"[yellow]{escape(metric)}[/] is missing from {escape(', '.join(lacking))}: "
+            "not compared there",
+            soft_wrap=True,
+        )
+    out.print(f"[dim]{escape(report['method'])}[/]")
     return EXIT_OK
