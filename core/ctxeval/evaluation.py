@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from .results import MetricResult, Status, Usage
+from .sample import Sample
 from .stats import mean_ci
 
 __all__ = ["Evaluation", "MetricSummary"]
@@ -87,11 +88,21 @@ class Evaluation:
     Attributes:
         results: the rows.
         metrics: the metric row names, in the order they were asked for.
+        samples: the samples by id, when kept (for the report); else empty.
     """
 
-    def __init__(self, results: Sequence[MetricResult], metrics: Sequence[str]) -> None:
+    def __init__(
+        self,
+        results: Sequence[MetricResult],
+        metrics: Sequence[str],
+        *,
+        samples: Mapping[str, Sample] | None = None,
+    ) -> None:
         self.results: tuple[MetricResult, ...] = tuple(results)
         self.metrics: tuple[str, ...] = tuple(metrics)
+        self.samples: Mapping[str, Sample] = samples or {}
+        """The scored samples by id, when the caller kept them (the command line does): the
+        report shows their texts beside the evidence."""
         self._summary: dict[str, MetricSummary] | None = None
 
     def __len__(self) -> int:

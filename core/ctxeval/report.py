@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .evaluation import Evaluation
-from .results import MetricResult, Status, Usage
+from .results import MetricResult, Status, Usage, _plain
 from .writers import write_text
 
 __all__ = ["DEFAULT_FORMATS", "summary_dict", "write_outputs", "write_report"]
@@ -72,7 +73,163 @@ def write_report(
 
 # --- the HTML report -------------------------------------------------------------------------
 
-_CSS = """
+_EXPLORER_CSS = """
+.toolbar{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:8px 0 12px}
+.toolbar label{font-size:13px;color:#475467}.toolbar select,.toolbar input{font:inherit;padding:4px 6px;border:1px solid #d0d5dd;border-radius:4px;background:#fff}
+.toolbar input[type=search]{min-width:220px}.toolbar input[type=number]{width:70px}
+.pager{display:flex;gap:8px;align-items:center;margin:10px 0}.pager button{font:inherit;padding:3px 10px}
+.sample{background:#fff;border-radius:6px;box-shadow:0 1px 3px #0002;margin:0 0 10px;padding:10px 14px}
+.sample>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:6px;align-items:center}
+.sid{font-weight:600;margin-right:6px}.q{color:#344054}
+.chip{font-size:12px;border-radius:10px;padding:1px 8px;background:#eef1f7;white-space:nowrap}
+.chip.low{background:#fee4e2;color:#912018}.chip.mid{background:#fef0c7;color:#93370d}.chip.high{background:#d1fadf;color:#05603a}
+.chip.undefined{background:#f2f4f7;color:#475467}.chip.error{background:#b42318;color:#fff}
+.field{margin:6px 0}.field b{display:inline-block;min-width:86px;color:#475467;font-weight:600}
+ol.chunks{margin:4px 0;padding-left:26px}ol.chunks li{margin:4px 0}.cid{color:#667085;font-size:12px}
+.badge{display:inline-block;font-size:12px;border-radius:4px;padding:0 6px;margin:2px 4px 0 0}
+.badge.yes{background:#d1fadf;color:#05603a}.badge.no{background:#fee4e2;color:#912018}
+.why{color:#667085;font-size:12px}.rowline{font-size:13px;margin:3px 0}
+mark{background:#fff3a3}
+"""
+
+_EXPLORER_JS = r"""
+(function () {
+  const data = JSON.parse(document.getElementById("ctxeval-data").textContent);
+  const PAGE = 50;
+  const metricSel = document.getElementById("f-metric"), statusSel = document.getElementById("f-status");
+  const minIn = document.getElementById("f-min"), maxIn = document.getElementById("f-max");
+  const search = document.getElementById("f-search"), sortSel = document.getElementById("f-sort");
+  const list = document.getElementById("samples"), count = document.getElementById("count");
+  let page = 0, opened = new Set();
+  for (const m of data.metrics) { const o = document.createElement("option"); o.value = m; o.textContent = m; metricSel.appendChild(o); }
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+  const fmt = (x) => (x === null || x === undefined ? "—" : Number(x).toFixed(3));
+  const cls = (r) => r.status !== "ok" ? r.status : r.score < 0.5 ? "low" : r.score < 0.8 ? "mid" : "high";
+  for (const s of data.samples) {
+    s.text = [s.id, s.user_input, s.reference, s.response, ...(s.retrieved_contexts || []),
+              ...(s.reference_contexts || []), ...(s.retrieved_context_ids || []),
+              ...(s.reference_context_ids || [])].filter(Boolean).join("\n").toLowerCase();
+  }
+  function readHash() {
+    const h = new URLSearchParams(location.hash.slice(1));
+    if (h.has("metric")) metricSel.value = h.get("metric");
+    if (h.has("status")) statusSel.value = h.get("status");
+    if (h.has("min")) minIn.value = h.get("min");
+    if (h.has("max")) maxIn.value = h.get("max");
+    if (h.has("q")) search.value = h.get("q");
+    if (h.has("sort")) sortSel.value = h.get("sort");
+    page = Math.max(0, parseInt(h.get("page") || "1", 10) - 1) || 0;
+    opened = new Set((h.get("open") || "").split(",").filter(Boolean));
+  }
+  function writeHash() {
+    const h = new URLSearchParams();
+    if (metricSel.value) h.set("metric", metricSel.value);
+    if (statusSel.value) h.set("status", statusSel.value);
+    if (minIn.value !== "") h.set("min", minIn.value);
+    if (maxIn.value !== "") h.set("max", maxIn.value);
+    if (search.value) h.set("q", search.value);
+    if (sortSel.value !== "input") h.set("sort", sortSel.value);
+    if (page) h.set("page", page + 1);
+    if (opened.size) h.set("open", [...opened].join(","));
+    history.replaceState(null, "", "#" + h.toString());
+  }
+  function rowsOf(s) {
+    const rows = data.rows[s.id] || {};
+    return metricSel.value ? (rows[metricSel.value] ? [rows[metricSel.value]] : []) : Object.values(rows);
+  }
+  function keep(s) {
+    const q = search.value.trim().toLowerCase();
+    if (q && !s.text.includes(q)) return false;
+    const rows = rowsOf(s);
+    if (!rows.length) return false;
+    const lo = minIn.value === "" ? null : Number(minIn.value), hi = maxIn.value === "" ? null : Number(maxIn.value);
+    return rows.some((r) => (!statusSel.value || r.status === statusSel.value) &&
+      (lo === null || (r.score !== null && r.score >= lo)) && (hi === null || (r.score !== null && r.score <= hi)));
+  }
+  function sortKey(s) {
+    const rows = rowsOf(s).filter((r) => r.score !== null);
+    return rows.length ? Math.min(...rows.map((r) => r.score)) : Infinity;
+  }
+  function badge(ok, label, why) {
+    return `<span class="badge ${ok ? "yes" : "no"}">${esc(label)}: ${ok ? "✓" : "✗"}${why ? " " + esc(why) : ""}</span>`;
+  }
+  function render() {
+    let shown = data.samples.filter(keep);
+    if (sortSel.value !== "input") {
+      const sign = sortSel.value === "asc" ? 1 : -1;
+      shown = shown.map((s, i) => [s, i]).sort((a, b) => {
+        const ka = sortKey(a[0]), kb = sortKey(b[0]);
+        if (ka === kb) return a[1] - b[1];
+        if (ka === Infinity) return 1;
+        if (kb === Infinity) return -1;
+        return sign * (ka - kb);
+      }).map((p) => p[0]);
+    }
+    const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+    page = Math.min(page, pages - 1);
+    count.textContent = `${shown.length} of ${data.samples.length} samples · page ${page + 1} of ${pages}`;
+    list.innerHTML = shown.slice(page * PAGE, (page + 1) * PAGE).map(card).join("");
+    document.getElementById("prev").disabled = page === 0;
+    document.getElementById("next").disabled = page >= pages - 1;
+    writeHash();
+  }
+  function card(s) {
+    const rows = data.rows[s.id] || {};
+    const chips = data.metrics.filter((m) => rows[m]).map((m) => {
+      const r = rows[m];
+      return `<span class="chip ${cls(r)}" title="${esc(r.reason || "")}">${esc(m)} ${r.status === "ok" ? fmt(r.score) : r.status}</span>`;
+    }).join("");
+    const ctx = s.retrieved_contexts || [], ids = s.retrieved_context_ids || [], refs = s.reference_contexts || [];
+    const onChunk = ctx.map(() => []), onRef = refs.map(() => []), onId = {}, lines = [];
+    for (const m of data.metrics) {
+      const r = rows[m];
+      if (!r) continue;
+      if (r.status !== "ok") { lines.push(`<div class="rowline"><b>${esc(m)}</b>: ${r.status} — ${esc(r.reason || "")}</div>`); continue; }
+      const d = r.details || {};
+      if (Array.isArray(d.verdicts)) {
+        const side = d.judged === "reference" ? onRef : onChunk;
+        for (const v of d.verdicts) {
+          const ok = v.matched !== undefined ? v.matched : v.verdict === 1;
+          let why = v.reason || (v.similarity !== undefined && v.similarity !== null ? "similarity " + fmt(v.similarity) : "");
+          if (d.judged === "reference" && v.evidence !== null && v.evidence !== undefined) why += ` (best: chunk ${v.evidence + 1})`;
+          if (side[v.index]) side[v.index].push(badge(ok, m, why));
+        }
+      }
+      if (Array.isArray(d.relevant)) for (const i of d.relevant) (onId[i] = onId[i] || []).push(badge(true, m, "relevant"));
+      if (Array.isArray(d.irrelevant)) for (const i of d.irrelevant) (onId[i] = onId[i] || []).push(badge(false, m, "not relevant"));
+      if (Array.isArray(d.missing) && d.missing.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> missing: ${d.missing.map((x) => `<span class="badge no">${esc(x)}</span>`).join("")}</div>`);
+      if (Array.isArray(d.found) && d.found.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> found: ${d.found.map((x) => `<span class="badge yes">${esc(x)}</span>`).join("")}</div>`);
+      if (Array.isArray(d.statements)) for (const st of d.statements) lines.push(`<div class="rowline">${badge(st.attributed === 1, m, "")} ${esc(st.statement)} <span class="why">${esc(st.reason || "")}</span></div>`);
+      if (d.relevant_ranks) lines.push(`<div class="rowline"><b>${esc(m)}</b>: relevant at ranks ${d.relevant_ranks.length ? d.relevant_ranks.join(", ") : "none"}${d.k ? " (top " + d.k + ")" : ""}</div>`);
+      else if ("first_relevant_rank" in d) lines.push(`<div class="rowline"><b>${esc(m)}</b>: first relevant at rank ${d.first_relevant_rank === null ? "none" : d.first_relevant_rank}</div>`);
+    }
+    const field = (label, text) => text ? `<div class="field"><b>${label}</b> ${esc(text)}</div>` : "";
+    const chunkList = (ctx.length || ids.length) ? `<div class="field"><b>retrieved</b><ol class="chunks">${
+      Array.from({length: Math.max(ctx.length, ids.length)}, (_, i) =>
+        `<li>${ids[i] !== undefined ? `<span class="cid">[${esc(ids[i])}]</span> ` : ""}${ctx[i] !== undefined ? esc(ctx[i]) : ""} ${(onChunk[i] || []).join("")}${ids[i] !== undefined ? (onId[ids[i]] || []).join("") : ""}</li>`
+      ).join("")}</ol></div>` : "";
+    const refList = refs.length ? `<div class="field"><b>reference contexts</b><ol class="chunks">${refs.map((t, i) => `<li>${esc(t)} ${onRef[i].join("")}</li>`).join("")}</ol></div>` : "";
+    const refIds = (s.reference_context_ids || []).length ? field("reference IDs", s.reference_context_ids.join(", ")) : "";
+    return `<details class="sample" data-id="${esc(s.id)}"${opened.has(s.id) ? " open" : ""}><summary><span class="sid">${esc(s.id)}</span>${chips}<span class="q">${esc(s.user_input || "")}</span></summary>
+      ${field("question", s.user_input)}${field("reference", s.reference)}${field("response", s.response)}${chunkList}${refList}${refIds}${lines.join("")}</details>`;
+  }
+  for (const el of [metricSel, statusSel, minIn, maxIn, search, sortSel]) el.addEventListener("input", () => { page = 0; render(); });
+  list.addEventListener("toggle", (event) => {
+    const id = event.target.dataset && event.target.dataset.id;
+    if (id === undefined) return;
+    if (event.target.open) opened.add(id); else opened.delete(id);
+    writeHash();
+  }, true);
+  document.getElementById("prev").addEventListener("click", () => { page -= 1; render(); });
+  document.getElementById("next").addEventListener("click", () => { page += 1; render(); });
+  window.addEventListener("hashchange", () => { readHash(); render(); });
+  readHash();
+  render();
+})();
+"""
+
+
+_BASE_CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7fb}
 header{background:#1f3a5f;color:#fff;padding:22px 36px}header h1{margin:0;font-size:24px}
 header p{margin:4px 0 0;opacity:.85}main{padding:24px 36px;max-width:1200px}
@@ -189,8 +346,42 @@ def _score_class(row: MetricResult) -> str:
     return "score-low" if row.score < 0.5 else "score-mid" if row.score < 0.8 else "score-high"
 
 
+def _explorer_data(evaluation: Evaluation) -> str:
+    """The samples and rows the explorer shows, as JSON safe inside a ``<script>`` element
+    (every ``<`` escaped, so no text can close it)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for row in evaluation.results:
+        rows.setdefault(row.sample_id, {})[row.metric] = {
+            "status": row.status.value,
+            "score": row.score,
+            "reason": row.reason,
+            "details": _plain(row.details),
+        }
+    samples = []
+    for sample_id in rows:
+        entry: dict[str, Any] = {"id": sample_id}
+        sample = evaluation.samples.get(sample_id)
+        if sample is not None:
+            for name in _SAMPLE_TEXTS:
+                value = getattr(sample, name)
+                if value is not None:
+                    entry[name] = list(value) if isinstance(value, tuple) else value
+        samples.append(entry)
+    data = {"metrics": list(evaluation.metrics), "samples": samples, "rows": rows}
+    return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+
+
+_SAMPLE_TEXTS = (
+    "user_input", "response", "reference", "retrieved_contexts", "reference_contexts",
+    "retrieved_context_ids", "reference_context_ids",
+)  # fmt: skip
+
+
 def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: str) -> str:
-    """The report as one self-contained HTML page (no scripts, no outside resources)."""
+    """The report as one self-contained HTML page (no outside resources): the summary, the
+    score distributions, and every sample with its texts and each metric's evidence beside
+    the chunk or reference item it concerns, to filter, sort and search (a script renders 50
+    samples at a time; the view is kept in the address's ``#``, so a link reproduces it)."""
     usage = Usage.from_dict(summary.get("usage", {}))
     rows = []
     cards = []
@@ -236,9 +427,10 @@ def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: 
         if usage.requests or usage.cache_hits
         else "no LLM requests"
     )
+    explorer_data = _explorer_data(evaluation)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>{html.escape(title)}</title><style>{_CSS}</style></head>
+<title>{html.escape(title)}</title><style>{_BASE_CSS}{_EXPLORER_CSS}</style></head>
 <body><header><h1>{html.escape(title)}</h1>
 <p>{samples} samples · {len(evaluation.metrics)} metrics · {len(evaluation.results)} rows · {llm}</p></header>
 <main>
@@ -249,7 +441,19 @@ def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: 
 <p class="muted">Means are over <code>ok</code> rows; <code>undefined</code> rows (nothing to recall,
 nothing retrieved) are counted apart, never as zero. Confidence intervals: percentile bootstrap.</p>
 <h2>Score distributions</h2><div class="cards">{"".join(cards)}</div>
-<h2>Worst samples, with their evidence</h2>
-{"".join(worst) or "<p>Every row scored 1.0.</p>"}
+<h2>Every sample, with its evidence</h2>
+<div class="toolbar">
+<label>metric <select id="f-metric"><option value="">all</option></select></label>
+<label>status <select id="f-status"><option value="">any</option><option>ok</option><option>undefined</option><option>error</option></select></label>
+<label>score from <input id="f-min" type="number" min="0" max="1" step="0.05"></label>
+<label>to <input id="f-max" type="number" min="0" max="1" step="0.05"></label>
+<label>sort <select id="f-sort"><option value="input">input order</option><option value="asc">lowest score first</option><option value="desc">highest score first</option></select></label>
+<input id="f-search" type="search" placeholder="search ids, questions, texts">
+</div>
+<div class="pager"><button id="prev">‹ previous</button><span id="count" class="muted"></span><button id="next">next ›</button></div>
+<div id="samples"></div>
+<noscript><h3>Worst samples, with their evidence</h3>{"".join(worst) or "<p>Every row scored 1.0.</p>"}</noscript>
+<script id="ctxeval-data" type="application/json">{explorer_data}</script>
+<script>{_EXPLORER_JS}</script>
 </main></body></html>
 """

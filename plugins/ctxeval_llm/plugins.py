@@ -255,10 +255,11 @@ class _LLMPrecision(PipelineMetric):
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return {
+            "judged": "retrieved",
             "verdicts": [
                 {"index": i, "verdict": int(v.matched), "reason": v.reason}
                 for i, v in enumerate(judgement.verdicts)
-            ]
+            ],
         }
 
 

@@ -68,8 +68,10 @@ class _StringMetric(DeterministicPipelineMetric):
         return {"measure": self.measure, "threshold": self.threshold, "normalize": self.normalize}
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
-        """Per judged item: its index, verdict, best similarity and the best counterpart."""
+        """Per judged item (``judged``: the retrieved chunks or the reference contexts): its
+        index, verdict, best similarity and the best counterpart."""
         return {
+            "judged": judgement.judged,
             "verdicts": [
                 {
                     "index": index,
@@ -78,7 +80,7 @@ class _StringMetric(DeterministicPipelineMetric):
                     "evidence": v.evidence,
                 }
                 for index, v in enumerate(judgement.verdicts)
-            ]
+            ],
         }
 
 

@@ -11,7 +11,10 @@ from ctxeval.settings import RunSettings
 
 from .render import EXIT_INTERRUPTED, console, fail
 
-__all__ = ["ProgressView", "run_with_progress"]
+__all__ = ["REPORT_SAMPLES", "ProgressView", "run_with_progress"]
+
+REPORT_SAMPLES = 20_000
+"""The report shows the texts of the first this many samples (every row is in it)."""
 
 
 class ProgressView:
@@ -97,6 +100,8 @@ def run_with_progress(
     rows: list[Any] = []
     stopped: list[BudgetExceededError] = []
     journal = Path(settings.journal) if settings.journal is not None else None
+    kept: dict[str, Any] = {}
+    samples = _recording(samples, kept)
     with ProgressView(quiet=quiet, total=total) as view:
 
         async def main() -> None:
@@ -118,7 +123,27 @@ def run_with_progress(
                 else " use --out DIR to be able to resume"
             )
             fail(f"interrupted{where};{hint}", EXIT_INTERRUPTED)
-    return Evaluation(rows, [m.name for m in metrics]), (stopped[0] if stopped else None)
+    evaluation = Evaluation(rows, [m.name for m in metrics], samples=kept)
+    return evaluation, (stopped[0] if stopped else None)
+
+
+def _recording(samples: Any, kept: dict[str, Any]) -> Any:
+    """``samples`` as they are, keeping the first :data:`REPORT_SAMPLES` of them by id (their
+    position when they have none, as the run numbers them) for the report."""
+    from collections.abc import Mapping
+
+    from ctxeval.errors import DataError
+    from ctxeval.sample import Sample
+
+    for position, item in enumerate(samples):
+        if len(kept) < REPORT_SAMPLES:
+            try:
+                sample = item if isinstance(item, Sample) else Sample.from_dict(item)
+            except (DataError, TypeError):
+                sample = None  # the run reports a bad sample itself
+            if isinstance(sample, Sample) and isinstance(item, (Sample, Mapping)):
+                kept[sample.id if sample.id is not None else str(position)] = sample
+        yield item
 
 
 def _journal_rows(journal: Path) -> int:

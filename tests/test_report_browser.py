@@ -1,0 +1,157 @@
+"""The report in a real browser: headless Chromium loads report.html, the explorer's script
+filters, searches, sorts and pages as the address's ``#`` says, and the test reads what is
+shown (the DOM after the script ran).
+
+Chromium is Debian's ``chromium`` package; ``.ci/run`` installs it when missing and sets
+``CTXEVAL_REQUIRE_BROWSER=1``, which turns a missing browser into a failure instead of a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from ctxeval.cli import main
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+if BROWSER is None:
+    if os.environ.get("CTXEVAL_REQUIRE_BROWSER") == "1":
+        raise RuntimeError("CTXEVAL_REQUIRE_BROWSER=1 but no chromium: apt-get install -y chromium")
+    pytest.skip("no chromium (apt-get install -y chromium)", allow_module_level=True)
+
+HOSTILE = '</script><script>document.title="pwned"</script><img src=x onerror="document.title=1">'
+
+
+def samples() -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for i in range(120):
+        row: dict[str, object] = {
+            "id": f"q{i:03d}",
+            "user_input": f"question number {i}",
+            "retrieved_context_ids": [f"d{(i + j) % 7}" for j in range(3)],
+            "retrieved_contexts": [f"chunk {i}-{j} about topic{i % 5}" for j in range(3)],
+            "reference_contexts": [f"chunk {i}-0 about topic{i % 5}"],
+        }
+        row["reference_context_ids"] = (
+            [] if i % 10 == 0 else [f"d{i % 7}"] if i % 4 else ["d6"]
+        )  # nothing to recall (undefined) for every tenth
+        rows.append(row)
+    rows[7]["retrieved_contexts"] = ["a zebra-crossing lives here", HOSTILE, "third"]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("report")
+    data = folder / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in samples()))
+    code = main(["evaluate", str(data), "-m", "RR", "-m", "non_llm_context_recall",
+                 "--out", str(folder / "run"), "-q"])  # fmt: skip
+    assert code == 0
+    return folder / "run" / "report.html"
+
+
+class Shown(HTMLParser):
+    """What the explorer shows: the samples' ids (in order), the count line, the title, which
+    samples are open and their text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.opened: list[str] = []
+        self.count = ""
+        self.title = ""
+        self.text = ""
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "details" and "sample" in (found.get("class") or ""):
+            self.ids.append(found.get("data-id") or "")
+            if "open" in found:
+                self.opened.append(found.get("data-id") or "")
+        if found.get("id") == "count":
+            self._in = "count"
+        if tag == "title" and not self.title:  # the page's, not the histograms' SVG titles
+            self._in = "title"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("span", "title"):
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "count":
+            self.count += data
+        elif self._in == "title":
+            self.title += data
+        self.text += data
+
+
+def shown(report: Path, view: str = "") -> Shown:
+    done = subprocess.run(
+        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+         "--dump-dom", f"{report.as_uri()}#{view}"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    parser = Shown()
+    parser.feed(done.stdout)
+    return parser
+
+
+def test_every_sample_is_there_fifty_at_a_time(report: Path) -> None:
+    page = shown(report)
+    assert page.count == "120 of 120 samples · page 1 of 3"
+    assert page.ids == [f"q{i:03d}" for i in range(50)]
+    last = shown(report, "page=3")
+    assert last.ids == [f"q{i:03d}" for i in range(100, 120)]
+
+
+def test_search_finds_a_sample_by_the_text_of_a_chunk(report: Path) -> None:
+    page = shown(report, "q=zebra-crossing")
+    assert page.count.startswith("1 of 120 samples")
+    assert page.ids == ["q007"]
+
+
+def test_filters_by_metric_status_and_score(report: Path) -> None:
+    undefined = shown(report, "metric=RR&status=undefined")
+    assert undefined.ids == [f"q{i:03d}" for i in range(0, 120, 10)]  # empty reference
+    perfect = shown(report, "metric=RR&min=1")
+    rows = [json.loads(line) for line in (report.parent / "results.jsonl").open()]
+    expected = [r["sample_id"] for r in rows if r["metric"] == "RR" and r["score"] == 1.0]
+    assert perfect.count.startswith(f"{len(expected)} of 120")
+    assert perfect.ids == expected[:50]
+    misses = shown(report, "metric=RR&max=0&status=ok")
+    assert misses.ids
+    assert all(int(i[1:]) % 4 == 0 for i in misses.ids)  # the reference was d6, not retrieved
+
+
+def test_sorting_puts_the_lowest_scores_first(report: Path) -> None:
+    page = shown(report, "metric=RR&sort=asc&status=ok")
+    first = int(page.ids[0][1:])
+    assert first % 4 == 0  # an RR of 0: d6 was not retrieved
+    assert page.count.startswith("108 of 120")
+
+
+def test_an_opened_sample_shows_its_texts_and_evidence(report: Path) -> None:
+    page = shown(report, "q=question number 21&open=q021")
+    assert page.opened == ["q021"]
+    assert "chunk 21-1 about topic1" in page.text
+    assert "non_llm_context_recall: ✓ similarity 1.000 (best: chunk 1)" in page.text
+    assert "RR: first relevant at rank 1" in page.text
+
+
+def test_hostile_text_is_shown_as_text(report: Path) -> None:
+    page = shown(report, "q=zebra&open=q007")
+    assert page.title == "ctxeval: data.jsonl"  # no script of the data ran
+    assert HOSTILE in page.text
+    html = report.read_text(encoding="utf-8")
+    assert html.count("<script") == 2  # the data block and the explorer, nothing injected
+    assert re.search(r"https?://", html) is None  # self-contained: nothing fetched
