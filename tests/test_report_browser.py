@@ -155,3 +155,26 @@ def test_hostile_text_is_shown_as_text(report: Path) -> None:
     html = report.read_text(encoding="utf-8")
     assert html.count("<script") == 2  # the data block and the explorer, nothing injected
     assert re.search(r"https?://", html) is None  # self-contained: nothing fetched
+
+
+def test_runs_side_by_side_after_compare(tmp_path: Path) -> None:
+    rows = samples()
+    worse = [{**r, "retrieved_context_ids": list(reversed(r["retrieved_context_ids"]))}  # type: ignore[arg-type]
+             for r in rows]  # fmt: skip
+    for name, data in (("A", rows), ("B", worse)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in data))
+        assert main(["evaluate", str(path), "-m", "RR", "--out", str(tmp_path / name), "-q"]) == 0
+    page_path = tmp_path / "compare.html"
+    assert main(["compare", str(tmp_path / "A"), str(tmp_path / "B"), "--report",
+                 str(page_path), "--json"]) == 0  # fmt: skip
+    html = page_path.read_text(encoding="utf-8")
+    assert "Which samples got better or worse" in html
+    assert "<code>RR</code>: B against A" in html
+    # q001: d1 at rank 1 in A, at rank 3 in B (reversed): 1.0 -> 0.333
+    assert "<code>q001</code></td><td class='num'>1.000</td><td class='num'>0.333</td>" in html
+    page = shown(page_path, "metric=RR [B]&sort=asc&status=ok")
+    assert page.count.startswith("108 of 120")
+    both = shown(page_path, "q=q001&open=q001")
+    assert "RR [A]: first relevant at rank 1" in both.text
+    assert "RR [B]: first relevant at rank 3" in both.text

@@ -14,7 +14,14 @@ from .evaluation import Evaluation
 from .results import MetricResult, Status, Usage, _plain
 from .writers import write_text
 
-__all__ = ["DEFAULT_FORMATS", "summary_dict", "write_outputs", "write_report"]
+__all__ = [
+    "DEFAULT_FORMATS",
+    "render_comparison",
+    "render_report",
+    "summary_dict",
+    "write_outputs",
+    "write_report",
+]
 
 
 def summary_dict(
@@ -90,6 +97,7 @@ ol.chunks{margin:4px 0;padding-left:26px}ol.chunks li{margin:4px 0}.cid{color:#6
 .badge.yes{background:#d1fadf;color:#05603a}.badge.no{background:#fee4e2;color:#912018}
 .why{color:#667085;font-size:12px}.rowline{font-size:13px;margin:3px 0}
 mark{background:#fff3a3}
+.card table{box-shadow:none;font-size:13px}.card th,.card td{padding:4px 6px}
 """
 
 _EXPLORER_JS = r"""
@@ -349,9 +357,20 @@ def _score_class(row: MetricResult) -> str:
 def _explorer_data(evaluation: Evaluation) -> str:
     """The samples and rows the explorer shows, as JSON safe inside a ``<script>`` element
     (every ``<`` escaped, so no text can close it)."""
+    return _explorer_json(evaluation.results, list(evaluation.metrics), evaluation.samples)
+
+
+def _explorer_json(
+    results: Sequence[MetricResult],
+    metrics: list[str],
+    known: Mapping[str, Any],
+    *,
+    label: Any = None,
+) -> str:
     rows: dict[str, dict[str, Any]] = {}
-    for row in evaluation.results:
-        rows.setdefault(row.sample_id, {})[row.metric] = {
+    for row in results:
+        name = row.metric if label is None else label(row)
+        rows.setdefault(row.sample_id, {})[name] = {
             "status": row.status.value,
             "score": row.score,
             "reason": row.reason,
@@ -360,15 +379,125 @@ def _explorer_data(evaluation: Evaluation) -> str:
     samples = []
     for sample_id in rows:
         entry: dict[str, Any] = {"id": sample_id}
-        sample = evaluation.samples.get(sample_id)
+        sample = known.get(sample_id)
         if sample is not None:
             for name in _SAMPLE_TEXTS:
                 value = getattr(sample, name)
                 if value is not None:
                     entry[name] = list(value) if isinstance(value, tuple) else value
         samples.append(entry)
-    data = {"metrics": list(evaluation.metrics), "samples": samples, "rows": rows}
+    data = {"metrics": metrics, "samples": samples, "rows": rows}
     return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+
+
+_TOOLBAR = """<div class="toolbar">
+<label>metric <select id="f-metric"><option value="">all</option></select></label>
+<label>status <select id="f-status"><option value="">any</option><option>ok</option><option>undefined</option><option>error</option></select></label>
+<label>score from <input id="f-min" type="number" min="0" max="1" step="0.05"></label>
+<label>to <input id="f-max" type="number" min="0" max="1" step="0.05"></label>
+<label>sort <select id="f-sort"><option value="input">input order</option><option value="asc">lowest score first</option><option value="desc">highest score first</option></select></label>
+<input id="f-search" type="search" placeholder="search ids, questions, texts">
+</div>
+<div class="pager"><button id="prev">‹ previous</button><span id="count" class="muted"></span><button id="next">next ›</button></div>
+<div id="samples"></div>"""
+
+
+def render_comparison(
+    comparison: Mapping[str, Any],
+    runs: Sequence[Mapping[tuple[str, str], MetricResult]],
+    labels: Sequence[str],
+    *,
+    title: str = "ctxeval comparison",
+    shown: int = 20,
+) -> str:
+    """Runs side by side as one self-contained page: the paired comparison (``comparison``,
+    from ``ctxeval compare``), per metric and run the samples that got better or worse
+    (largest changes first), and every sample with a chip per metric and run to filter, sort
+    and search."""
+    baseline = runs[0]
+    folders = [comparison["baseline"], *comparison["runs"]]
+    legend = "".join(
+        f"<li><b>{html.escape(label)}</b> <code>{html.escape(folder)}</code></li>"
+        for label, folder in zip(labels, folders, strict=True)
+    )
+    table = []
+    changes = []
+    for c in comparison["comparisons"]:
+        label = labels[folders.index(c["run"])]
+        ci = "—" if c["ci95_low"] is None else f"{c['ci95_low']:+.3f} – {c['ci95_high']:+.3f}"
+        table.append(
+            f"<tr><td><code>{html.escape(c['metric'])}</code></td><td>{label}</td>"
+            f"<td class='num'>{c['n']}</td><td class='num'>{_fmt(c['mean_a'])}</td>"
+            f"<td class='num'>{_fmt(c['mean_b'])}</td><td class='num'>{_signed(c['difference'])}</td>"
+            f"<td class='num'>{ci}</td><td class='num'>{_fmt(c['p_randomization'])}</td>"
+            f"<td class='num'>{_fmt(c['p_holm'])}</td></tr>"
+        )
+        run = runs[folders.index(c["run"])]
+        deltas = []
+        for (sample_id, metric), row in baseline.items():
+            other = run.get((sample_id, metric))
+            if metric != c["metric"] or row.score is None or other is None or other.score is None:
+                continue
+            if other.score != row.score:
+                deltas.append((other.score - row.score, sample_id, row.score, other.score))
+        better = sorted((d for d in deltas if d[0] > 0), key=lambda d: -d[0])
+        worse = sorted((d for d in deltas if d[0] < 0), key=lambda d: d[0])
+
+        def listing(items: list[Any], css: str, label: str = label) -> str:
+            if not items:
+                return "<p class='muted'>none</p>"
+            body = "".join(
+                f"<tr><td><code>{html.escape(sid)}</code></td><td class='num'>{a:.3f}</td>"
+                f"<td class='num'>{b:.3f}</td><td class='num {css}'>{d:+.3f}</td></tr>"
+                for d, sid, a, b in items[:shown]
+            )
+            more = (
+                f"<p class='muted'>and {len(items) - shown} more</p>" if len(items) > shown else ""
+            )
+            return f"<table><tr><th>sample</th><th class='num'>A</th><th class='num'>{label}</th><th class='num'>change</th></tr>{body}</table>{more}"
+
+        heading = f"<h3><code>{html.escape(c['metric'])}</code>: {label} against A</h3>"
+        if not deltas:
+            changes.append(f"{heading}<p class='muted'>no sample changed ({c['n']} compared)</p>")
+            continue
+        changes.append(
+            f"{heading}"
+            f"<p>{len(better)} better, {len(worse)} worse, {c['n'] - len(deltas)} unchanged</p>"
+            f"<div class='cards'><div class='card'><h3>better</h3>{listing(better, 'score-high')}</div>"
+            f"<div class='card'><h3>worse</h3>{listing(worse, 'score-low')}</div></div>"
+        )
+    names = [f"{metric} [{label}]" for metric in dict.fromkeys(m for _, m in baseline)
+             for label in labels]  # fmt: skip
+    every = [row for label, run in zip(labels, runs, strict=True) for row in run.values()]
+    by_row = {
+        id(row): label for label, run in zip(labels, runs, strict=True) for row in run.values()
+    }
+    data = _explorer_json(every, names, {}, label=lambda row: f"{row.metric} [{by_row[id(row)]}]")
+    missing = "".join(
+        f"<p class='muted'><code>{html.escape(m)}</code> is missing from "
+        f"{html.escape(', '.join(lacking))}</p>"
+        for m, lacking in comparison["missing"].items()
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{html.escape(title)}</title><style>{_BASE_CSS}{_EXPLORER_CSS}</style></head>
+<body><header><h1>{html.escape(title)}</h1><p>{len(runs)} runs, the first the baseline A</p></header>
+<main><ul>{legend}</ul>
+<h2>Paired comparison</h2>
+<table><tr><th>metric</th><th>run</th><th class="num">n</th><th class="num">A</th><th class="num">B</th>
+<th class="num">change</th><th class="num">95% CI</th><th class="num">p</th><th class="num">Holm</th></tr>{"".join(table)}</table>
+<p class="muted">{html.escape(comparison["method"])}.</p>{missing}
+<h2>Which samples got better or worse</h2>{"".join(changes)}
+<h2>Every sample, run by run</h2>
+{_TOOLBAR}
+<script id="ctxeval-data" type="application/json">{data}</script>
+<script>{_EXPLORER_JS}</script>
+</main></body></html>
+"""
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.3f}"
 
 
 _SAMPLE_TEXTS = (
@@ -442,16 +571,7 @@ def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: 
 nothing retrieved) are counted apart, never as zero. Confidence intervals: percentile bootstrap.</p>
 <h2>Score distributions</h2><div class="cards">{"".join(cards)}</div>
 <h2>Every sample, with its evidence</h2>
-<div class="toolbar">
-<label>metric <select id="f-metric"><option value="">all</option></select></label>
-<label>status <select id="f-status"><option value="">any</option><option>ok</option><option>undefined</option><option>error</option></select></label>
-<label>score from <input id="f-min" type="number" min="0" max="1" step="0.05"></label>
-<label>to <input id="f-max" type="number" min="0" max="1" step="0.05"></label>
-<label>sort <select id="f-sort"><option value="input">input order</option><option value="asc">lowest score first</option><option value="desc">highest score first</option></select></label>
-<input id="f-search" type="search" placeholder="search ids, questions, texts">
-</div>
-<div class="pager"><button id="prev">‹ previous</button><span id="count" class="muted"></span><button id="next">next ›</button></div>
-<div id="samples"></div>
+{_TOOLBAR}
 <noscript><h3>Worst samples, with their evidence</h3>{"".join(worst) or "<p>Every row scored 1.0.</p>"}</noscript>
 <script id="ctxeval-data" type="application/json">{explorer_data}</script>
 <script>{_EXPLORER_JS}</script>

@@ -174,6 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--json", action="store_true", help="the comparison as JSON")
     co.add_argument("--markdown", action="store_true", help="the comparison as a Markdown table")
     co.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write the runs side by side as an HTML page (which samples got better/worse)",
+    )
+    co.add_argument(
         "--permutations",
         type=int,
         default=10_000,

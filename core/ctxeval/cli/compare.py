@@ -36,13 +36,15 @@ def _read_run(folder: str) -> dict[tuple[str, str], Any]:
     return {(r.sample_id, r.metric): r for r in evaluation.results}
 
 
-def compare_runs(folders: list[str], *, permutations: int = 10_000) -> dict[str, Any]:
+def compare_runs(
+    folders: list[str], *, permutations: int = 10_000, runs: list[Any] | None = None
+) -> dict[str, Any]:
     """The comparison of ``folders[1:]`` with ``folders[0]`` (see the module), as a dict."""
     from ctxeval.stats import holm, paired_bootstrap, randomization_test
 
     if len(folders) < 2:
         raise UsageError("compare needs two run folders or more (the first is the baseline)")
-    runs = [_read_run(folder) for folder in folders]
+    runs = runs if runs is not None else [_read_run(folder) for folder in folders]
     metrics_of = [list(dict.fromkeys(m for _, m in run)) for run in runs]
     every = list(dict.fromkeys(m for names in metrics_of for m in names))
     missing = {
@@ -117,7 +119,16 @@ def _markdown(report: dict[str, Any], labels: dict[str, str]) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    report = compare_runs(args.runs, permutations=args.permutations)
+    if len(args.runs) < 2:
+        raise UsageError("compare needs two run folders or more (the first is the baseline)")
+    runs = [_read_run(folder) for folder in args.runs]
+    report = compare_runs(args.runs, permutations=args.permutations, runs=runs)
+    if args.report:
+        from ctxeval.report import render_comparison
+        from ctxeval.writers import write_text
+
+        names = ["A", *(f"B{i}" for i in range(1, len(runs)))] if len(runs) > 2 else ["A", "B"]
+        write_text(Path(args.report), render_comparison(report, runs, names))
     if args.json:
         print(json.dumps(report, indent=2))
         return EXIT_OK
