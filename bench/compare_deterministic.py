@@ -47,11 +47,7 @@ seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds, "samples": len(ev.results) // len(metrics), "errors": sum(r.status.value == "error" for r in ev.results)}))
 """
 
-PYTREC_RUN = r"""
-import json, sys, time
-import pytrec_eval
-path = sys.argv[1]
-start = time.perf_counter()
+LOAD_DICTS = r"""
 qrels, runs = {}, {}
 with open(path, encoding="utf-8") as handle:
     for line in handle:
@@ -59,11 +55,19 @@ with open(path, encoding="utf-8") as handle:
         qrels[row["id"]] = {d: 1 for d in row["reference_context_ids"]}
         ranked = list(dict.fromkeys(row["retrieved_context_ids"]))
         runs[row["id"]] = {d: float(len(ranked) - i) for i, d in enumerate(ranked)}
-evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "recall_5", "ndcg_cut_5", "recip_rank", "map"})
+"""
+"""The ID file as {query: {doc: 1}} qrels and {query: {doc: score}} runs (for both peers)."""
+
+PYTREC_RUN = r"""
+import json, sys, time
+import pytrec_eval
+path = sys.argv[1]
+start = time.perf_counter()
+__LOAD_DICTS__evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "recall_5", "ndcg_cut_5", "recip_rank", "map"})
 result = evaluator.evaluate(runs)
 seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds, "samples": len(result)}))
-"""
+""".replace("__LOAD_DICTS__", LOAD_DICTS)
 
 
 RANX_RUN = r"""
@@ -71,17 +75,10 @@ import json, sys, time
 from ranx import Qrels, Run, evaluate
 path = sys.argv[1]
 start = time.perf_counter()
-qrels, runs = {}, {}
-with open(path, encoding="utf-8") as handle:
-    for line in handle:
-        row = json.loads(line)
-        qrels[row["id"]] = {d: 1 for d in row["reference_context_ids"]}
-        ranked = list(dict.fromkeys(row["retrieved_context_ids"]))
-        runs[row["id"]] = {d: float(len(ranked) - i) for i, d in enumerate(ranked)}
-scores = evaluate(Qrels(qrels), Run(runs), ["precision@5", "recall@5", "ndcg@5", "mrr", "map"], make_comparable=True)
+__LOAD_DICTS__scores = evaluate(Qrels(qrels), Run(runs), ["precision@5", "recall@5", "ndcg@5", "mrr", "map"], make_comparable=True)
 seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds, "samples": len(qrels)}))
-"""
+""".replace("__LOAD_DICTS__", LOAD_DICTS)
 
 
 WORDS = [

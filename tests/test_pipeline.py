@@ -295,3 +295,30 @@ def test_one_summary_for_the_api_and_the_files(tmp_path: Path) -> None:
         == ("percentile bootstrap, 2000 resamples, seed 0")
     )
     assert written["mean"] == summary.mean
+
+
+@attrs.frozen(kw_only=True)
+class SlowIDs:
+    """An I/O-style matcher (only the async form): the pipeline takes its slow path."""
+
+    name: str = "slow_ids"
+
+    async def match(
+        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
+    ) -> list[Verdict]:
+        return plugin.membership_verdicts(items, candidates)
+
+
+def test_graded_relevance_takes_the_same_way_through_the_async_path() -> None:
+    graded = {**EIFFEL, "reference_context_ids": {"doc_1": 3, "doc_4": 1, "doc_5": 2, "doc_2": 0}}
+    slow = compose(
+        "slow_ndcg",
+        reference=Items(field="reference_context_ids", what="reference IDs", dedupe=True),
+        retrieved=Items(field="retrieved_context_ids", what="retrieved IDs", dedupe=True),
+        matcher=SlowIDs(),
+        formula=policy.NDCGAtK(k=4),
+    )
+    assert not hasattr(slow, "score")
+    slow_row, fast_row = ctxeval.evaluate([graded], [slow, "nDCG@4"]).results
+    assert slow_row.score == fast_row.score
+    assert fast_row.score != ctxeval.evaluate([EIFFEL], ["nDCG@4"]).results[0].score

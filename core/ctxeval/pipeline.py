@@ -502,6 +502,7 @@ class PipelineMetric(BaseMetric):
                     f"{len(items)} items",
                     details=self.settings() or None,
                 )
+        grades = reference_side.grades(sample) if isinstance(reference_side, Items) else None
         return Judgement(
             reference=reference,
             retrieved=retrieved,
@@ -509,6 +510,8 @@ class PipelineMetric(BaseMetric):
             judged=p.formula.judged,
             units=units,
             retrieved_units=retrieved_units,
+            reference_grades=grades,
+            gains=p.gains(verdicts, grades),
         )
 
     async def _extract(self, sample: Sample, ctx: RunContext) -> list[list[Unit]]:
