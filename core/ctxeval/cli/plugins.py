@@ -17,15 +17,21 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([i.to_dict() for i in infos], indent=2))
         return EXIT_OK
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="plugins")
-    table.add_column("group", no_wrap=True)
-    table.add_column("name", no_wrap=True, min_width=max((len(i.name) for i in infos), default=4))
-    for column in ("distribution", "version", "status"):
-        table.add_column(column)
-    for i in infos:
-        status = i.status if i.status == "ok" else f"{i.status}: {i.install or i.error}"
-        table.add_row(i.group, i.name, i.distribution or "(code)", i.version or "", status)
-    console().print(table)
+    out = console()
+    for group in dict.fromkeys(i.group for i in infos):
+        table = Table(title=group, title_justify="left", expand=False)
+        table.add_column("name", overflow="fold")
+        table.add_column("from", overflow="fold")
+        table.add_column("status", overflow="fold")
+        for i in infos:
+            if i.group != group:
+                continue
+            origin = f"{i.distribution} {i.version or ''}".strip() if i.distribution else "(code)"
+            status = i.status if i.status == "ok" else f"{i.status}: {i.install or i.error}"
+            name = i.name + (f" (= {i.alias_of})" if i.alias_of else "")
+            table.add_row(escape(name), escape(origin), escape(status))
+        out.print(table)
     return EXIT_OK
