@@ -101,6 +101,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fake_distribution(
         site, "rival-a", "[ctxeval.matchers]\nshared_name = regtest_rival:AlphaMetric\n"
     )
+    (site / "regtest_exits.py").write_text("import sys\nsys.exit(3)\n")
+    fake_distribution(site, "exits-at-import", "[ctxeval.metrics]\nexiter = regtest_exits:X\n")
+    fake_distribution(site, "hijacker", "[ctxeval.metrics]\nid_mrr = regtest_alpha:AlphaMetric\n")
     fake_distribution(
         site, "rival-b", "[ctxeval.matchers]\nshared_name = regtest_rival:not_a_metric\n"
     )
@@ -274,3 +277,24 @@ def test_programmatic_registration(registry: Registry) -> None:
         ctxeval.get_metric("always_half")
     with pytest.raises(ConfigError, match="unknown plugin group"):
         registry.register("ctxeval.nope", "x", Always)
+
+
+def test_a_plugin_that_exits_at_import_is_contained(fake_registry: Registry) -> None:
+    with pytest.raises(PluginError, match=r"exiter.*failed to load: SystemExit: 3"):
+        fake_registry.get_metric("exiter")
+    [info] = [p for p in fake_registry.plugins() if p.name == "exiter"]
+    assert info.status == "broken"
+    assert fake_registry.get_metric("alpha_metric").name == "alpha_metric"  # the others work
+
+
+def test_a_package_claiming_a_built_in_name_does_not_take_it_away(
+    fake_registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    metric = fake_registry.get_metric("id_mrr")
+    assert type(metric).__module__ == "ctxeval_ids.metrics"  # ctxeval's own
+    assert "'hijacker'" in caplog.text
+    assert "using ctxeval's own" in caplog.text
+    infos = {p.distribution: p for p in fake_registry.plugins() if p.name == "id_mrr"}
+    assert infos["ctxeval"].status == "ok"
+    assert "ctxeval's own is used" in (infos["ctxeval"].error or "")
+    assert infos["hijacker"].status == "conflict"

@@ -91,3 +91,22 @@ def test_format_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtur
             main(["evaluate", str(data), "-m", "RR", *args])
         assert exit_.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_run_files_are_private(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:2]))
+    out = tmp_path / "run"
+    formats = ["--format", "csv", "--format", "markdown", "--format", "parquet"]
+    assert main(["evaluate", str(data), "-m", "RR", "--out", str(out), "-q", *formats]) == 0
+    assert out.stat().st_mode & 0o777 == 0o700
+    modes = {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()}
+    assert modes == dict.fromkeys(
+        ["results.jsonl", "summary.json", "report.html", "journal.jsonl", "results.csv",
+         "summary.md", "results.parquet"], 0o600,
+    )  # fmt: skip
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o755)
+    write_outputs(ctxeval.evaluate(ROWS[:2], ["RR"]), mine, title="t")
+    assert mine.stat().st_mode & 0o777 == 0o755  # a folder of the user's own is left as it is
+    assert (mine / "report.html").stat().st_mode & 0o777 == 0o600

@@ -62,7 +62,8 @@ class Journal:
         ``(sample_id, metric)``. Without ``resume`` an existing journal is replaced.
         """
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.parent.exists():  # a run folder of its own: its owner's only
+            target.parent.mkdir(parents=True, mode=0o700)
         prints = {m.name: fingerprint(m) for m in metrics}
         kept: dict[tuple[str, str], MetricResult] = {}
         if resume and target.exists():

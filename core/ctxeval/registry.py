@@ -91,6 +91,9 @@ _PROTOCOLS: Final[dict[str, type]] = {
     WRITERS: Writer,
 }
 
+_OWN_DISTRIBUTION: Final = "ctxeval"
+"""Built-in plugins win a name conflict (the other claimant is reported)."""
+
 _BUILDING: ContextVar[Registry | None] = ContextVar("ctxeval_building_registry", default=None)
 
 PluginStatus = Literal["ok", "unavailable", "broken", "conflict"]
@@ -155,7 +158,8 @@ class _Entry:
                     self.factory = self.entry_point.load()
                 elif isinstance(self.factory, str):
                     self.factory = _import_target(self.factory)
-            except Exception as exc:  # a broken plugin must not take the others down
+            except (Exception, SystemExit) as exc:  # a broken plugin (even one calling
+                # sys.exit at import) must not take the others down
                 self.load_error = exc
                 logger.debug("plugin %s:%s failed to load", self.group, self.name, exc_info=True)
             self.loaded = True
@@ -432,6 +436,11 @@ class Registry:
                 group, name, known, difflib.get_close_matches(name, known, n=2, cutoff=0.6)
             )
         if len(entries) > 1:
+            own = [e for e in entries if e.distribution == _OWN_DISTRIBUTION]
+            if len(own) == 1:
+                # a package claiming a built-in name does not take the built-in away
+                logger.warning("%s; using ctxeval's own", _conflict_message(group, name, entries))
+                return own[0]
             raise PluginConflictError(_conflict_message(group, name, entries))
         return entries[0]
 
@@ -486,7 +495,10 @@ class Registry:
         )
         if len(rivals) > 1:
             error = _conflict_message(entry.group, entry.name, rivals)
-            return attrs.evolve(info, status="conflict", error=error)
+            own = [e for e in rivals if e.distribution == _OWN_DISTRIBUTION]
+            if not (len(own) == 1 and own[0] is entry):
+                return attrs.evolve(info, status="conflict", error=error)
+            info = attrs.evolve(info, error=f"{error}; ctxeval's own is used")
         try:
             factory = entry.load()
         except PluginError as exc:

@@ -63,7 +63,8 @@ def write_outputs(
     registry = default_registry()
     writers = [registry.get_writer(name) for name in dict.fromkeys((*DEFAULT_FORMATS, *formats))]
     target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        target.mkdir(parents=True, mode=0o700)  # a folder of the user's own is left as it is
     if summary is None:
         summary = summary_dict(evaluation)
     paths = {w.name: w.write(evaluation, summary, target, title=title) for w in writers}

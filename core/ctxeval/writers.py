@@ -2,7 +2,8 @@
 
 A writer turns an :class:`~ctxeval.Evaluation` and its summary into one file of the run folder.
 ``ctxeval evaluate --out DIR`` always runs ``jsonl``, ``summary`` and ``html``; ``--format``
-adds others, built-in or from any installed package.
+adds others, built-in or from any installed package. The built-in writers make their files
+readable by their owner only (0600): they hold the data and the judge's reasons.
 
 ==============  ===================  =========================================================
 writer          file                 what it holds
@@ -25,7 +26,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import attrs
 
@@ -39,16 +40,24 @@ __all__ = [
     "MarkdownWriter",
     "ParquetWriter",
     "SummaryWriter",
+    "private_open",
     "write_text",
 ]
 
 _USAGE = ("requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits")
 
 
+def private_open(path: Path, *, newline: str | None = None) -> IO[str]:
+    """``path`` opened for writing text, readable by its owner only (0600): run files hold the
+    data and the judge's reasons."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # also when the file was there already
+    return os.fdopen(descriptor, "w", encoding="utf-8", newline=newline)
+
+
 def write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` (UTF-8)."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+    """Write ``text`` to ``path`` (UTF-8, 0600)."""
+    with private_open(path) as handle:
         handle.write(text)
     return path
 
@@ -64,7 +73,12 @@ class JSONLWriter:
     def write(
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
-        return evaluation.to_jsonl(folder / self.filename)
+        path = folder / self.filename
+        with private_open(path) as handle:
+            for row in evaluation.results:
+                handle.write(row.to_json())
+                handle.write("\n")
+        return path
 
 
 @attrs.frozen(kw_only=True)
@@ -124,7 +138,7 @@ class CSVWriter:
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         path = folder / self.filename
-        with path.open("w", encoding="utf-8", newline="") as handle:
+        with private_open(path, newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=_COLUMNS)
             writer.writeheader()
             writer.writerows(_flat(evaluation))
@@ -151,7 +165,9 @@ class ParquetWriter:
         records = _flat(evaluation)
         table = pa.table({column: [r[column] for r in records] for column in _COLUMNS})
         path = folder / self.filename
-        pq.write_table(table, path)
+        with open(path, "wb", opener=lambda p, f: os.open(p, f, 0o600)) as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            pq.write_table(table, handle)
         return path
 
 
