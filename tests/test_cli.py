@@ -25,6 +25,12 @@ ROWS = [
 ]
 
 
+def default_ctrl_c() -> None:
+    """In a child: SIGINT at its default, whatever this process inherited (a shell runs a
+    background job with SIGINT ignored, and Python then installs no Ctrl-C handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -379,6 +385,7 @@ def test_interrupted_run_resumes_to_the_same_results(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, **env},
+            preexec_fn=default_ctrl_c,
         )
         journal = out / "journal.jsonl"
         deadline = time.monotonic() + 60

@@ -51,6 +51,7 @@ def test_ctrl_c_leaves_a_journal_that_resumes(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not inherited SIG_IGN
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
