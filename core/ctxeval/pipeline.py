@@ -70,6 +70,15 @@ def _dedupe(values: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def field_text(sample: Sample, field: str) -> str:
+    """The text of ``field`` in ``sample``: a text field as it is, a list field joined with
+    newlines, "" when missing."""
+    value = getattr(sample, field)
+    if not value:
+        return ""
+    return value if isinstance(value, str) else "\n".join(value)
+
+
 @attrs.frozen(kw_only=True)
 class Items:
     """A side given by the sample as it is.
@@ -138,10 +147,7 @@ class Extracted:
     compare_by: Literal["text", "key"] = "text"
 
     def source_text(self, sample: Sample) -> str:
-        value = getattr(sample, self.field)
-        if not value:
-            return ""
-        return value if isinstance(value, str) else "\n".join(value)
+        return field_text(sample, self.field)
 
     def keep(self, units: Sequence[Unit]) -> list[Unit]:
         """``units`` with the repeats (by :attr:`distinct`) removed."""
@@ -300,18 +306,41 @@ class Pipeline:
             reference if self.formula.judged == "reference" else self.reference.given(sample),
             retrieved if self.formula.judged == "retrieved" else self.retrieved.given(sample),
         )
-        if not items:
-            verdicts: list[Verdict] = []
-        elif not candidates:
-            verdicts = [_NO_CANDIDATE] * len(items)
-        else:
+        verdicts = self.decided(items, candidates)
+        if verdicts is None:
             verdicts = self.matcher.match_now(items, candidates)  # type: ignore[union-attr]
-        grades = self.reference.grades(sample)
+        return self.judgement(sample, reference, retrieved, verdicts)
+
+    @staticmethod
+    def decided(items: Sequence[str], candidates: Sequence[str]) -> list[Verdict] | None:
+        """The verdicts that need no matcher: none when nothing is judged, "not matched" for
+        every item when there is nothing to match it against; None when the matcher decides."""
+        if not items:
+            return []
+        if not candidates:
+            return [_NO_CANDIDATE] * len(items)
+        return None
+
+    def judgement(
+        self,
+        sample: Sample,
+        reference: Sequence[str],
+        retrieved: Sequence[str],
+        verdicts: Sequence[Verdict],
+        *,
+        units: Sequence[Unit] = (),
+        retrieved_units: Sequence[Unit] = (),
+    ) -> Judgement:
+        """The judgement of ``sample``, with the grades of a graded :class:`Items` reference
+        and, for a graded formula, the gains of the verdicts."""
+        grades = self.reference.grades(sample) if isinstance(self.reference, Items) else None
         return Judgement(
             reference=reference,
             retrieved=retrieved,
             verdicts=verdicts,
             judged=self.formula.judged,
+            units=units,
+            retrieved_units=retrieved_units,
             reference_grades=grades,
             gains=self.gains(verdicts, grades),
         )
@@ -440,7 +469,7 @@ class PipelineMetric(BaseMetric):
         reference = p.reference
         if isinstance(reference, Items):
             return None  # decided with the (cheap) items in hand, in _judge
-        if not (getattr(sample, reference.field) or "").strip():
+        if not field_text(sample, reference.field).strip():
             settings = self.settings()
             return MetricResult.undefined(
                 f"nothing to recall: there are no {_blank_reason(reference)}",
@@ -464,7 +493,7 @@ class PipelineMetric(BaseMetric):
         if isinstance(reference_side, SplitAndAttribute):
             contexts = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
             attributed = await reference_side.attributor.attribute(
-                reference_side_text(sample, reference_side.field), contexts, ctx
+                field_text(sample, reference_side.field), contexts, ctx
             )
             units = [unit for unit, _ in attributed]
             return Judgement(
@@ -488,12 +517,8 @@ class PipelineMetric(BaseMetric):
         else:
             retrieved = retrieved_side.read(sample)
         items, candidates = p.pairs(reference, retrieved)
-        verdicts: list[Verdict]
-        if not reference or not items:
-            verdicts = []  # decided by the formula, without the matcher
-        elif not candidates:
-            verdicts = [_NO_CANDIDATE] * len(items)
-        else:
+        verdicts = p.decided(items, candidates)
+        if verdicts is None:
             assert p.matcher is not None
             verdicts = list(await p.matcher.match(items, candidates, ctx))
             if len(verdicts) != len(items):
@@ -502,16 +527,8 @@ class PipelineMetric(BaseMetric):
                     f"{len(items)} items",
                     details=self.settings() or None,
                 )
-        grades = reference_side.grades(sample) if isinstance(reference_side, Items) else None
-        return Judgement(
-            reference=reference,
-            retrieved=retrieved,
-            verdicts=verdicts,
-            judged=p.formula.judged,
-            units=units,
-            retrieved_units=retrieved_units,
-            reference_grades=grades,
-            gains=p.gains(verdicts, grades),
+        return p.judgement(
+            sample, reference, retrieved, verdicts, units=units, retrieved_units=retrieved_units
         )
 
     async def _extract(self, sample: Sample, ctx: RunContext) -> list[list[Unit]]:
@@ -555,7 +572,7 @@ class PipelineMetric(BaseMetric):
             estimate = getattr(reference_side.attributor, "estimate_calls", None)
             candidates = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
             if estimate is not None:
-                text = reference_side_text(sample, reference_side.field)
+                text = field_text(sample, reference_side.field)
                 sizes += estimate(text, candidates, sample)
             return sizes
         texts: dict[int, tuple[Extractor, list[str]]] = {}
@@ -574,13 +591,6 @@ class PipelineMetric(BaseMetric):
             retrieved = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
             sizes += estimate(*p.pairs(reference, retrieved), sample)
         return sizes
-
-
-def reference_side_text(sample: Sample, field: str) -> str:
-    value = getattr(sample, field)
-    if not value:
-        return ""
-    return value if isinstance(value, str) else "\n".join(value)
 
 
 @attrs.frozen(kw_only=True)
