@@ -6,7 +6,7 @@ import html
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -358,19 +358,17 @@ def _score_class(row: MetricResult) -> str:
 def _explorer_data(evaluation: Evaluation) -> str:
     """The samples and rows the explorer shows, as JSON safe inside a ``<script>`` element
     (every ``<`` escaped, so no text can close it)."""
-    return _explorer_json(evaluation.results, list(evaluation.metrics), evaluation.samples)
+    named = ((row.metric, row) for row in evaluation.results)
+    return _explorer_json(named, list(evaluation.metrics), evaluation.samples)
 
 
 def _explorer_json(
-    results: Sequence[MetricResult],
-    metrics: list[str],
-    known: Mapping[str, Any],
-    *,
-    label: Any = None,
+    named: Iterable[tuple[str, MetricResult]], metrics: list[str], known: Mapping[str, Any]
 ) -> str:
+    """The explorer's JSON of ``(column name, row)`` pairs (the name a chip shows), with the
+    texts of the ``known`` samples."""
     rows: dict[str, dict[str, Any]] = {}
-    for row in results:
-        name = row.metric if label is None else label(row)
+    for name, row in named:
         rows.setdefault(row.sample_id, {})[name] = {
             "status": row.status.value,
             "score": row.score,
@@ -469,11 +467,12 @@ def render_comparison(
         )
     names = [f"{metric} [{label}]" for metric in dict.fromkeys(m for _, m in baseline)
              for label in labels]  # fmt: skip
-    every = [row for label, run in zip(labels, runs, strict=True) for row in run.values()]
-    by_row = {
-        id(row): label for label, run in zip(labels, runs, strict=True) for row in run.values()
-    }
-    data = _explorer_json(every, names, {}, label=lambda row: f"{row.metric} [{by_row[id(row)]}]")
+    named = (
+        (f"{row.metric} [{label}]", row)
+        for label, run in zip(labels, runs, strict=True)
+        for row in run.values()
+    )
+    data = _explorer_json(named, names, {})
     missing = "".join(
         f"<p class='muted'><code>{html.escape(m)}</code> is missing from "
         f"{html.escape(', '.join(lacking))}</p>"
