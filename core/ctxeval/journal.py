@@ -91,22 +91,40 @@ class Journal:
         self._handle.close()
 
 
+def _header(line: str) -> dict[str, str] | None:
+    """The metric fingerprints of a journal's header line, or None when it is not one."""
+    try:
+        header: Any = json.loads(line)
+        prints = header["metrics"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if header.get("ctxeval_journal") != FORMAT or not isinstance(prints, dict):
+        return None
+    return prints
+
+
+def recorded_metrics(path: str | os.PathLike[str]) -> list[str] | None:
+    """The metric row names the journal at ``path`` was written for, or None when it cannot
+    be read as a journal (opening it with ``resume=True`` then says why)."""
+    try:
+        with Path(path).open(encoding="utf-8", errors="replace") as handle:
+            prints = _header(handle.readline())
+    except OSError:
+        return None
+    return None if prints is None else list(prints)
+
+
 def _read(path: Path, prints: Mapping[str, str]) -> dict[tuple[str, str], MetricResult]:
     kept: dict[tuple[str, str], MetricResult] = {}
     with path.open(encoding="utf-8", errors="replace") as handle:
-        header_line = handle.readline()
-        try:
-            header: Any = json.loads(header_line)
-            old_prints = header["metrics"]
-            if header.get("ctxeval_journal") != FORMAT or not isinstance(old_prints, dict):
-                raise ValueError
-        except (ValueError, KeyError, TypeError):
+        old_prints = _header(handle.readline())
+        if old_prints is None:
             raise DataError(
                 "not a ctxeval journal (bad header line)",
                 path=str(path),
                 line=1,
                 hint="point the run at another folder, or run without resume",
-            ) from None
+            )
         changed = sorted(n for n in prints if n in old_prints and old_prints[n] != prints[n])
         if changed:
             logger.warning(

@@ -35,7 +35,6 @@ class Status(str, enum.Enum):
         return self.value
 
 
-_non_negative_int = non_negative_int
 _optional_cost = optional(non_negative_number)
 
 
@@ -47,15 +46,15 @@ class Usage:
     add up with ``+``; a sum has a cost only if every part has one (or costs nothing).
     """
 
-    requests: int = attrs.field(default=0, validator=_non_negative_int)
+    requests: int = attrs.field(default=0, validator=non_negative_int)
     """LLM requests sent over the network (each retry attempt counts)."""
-    retries: int = attrs.field(default=0, validator=_non_negative_int)
+    retries: int = attrs.field(default=0, validator=non_negative_int)
     """Attempts that were retries of an earlier, failed attempt."""
-    prompt_tokens: int = attrs.field(default=0, validator=_non_negative_int)
-    completion_tokens: int = attrs.field(default=0, validator=_non_negative_int)
+    prompt_tokens: int = attrs.field(default=0, validator=non_negative_int)
+    completion_tokens: int = attrs.field(default=0, validator=non_negative_int)
     cost_usd: float | None = attrs.field(default=0.0, validator=_optional_cost)
     """Cost in US dollars from the local price table, or ``None`` when unknown."""
-    cache_hits: int = attrs.field(default=0, validator=_non_negative_int)
+    cache_hits: int = attrs.field(default=0, validator=non_negative_int)
     """Answers served from the on-disk cache instead of the network."""
 
     def __add__(self, other: Usage) -> Usage:

@@ -119,8 +119,6 @@ def _markdown(report: dict[str, Any], labels: dict[str, str]) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    if len(args.runs) < 2:
-        raise UsageError("compare needs two run folders or more (the first is the baseline)")
     runs = [_read_run(folder) for folder in args.runs]
     report = compare_runs(args.runs, permutations=args.permutations, runs=runs)
     if args.report:

@@ -111,6 +111,8 @@ def check_run_file(path: str, run: dict[str, Any]) -> None:
 def check_out(folder: Path, metrics: Sequence[Any], *, resume: bool, overwrite: bool) -> None:
     """An existing run folder is never overwritten silently: finish it with --resume (the
     same metrics), or replace it with --overwrite."""
+    from ctxeval.journal import recorded_metrics
+
     if resume and overwrite:
         raise UsageError("--resume and --overwrite exclude each other")
     journal = folder / "journal.jsonl"
@@ -118,7 +120,7 @@ def check_out(folder: Path, metrics: Sequence[Any], *, resume: bool, overwrite: 
     if resume:
         if not journal.exists():
             raise UsageError(f"--resume: {folder} holds no run to resume (no journal.jsonl)")
-        before = _journal_metrics(journal)
+        before = recorded_metrics(journal)
         now = [m.name for m in metrics]
         if before is not None and set(before) != set(now):
             raise UsageError(
@@ -130,17 +132,6 @@ def check_out(folder: Path, metrics: Sequence[Any], *, resume: bool, overwrite: 
             f"{folder} holds a run already ({', '.join(held)}): add --resume to finish it, "
             "--overwrite to replace it, or choose another --out"
         )
-
-
-def _journal_metrics(journal: Path) -> list[str] | None:
-    import json
-
-    try:
-        with journal.open(encoding="utf-8", errors="replace") as handle:
-            header = json.loads(handle.readline())
-        return list(header["metrics"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # unreadable: the journal itself says so when it is opened
 
 
 def _with_trec_eval_averaging(metric: Any) -> Any:
