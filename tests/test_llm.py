@@ -54,7 +54,7 @@ def run(
 # --- the seeds' worked examples ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("transport", ["direct", "litellm"])
+@pytest.mark.parametrize("transport", ["openai", "litellm"])
 def test_taj_mahal_entity_recall_intersection(server: FakeOpenAI, transport: str) -> None:
     server.responder = Judge(entities=TAJ_ENTITIES)
     metric = ctxeval.get_metric("context_entity_recall", mode="intersection")
@@ -231,24 +231,25 @@ def test_wrong_schema_and_non_binary_verdicts_are_retried_then_reported(server: 
     assert server.count == 3  # the first try and two retries (max_malformed_retries)
 
 
-@pytest.mark.parametrize("transport", ["direct", "litellm"])
-def test_401_fails_every_row_at_once_without_retries(server: FakeOpenAI, transport: str) -> None:
+@pytest.mark.parametrize("transport", ["openai", "litellm"])
+def test_401_stops_the_run_at_once_and_the_rest_resumes(
+    server: FakeOpenAI, transport: str, tmp_path: Path
+) -> None:
     server.responder = lambda request: "401"
     samples = [
         {"id": str(i), "user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}
         for i in range(50)
     ]
-    evaluation = run(
-        samples,
-        ["context_precision"],
-        server,
-        llm=llm(server, transport=transport),
-        max_concurrency=4,
-    )
-    assert all(r.status is Status.ERROR for r in evaluation.results)
-    assert all("AuthenticationError" in (r.reason or "") for r in evaluation.results)
-    assert all(r.usage.retries == 0 for r in evaluation.results)
+    journal = tmp_path / "journal.jsonl"
+    options: dict[str, Any] = {"llm": llm(server, transport=transport), "journal": journal}
+    with pytest.raises(ctxeval.AuthenticationError, match="Incorrect API key") as caught:
+        run(samples, ["context_precision"], server, max_concurrency=4, **options)
+    assert SECRET not in str(caught.value)
     assert server.count <= 4  # only the calls already in flight; the rest are never sent
+    server.responder = Judge()  # the key is fixed: the resume scores every row
+    evaluation = run(samples, ["context_precision"], server, resume=True, **options)
+    assert [r.sample_id for r in evaluation.results] == [str(i) for i in range(50)]
+    assert all(r.status is Status.OK for r in evaluation.results)
 
 
 def test_a_hung_request_is_cut_by_the_timeout_and_retried(server: FakeOpenAI) -> None:
@@ -355,13 +356,15 @@ def test_the_api_key_never_leaks(
     ]
     cache = SQLiteCache(tmp_path / "llm.sqlite")
     journal = tmp_path / "journal.jsonl"
-    evaluation = run(
-        samples, ["context_precision"], server, cache=cache, journal=journal, max_concurrency=1
-    )
-    evaluation.to_jsonl(tmp_path / "results.jsonl")
+    with pytest.raises(ctxeval.AuthenticationError) as caught:  # the refused key stops the run
+        run(samples, ["context_precision"], server, cache=cache, journal=journal, max_concurrency=1)
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"  # it was really sent
-    reasons = " ".join(r.reason or "" for r in evaluation.results)
-    assert "AuthenticationError" in reasons
+    reasons = str(caught.value)
+    assert "Incorrect API key provided: ***" in reasons
+    server.responder = Judge(verdicts={"c": 1})
+    evaluation = run(samples, ["context_precision"], server, cache=cache, journal=journal, resume=True)
+    evaluation.to_jsonl(tmp_path / "results.jsonl")
+    reasons += " ".join(r.reason or "" for r in evaluation.results)
     cache.close()
     for path in tmp_path.iterdir():
         assert SECRET.encode() not in path.read_bytes(), path
@@ -377,7 +380,7 @@ def test_the_api_key_never_leaks(
 def test_direct_and_litellm_send_the_same_request(server: FakeOpenAI) -> None:
     server.responder = Judge(verdicts={"a": 1})
     sample = [{"user_input": "q", "reference": "r", "retrieved_contexts": ["a"]}]
-    direct = run(sample, ["context_precision"], server, llm=llm(server, transport="direct"))
+    direct = run(sample, ["context_precision"], server, llm=llm(server, transport="openai"))
     via_litellm = run(sample, ["context_precision"], server, llm=llm(server, transport="litellm"))
     assert direct.results[0].score == via_litellm.results[0].score == 1.0
     first, second = server.requests
@@ -440,13 +443,14 @@ def test_cost_from_the_local_price_table(server: FakeOpenAI) -> None:
     assert unknown.results[0].usage.cost_usd is None  # never a made-up number
 
 
-def test_auto_transport_leaves_proxied_setups_to_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_transport_is_openai_for_openai_models_even_behind_a_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     config = LLMConfig(model="openai/gpt-4o-mini")
-    monkeypatch.delenv("HTTPS_PROXY", raising=False)
-    monkeypatch.delenv("https_proxy", raising=False)
-    monkeypatch.delenv("HTTP_PROXY", raising=False)
-    monkeypatch.delenv("http_proxy", raising=False)
-    assert config.chosen_transport() == "direct"
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    assert config.chosen_transport() == "litellm"
+    assert config.chosen_transport() == "openai"
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")  # httpx reads it
+    assert config.chosen_transport() == "openai"
+    assert LLMConfig(model="gpt-4o-mini", transport="direct").transport == "openai"  # old name
     assert LLMConfig(model="anthropic/claude-3-5-haiku-latest").chosen_transport() == "litellm"
+
+

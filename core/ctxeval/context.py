@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .results import Usage
 
 if TYPE_CHECKING:
+    from .limits import Limits
     from .registry import Registry
     from .sample import Sample
     from .scheduler import Scheduler
@@ -98,6 +99,10 @@ class RowContext:
     def shared(self, key: str, factory: Callable[[], T]) -> T:
         """A run-wide object (e.g. an HTTP client), made once by ``factory``, closed at the end."""
         return self._scheduler.shared(key, factory)
+
+    def limits(self, resource: str) -> Limits:
+        """The limits the run applies to ``resource``."""
+        return self._scheduler.limits_of(resource)
 
     def add_usage(self, usage: Usage) -> None:
         """Count ``usage`` (tokens, cost, cache hits) against this row."""

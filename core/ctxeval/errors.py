@@ -18,16 +18,23 @@ shown to a user as it is.
     └── CallError            a call to a service (an LLM) failed
         ├── TransientCallError   worth retrying
         │   ├── RateLimitError       429 Too Many Requests (with ``retry_after`` when given)
-        │   ├── ServiceError         5xx, connection reset or refused
+        │   ├── ServiceError         5xx, a connection reset
+        │   │   └── ConnectionFailedError  connection refused, DNS failure (no answer at all)
         │   ├── CallTimeoutError     no answer within the timeout (also a TimeoutError)
         │   └── MalformedOutputError the answer broke the expected schema (retried a few times)
         └── FatalCallError       never retried
-            ├── AuthenticationError  401/403: a missing, wrong or unauthorised key
-            └── BadRequestError      400/404/422: the request itself is wrong
+            ├── BadRequestError      400/404/422: the request itself is wrong
+            └── UnusableLLMError     no request of the run can succeed: the run stops at once
+                ├── AuthenticationError       401/403: a wrong or unauthorised key
+                ├── MissingCredentialsError   no key where the provider needs one
+                ├── ModelNotFoundError        the endpoint does not serve the model
+                └── EndpointUnreachableError  no connection ever succeeded
 
 Plugins raise the :class:`CallError` subclasses (or errors carrying an HTTP ``status_code``) from
 the functions they give to :meth:`RunContext.call`; the scheduler retries exactly the transient
-ones.
+ones. An :class:`UnusableLLMError` stops the whole run (the rows already finished are kept and
+journaled, the others stay to be resumed): retrying it, or failing every row with it, would only
+burn time.
 """
 
 from __future__ import annotations
@@ -39,18 +46,23 @@ __all__ = [
     "CallError",
     "CallTimeoutError",
     "ConfigError",
+    "ConnectionFailedError",
     "CtxevalError",
     "DataError",
+    "EndpointUnreachableError",
     "FatalCallError",
     "InvalidResultError",
     "MalformedOutputError",
+    "MissingCredentialsError",
     "MissingExtraError",
+    "ModelNotFoundError",
     "PluginConflictError",
     "PluginError",
     "RateLimitError",
     "ServiceError",
     "TransientCallError",
     "UnknownNameError",
+    "UnusableLLMError",
 ]
 
 
@@ -230,6 +242,14 @@ class ServiceError(TransientCallError):
     """The service failed on its side (5xx), or the connection broke."""
 
 
+class ConnectionFailedError(ServiceError):
+    """No connection to the service: refused, a DNS failure, a TLS handshake that failed.
+
+    Retried like any transient failure; when every call of a run so far failed so (none ever
+    got an answer), the scheduler stops the run with :class:`EndpointUnreachableError`.
+    """
+
+
 class CallTimeoutError(TransientCallError, TimeoutError):
     """No answer arrived within the call's timeout."""
 
@@ -242,12 +262,36 @@ class FatalCallError(CallError):
     """A failure that retrying cannot fix: it fails the row at once."""
 
 
-class AuthenticationError(FatalCallError):
+class BadRequestError(FatalCallError):
+    """The service refused the request itself (400, 404, 422): check the model name and options."""
+
+
+class UnusableLLMError(FatalCallError):
+    """No request of this run can succeed with this LLM configuration: the run stops at once.
+
+    Raised before the first request where it can be known (a missing key, a missing extra),
+    otherwise on the first answer that shows it (401/403, an unknown model), or once the first
+    calls all failed to connect. The message says what, for which model and endpoint, and what
+    to do. The rows finished before it are kept (and journaled); the command line exits 2.
+    """
+
+
+class AuthenticationError(UnusableLLMError):
     """The service refused the credentials (401 or 403): check the API key and its rights."""
 
 
-class BadRequestError(FatalCallError):
-    """The service refused the request itself (400, 404, 422): check the model name and options."""
+class MissingCredentialsError(UnusableLLMError):
+    """The provider needs an API key and none was given or found in its environment variable."""
+
+
+class ModelNotFoundError(UnusableLLMError):
+    """The endpoint does not serve the model (404 ``model_not_found``, or litellm's
+    ``NotFoundError``): check the model name, or the provider prefix."""
+
+
+class EndpointUnreachableError(UnusableLLMError):
+    """Every call so far failed to connect (refused, DNS failure), none ever got an answer:
+    check ``api_base`` and that the server is running."""
 
 
 class BudgetExceededError(CtxevalError):

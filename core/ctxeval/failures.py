@@ -17,6 +17,11 @@ kind            what it covers
                 never retried
 ==============  ============================================================================
 
+:func:`error_for_status` is the same table the other way round, for transports that see an
+HTTP status: it makes the :class:`~ctxeval.CallError` of that kind (a 401/403 an
+:class:`~ctxeval.AuthenticationError`, a 404 naming the model a
+:class:`~ctxeval.ModelNotFoundError`, both of which stop the run).
+
 It reads ctxeval's own :class:`~ctxeval.CallError` classes first, then an HTTP ``status_code``
 (on the error or on its ``response``), then well-known exception names of httpx, aiohttp,
 openai and litellm, so that it needs none of those packages imported.
@@ -30,13 +35,18 @@ import time
 from typing import Any, Final, Literal
 
 from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    CallError,
     FatalCallError,
     MalformedOutputError,
+    ModelNotFoundError,
     RateLimitError,
+    ServiceError,
     TransientCallError,
 )
 
-__all__ = ["Kind", "classify", "retry_after_of", "status_of"]
+__all__ = ["Kind", "classify", "error_for_status", "retry_after_of", "status_of"]
 
 Kind = Literal["rate_limit", "transient", "malformed", "fatal"]
 
@@ -137,3 +147,37 @@ def retry_after_of(exc: object, *, now: float | None = None) -> float | None:
     if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)
+
+
+_MODEL_NOT_FOUND_CODES: Final = frozenset({"model_not_found", "invalid_model", "NotFoundError"})
+
+
+def error_for_status(
+    status: int,
+    message: str,
+    *,
+    retry_after: float | None = None,
+    code: str | None = None,
+    hint: str = "",
+) -> CallError:
+    """The :class:`~ctxeval.CallError` for an HTTP answer ``status`` (not 2xx).
+
+    Args:
+        status: the HTTP status.
+        message: what to say (the endpoint and the service's own words; no secrets).
+        retry_after: the ``Retry-After`` of a 429, in seconds.
+        code: the service's error code (OpenAI's ``error.code``), when it gave one.
+        hint: what to do about a refused key (added to the message of a 401/403).
+    """
+    if status == 429:
+        return RateLimitError(message, retry_after=retry_after, status_code=429)
+    if status == 408 or status >= 500:
+        return ServiceError(message, status_code=status)
+    if status in (401, 403):
+        return AuthenticationError(f"{message}{hint}", status_code=status)
+    lowered = message.lower()
+    if code in _MODEL_NOT_FOUND_CODES or (
+        status == 404 and "model" in lowered and ("not found" in lowered or "not exist" in lowered)
+    ):
+        return ModelNotFoundError(message, status_code=status)
+    return BadRequestError(message, status_code=status)

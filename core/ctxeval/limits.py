@@ -5,9 +5,11 @@ serves:
 
 * at most ``max_concurrency`` calls in flight (an :class:`anyio.CapacityLimiter`);
 * optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
-* overload: the call that got a 429 waits its ``Retry-After`` out before its retry, and the
-  allowed concurrency drops to the calls the resource is still taking (the others in
-  flight), so a provider that caps the calls in flight is held at its cap. A second 429 in a
+* overload: the call that got a 429 waits its ``Retry-After`` out before its retry (without
+  holding a slot), and, when the resource has not lately taken as many calls at once as this
+  one found in flight, the allowed concurrency drops to the calls it is still taking (the
+  others in flight): a provider that caps the calls in flight is held at its cap, while
+  refusals at random (a busy shared provider) leave the concurrency alone. A second 429 in a
   row to a call that was alone in flight (the resource refuses everyone, as when a quota is
   spent) makes every new call wait the ``Retry-After`` out too;
 * adaptive concurrency: each run of successes as long as the current limit raises it by one,
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -27,7 +30,7 @@ import attrs
 
 from .validators import boolean, optional_positive_number, positive_int
 
-__all__ = ["Gate", "Limits", "TokenBucket"]
+__all__ = ["Gate", "Limits", "Ticket", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +81,17 @@ class TokenBucket:
             self._tokens -= amount
 
 
+@attrs.define(slots=True)
+class Ticket:
+    """One call's pass through a gate.
+
+    Attributes:
+        level: the calls in flight when this one was sent, itself included.
+    """
+
+    level: int
+
+
 class Gate:
     """Every call to one resource passes through its gate (see the module's description)."""
 
@@ -99,7 +113,12 @@ class Gate:
         """429 answers seen."""
         self._refusals_in_a_row = 0  # 429s since the last success
         self.refused: BaseException | None = None
-        """The authentication error that closed this gate, if one did."""
+        """The error that closed this gate (no request of the run can succeed), if one did."""
+        self.answered = 0
+        """Calls that got an answer (successes and refusals alike)."""
+        self.connect_failures = 0
+        """Connection failures in a row (reset by any answer)."""
+        self._recent_levels: deque[int] = deque(maxlen=max(8, 2 * limits.max_concurrency))
 
     @property
     def concurrency(self) -> int:
@@ -107,7 +126,7 @@ class Gate:
         return int(self._limiter.total_tokens)
 
     @asynccontextmanager
-    async def slot(self, tokens: float = 0.0) -> AsyncIterator[None]:
+    async def slot(self, tokens: float = 0.0) -> AsyncIterator[Ticket]:
         """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit.
 
         Once the resource refused the credentials, no further request is sent: the slot raises
@@ -125,7 +144,7 @@ class Gate:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
-                yield
+                yield Ticket(self.in_flight)
             finally:
                 self.in_flight -= 1
 
@@ -136,20 +155,26 @@ class Gate:
                 return
             await anyio.sleep(delay)
 
-    def on_rate_limit(self, retry_after: float | None) -> None:
-        """A 429 arrived (called inside the refused call's slot).
+    def on_rate_limit(self, retry_after: float | None, level: int | None = None) -> None:
+        """A 429 arrived (called inside the refused call's slot; ``level`` is the calls in
+        flight when it was sent).
 
-        Adaptive limits drop to the calls in flight besides this one: what the resource is
-        taking now. If this call was alone in flight and the last answer was a 429 too, the
-        resource refuses everyone: new calls wait ``retry_after`` out. Fixed limits
-        (``adaptive=False``) pause on the second 429 in a row, whatever is in flight.
+        Adaptive limits drop to the calls in flight besides this one (what the resource is
+        taking now), unless the resource lately answered a call sent with as many in flight:
+        then the refusal was not about concurrency, and the limit stays. If this call was alone
+        in flight and the last answer was a 429 too, the resource refuses everyone: new calls
+        wait ``retry_after`` out. Fixed limits (``adaptive=False``) pause on the second 429 in a
+        row, whatever is in flight.
         """
         self.rate_limited += 1
+        self.answered += 1
+        self.connect_failures = 0
         self._successes = 0
         self._refusals_in_a_row += 1
         if self.limits.adaptive:
             taken = max(1, self.in_flight - 1)
-            if taken < self.concurrency:
+            took_as_many = level is not None and any(ok >= level for ok in self._recent_levels)
+            if taken < self.concurrency and not took_as_many:
                 self._limiter.total_tokens = taken
                 logger.info("%s: rate limited; concurrency lowered to %d", self.name, taken)
             refused_everyone = self.in_flight <= 1 and self._refusals_in_a_row >= 2
@@ -166,13 +191,27 @@ class Gate:
             raise error
 
     def on_refused(self, exc: BaseException) -> None:
-        """The resource refused the credentials: fail every later call at once."""
+        """No request to the resource can succeed (refused key, unknown model, unreachable):
+        fail every later call at once, without sending it."""
         if self.refused is None:
             self.refused = exc
             logger.error("%s: %s; failing the remaining calls without sending them", self.name, exc)
 
-    def on_success(self) -> None:
+    def on_answer(self) -> None:
+        """The resource answered (whatever the answer): it is reachable."""
+        self.answered += 1
+        self.connect_failures = 0
+
+    def on_connect_failure(self) -> int:
+        """A call could not connect; returns the connection failures in a row."""
+        self.connect_failures += 1
+        return self.connect_failures
+
+    def on_success(self, level: int | None = None) -> None:
         """A call succeeded: after as many successes as the current limit, raise it by one."""
+        self.on_answer()
+        if level is not None:
+            self._recent_levels.append(level)
         self._refusals_in_a_row = 0
         if not self.limits.adaptive or self.concurrency >= self.limits.max_concurrency:
             return

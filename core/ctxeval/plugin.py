@@ -20,7 +20,8 @@ What is here:
 * other plugins, bound when yours is built: :func:`get_extractor`, :func:`get_matcher`;
 * the protocols: :class:`Metric`, :class:`DeterministicMetric`, :class:`BatchMetric`,
   :class:`Extractor`, :class:`Matcher`, :class:`DeterministicMatcher`, :class:`Attributor`,
-  :class:`LLMProvider`, :class:`Writer`, :class:`RunContext`; the values :class:`Unit`,
+  :class:`LLMProvider`, :class:`ChatTransport` (with its :class:`Completion`), :class:`Writer`,
+  :class:`RunContext` (and the :class:`Limits` it reports); the values :class:`Unit`,
   :class:`Verdict`, :class:`Sample`, and :class:`Evaluation` (what a writer writes);
 * base classes: :class:`BaseMetric`, :class:`BaseDeterministicMetric`,
   :class:`BaseDeterministicMatcher` (write ``match_now``, get ``match`` and ``match_batch``),
@@ -30,7 +31,8 @@ What is here:
   :func:`ok_row` (the fast path of batch scorers), :class:`LazyDetails`;
 * the score rules and formulas (:mod:`policy`) and the option validators (:mod:`validators`);
 * errors and call-failure classification: every error class, :func:`classify`,
-  :func:`status_of`, :func:`retry_after_of`;
+  :func:`status_of`, :func:`retry_after_of`, and :func:`error_for_status` (an HTTP status to the
+  error of its kind: the one table a transport uses);
 * helpers: :func:`cache_key` (the key of an LLM answer in the run's cache),
   :func:`normalize_entity`, :func:`normalize_words`.
 """
@@ -57,21 +59,27 @@ from .errors import (
     CallError,
     CallTimeoutError,
     ConfigError,
+    ConnectionFailedError,
     CtxevalError,
     DataError,
+    EndpointUnreachableError,
     FatalCallError,
     InvalidResultError,
     MalformedOutputError,
+    MissingCredentialsError,
     MissingExtraError,
+    ModelNotFoundError,
     PluginConflictError,
     PluginError,
     RateLimitError,
     ServiceError,
     TransientCallError,
     UnknownNameError,
+    UnusableLLMError,
 )
 from .evaluation import Evaluation
-from .failures import Kind, classify, retry_after_of, status_of
+from .failures import Kind, classify, error_for_status, retry_after_of, status_of
+from .limits import Limits
 from .pipeline import (
     DeterministicPipelineMetric,
     Extracted,
@@ -85,6 +93,8 @@ from .pipeline import (
 from .protocols import (
     Attributor,
     BatchMetric,
+    ChatTransport,
+    Completion,
     DeterministicMatcher,
     DeterministicMetric,
     Extractor,
@@ -114,13 +124,17 @@ __all__ = [
     "BudgetExceededError",
     "CallError",
     "CallTimeoutError",
+    "ChatTransport",
+    "Completion",
     "ConfigError",
+    "ConnectionFailedError",
     "CtxevalError",
     "DataError",
     "Dependency",
     "DeterministicMatcher",
     "DeterministicMetric",
     "DeterministicPipelineMetric",
+    "EndpointUnreachableError",
     "Evaluation",
     "Extracted",
     "Extractor",
@@ -131,11 +145,14 @@ __all__ = [
     "Kind",
     "LLMProvider",
     "LazyDetails",
+    "Limits",
     "MalformedOutputError",
     "Matcher",
     "Metric",
     "MetricResult",
+    "MissingCredentialsError",
     "MissingExtraError",
+    "ModelNotFoundError",
     "Pipeline",
     "PipelineMetric",
     "PluginConflictError",
@@ -149,6 +166,7 @@ __all__ = [
     "TransientCallError",
     "Unit",
     "UnknownNameError",
+    "UnusableLLMError",
     "Usage",
     "Verdict",
     "Writer",
@@ -156,6 +174,7 @@ __all__ = [
     "cache_key",
     "classify",
     "compose",
+    "error_for_status",
     "get_extractor",
     "get_matcher",
     "membership_verdicts",

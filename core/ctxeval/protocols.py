@@ -16,6 +16,8 @@ retrieved items, and the verdicts go into a *formula* (:mod:`ctxeval.policy`).
   (no I/O) also scores synchronously, and a :class:`BatchMetric` many samples per call.
 * An :class:`LLMProvider` turns a model name and endpoint into the run's ``llm=`` and prices
   requests (the command line reaches LLMs through it).
+* A :class:`ChatTransport` sends one chat-completion request and returns a
+  :class:`Completion` (an OpenAI-compatible endpoint over httpx, litellm, a company gateway).
 * A :class:`Writer` writes one file of a run folder (``results.csv``, ``summary.md``...).
 
 A plugin is any object with these attributes; it does not have to inherit from anything.
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 if TYPE_CHECKING:
+    from .limits import Limits
     from .registry import Registry
     from .results import MetricResult, Usage
     from .sample import Sample
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Attributor",
     "BatchMetric",
+    "ChatTransport",
+    "Completion",
     "DeterministicMatcher",
     "DeterministicMetric",
     "Extractor",
@@ -146,6 +151,10 @@ class RunContext(Protocol):
         objects with ``aclose()`` are closed when the run ends."""
         ...
 
+    def limits(self, resource: str) -> Limits:
+        """The limits the run applies to ``resource`` (to size a connection pool, say)."""
+        ...
+
 
 @runtime_checkable
 class Extractor(Protocol):
@@ -235,6 +244,47 @@ class LLMProvider(Protocol):
 
     def estimate_cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         """The price in USD of one request of this size, or None when it is not known."""
+        ...
+
+
+@attrs.frozen(slots=True)
+class Completion:
+    """The answer to one chat-completion request.
+
+    Attributes:
+        content: the assistant message's text.
+        prompt_tokens: tokens of the request, as the service counted them (0 when unknown).
+        completion_tokens: tokens of the answer (0 when unknown).
+    """
+
+    content: str = attrs.field(validator=attrs.validators.instance_of(str))
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@runtime_checkable
+class ChatTransport(Protocol):
+    """Sends one chat-completion request (in the shape of httpx's transports: a request in, a
+    response out, :meth:`aclose` at the end).
+
+    The request is an OpenAI chat-completion body (``model``, ``messages``, ``temperature``,
+    ``max_tokens``, ``response_format``...). Failures are raised as :class:`ctxeval.CallError`
+    subclasses (:func:`ctxeval.plugin.error_for_status` makes the right one from an HTTP
+    status), with no secret in their message; the scheduler retries and times the call, so a
+    transport makes one attempt and keeps no retry loop of its own.
+    """
+
+    @property
+    def name(self) -> str:
+        """What it talks to, for messages (e.g. ``"openai-compatible"``, ``"litellm"``)."""
+        ...
+
+    async def complete(self, ctx: RunContext, request: Mapping[str, Any]) -> Completion:
+        """Send ``request`` once and return the answer."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections (called once when the run ends)."""
         ...
 
 

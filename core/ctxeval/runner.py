@@ -22,7 +22,7 @@ import anyio
 from anyio.abc import ObjectSendStream, TaskGroup
 
 from .emission import Emitter
-from .errors import BudgetExceededError
+from .errors import BudgetExceededError, CtxevalError, MissingExtraError, UnusableLLMError
 from .fastpath import score_in_chunks
 from .journal import Journal
 from .progress import ProgressTracker
@@ -35,6 +35,9 @@ from .scheduler import Scheduler
 __all__ = ["Run", "produce"]
 
 logger = logging.getLogger(__name__)
+
+_STOPS_THE_RUN = (UnusableLLMError, MissingExtraError)
+"""Errors no row of the run can get past: the run stops at the first (see :meth:`Run.stop`)."""
 
 
 class Run:
@@ -66,6 +69,19 @@ class Run:
         self.failure: BaseException | None = None
         """What stopped the run, handed to the reader once the rows before it are out."""
         self.budget_hit: BudgetExceededError | None = None
+        self.stopped: CtxevalError | None = None
+        """The error that made every further call pointless (an unusable LLM, a missing
+        package), when one did."""
+        self.stop_scope: anyio.CancelScope | None = None
+
+    def stop(self, exc: CtxevalError) -> None:
+        """Stop the run at once: no request of it can succeed. The rows finished so far are
+        journaled; the others are not written, so that a resume scores them."""
+        if self.stopped is None:
+            self.stopped = exc
+            logger.error("stopping the run: %s", exc)
+        if self.stop_scope is not None:
+            self.stop_scope.cancel()
 
     @property
     def all_deterministic(self) -> bool:
@@ -130,6 +146,12 @@ class Run:
                 try:
                     result = await metric.ascore(sample, ctx)
                 except Exception as exc:
+                    unusable = next(
+                        (e for e in leaves(exc) if isinstance(e, _STOPS_THE_RUN)), None
+                    )
+                    if unusable is not None:
+                        self.stop(unusable)
+                        return  # no row: a resume scores it
                     budget = next(
                         (e for e in leaves(exc) if isinstance(e, BudgetExceededError)), None
                     )
@@ -161,12 +183,14 @@ async def produce(
 ) -> None:
     """Read ``samples``, score them and send the rows; the stream closes at the end.
 
-    A cost limit lets the samples already started finish, then stops; any other failure
+    A cost limit lets the samples already started finish, then stops; an LLM no request can
+    succeed with (:class:`~ctxeval.UnusableLLMError`) stops the run at once; any other failure
     (a malformed sample, two samples with one id) cancels the run and is handed to the reader
     as it is.
     """
     async with send:
         async with anyio.create_task_group() as group:
+            run.stop_scope = group.cancel_scope
             try:
                 await _read_samples(run, samples, group)
             except BudgetExceededError as exc:  # the samples already started finish, then stop
@@ -174,6 +198,8 @@ async def produce(
             except Exception as exc:  # handed to the reader as it is (not in an exception group)
                 run.failure = exc
                 group.cancel_scope.cancel()
+        if run.stopped is not None:
+            run.failure = run.stopped
         if run.failure is None and run.budget_hit is not None:
             run.failure = run.budget_hit
         if run.failure is None or isinstance(run.failure, BudgetExceededError):

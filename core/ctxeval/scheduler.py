@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from .context import RowContext, _Meter
-from .errors import AuthenticationError, BudgetExceededError, CallTimeoutError
+from .errors import (
+    BudgetExceededError,
+    CallTimeoutError,
+    ConnectionFailedError,
+    EndpointUnreachableError,
+    UnusableLLMError,
+)
 from .failures import classify, retry_after_of
 from .limits import Gate, Limits
 from .registry import Registry
@@ -32,6 +38,15 @@ __all__ = ["Scheduler"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class _CallClock:
+    """The time one call has taken so far: its attempts and the waits between them."""
+
+    __slots__ = ("spent",)
+
+    def __init__(self) -> None:
+        self.spent = 0.0
 
 
 class Scheduler:
@@ -131,6 +146,19 @@ class Scheduler:
                 wait = max(wait, min(asked, policy.max_retry_after))
         return wait
 
+    def limits_of(self, resource: str) -> Limits:
+        """The limits of ``resource`` (its own, else the run's default)."""
+        return self._limits.get(resource, self._limits["default"])
+
+    def _attempt_limit(self, timeout: float | None, spent: float) -> float | None:
+        """The timeout of the next attempt: the call timeout, cut to what is left of the
+        deadline."""
+        deadline = self.retry.deadline
+        if deadline is None:
+            return timeout
+        left = max(deadline - spent, 0.001)
+        return left if timeout is None else min(timeout, left)
+
     async def call(
         self,
         func: Callable[[], Awaitable[T]],
@@ -142,90 +170,129 @@ class Scheduler:
     ) -> T:
         """Await ``func()`` through the gate of ``resource``, retrying transient failures.
 
-        Retries run on tenacity's ``AsyncRetrying``, sleeping through anyio (so trio works):
-        transient errors and 429s are retried up to ``retry.max_attempts`` attempts in all,
-        malformed answers up to ``retry.max_malformed_retries`` times, fatal errors never.
+        Transient errors and 429s are retried until the call succeeds or its deadline
+        (``retry.deadline``: the time of its attempts and of the waits between them) or
+        ``retry.max_attempts`` is spent; malformed answers up to
+        ``retry.max_malformed_retries`` times; fatal errors never. An
+        :class:`~ctxeval.UnusableLLMError` (a refused key, an unknown model, an endpoint no
+        connection ever reached) closes the gate: later calls fail at once, unsent, and the
+        runner stops the run. Retries run on tenacity's ``AsyncRetrying``, sleeping through
+        anyio (so trio works).
         """
         gate = self.gate(resource)
+        policy = self.retry
         limit = self.timeout if timeout is None else timeout
         malformed = 0
+        clock = _CallClock()  # this call's own time: its attempts and the waits between them
 
         async def attempt() -> T:
-            async with gate.slot(tokens):
+            async with gate.slot(tokens) as ticket:
                 self.check_budget()  # checked at send time
                 meter.requests += 1
+                cut = self._attempt_limit(limit, clock.spent)
+                started = anyio.current_time()
                 try:
-                    if limit is None:
-                        return await func()
-                    with anyio.fail_after(limit):
-                        return await func()
+                    if cut is None:
+                        result = await func()
+                    else:
+                        with anyio.fail_after(cut):
+                            result = await func()
                 except TimeoutError as exc:
                     if isinstance(exc, CallTimeoutError):
                         raise
-                    raise CallTimeoutError(
-                        f"no answer from {resource} within {limit:g} s"
-                    ) from None
+                    raise CallTimeoutError(f"no answer from {resource} within {cut:g} s") from None
+                except UnusableLLMError as exc:
+                    gate.on_refused(exc)
+                    raise
+                except ConnectionFailedError as exc:
+                    if gate.answered == 0:
+                        failures = gate.on_connect_failure()
+                        if failures >= policy.unreachable_after:
+                            stop = EndpointUnreachableError(
+                                f"cannot reach {resource}: {failures} connections failed in a "
+                                f"row and none ever got an answer (last: {exc}); check the "
+                                "endpoint (api_base / --api-base) and that the server is running"
+                            )
+                            gate.on_refused(stop)
+                            raise stop from None
+                    raise
                 except Exception as exc:
                     if classify(exc) == "rate_limit":
-                        gate.on_rate_limit(retry_after_of(exc))
-                    elif isinstance(exc, AuthenticationError):
-                        gate.on_refused(exc)
+                        gate.on_rate_limit(retry_after_of(exc), ticket.level)
+                    else:
+                        gate.on_answer()
                     raise
+                finally:
+                    clock.spent += anyio.current_time() - started
+                gate.on_success(ticket.level)
+                return result
 
         def should_retry(exc: BaseException) -> bool:
             nonlocal malformed
             kind = classify(exc)
             if kind == "malformed":
                 malformed += 1
-                return malformed <= self.retry.max_malformed_retries
+                return malformed <= policy.max_malformed_retries
             return kind != "fatal"
+
+        def out_of_time(attempts: int, sleep: float) -> bool:
+            if policy.max_attempts is not None and attempts >= policy.max_attempts:
+                return True
+            return policy.deadline is not None and clock.spent + sleep >= policy.deadline
 
         # The first attempt runs bare: most calls succeed, and tenacity's set-up is not free.
         try:
-            result = await attempt()
+            return await attempt()
         except Exception as exc:
-            if self.retry.max_attempts == 1 or not should_retry(exc):
+            if not should_retry(exc):
                 raise
-            first_failure = exc
-        else:
-            gate.on_success()
-            return result
-        return await self._retry(attempt, first_failure, should_retry, resource, meter, gate)
+            first_wait = self.backoff(1, exc)
+            if out_of_time(1, first_wait):
+                raise
+            logger.info(
+                "%s: attempt 1 failed (%s: %s); retrying in %.2f s",
+                resource, type(exc).__name__, exc, first_wait,
+            )  # fmt: skip
+        await anyio.sleep(first_wait)
+        clock.spent += first_wait
+        return await self._retry(attempt, should_retry, out_of_time, clock, resource, meter)
 
     async def _retry(
         self,
         attempt: Callable[[], Awaitable[T]],
-        first_failure: BaseException,
         should_retry: Callable[[BaseException], bool],
+        out_of_time: Callable[[int, float], bool],
+        clock: _CallClock,
         resource: str,
         meter: _Meter,
-        gate: Gate,
     ) -> T:
-        """Attempts 2 to ``max_attempts`` on tenacity's ``AsyncRetrying`` (sleeping via anyio)."""
-        from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-
-        def log(number: int, exc: BaseException | None, sleep: float) -> None:
-            logger.info(
-                "%s: attempt %d failed (%s: %s); retrying in %.2f s",
-                resource, number, type(exc).__name__, exc, sleep,
-            )  # fmt: skip
+        """Attempts 2 and later on tenacity's ``AsyncRetrying`` (sleeping via anyio), until
+        ``out_of_time(attempts so far, next wait)``."""
+        from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
         def wait(state: RetryCallState) -> float:  # tenacity counts from our second attempt
             exc = state.outcome.exception() if state.outcome is not None else None
             assert exc is not None
             return self.backoff(state.attempt_number + 1, exc)
 
+        def stop(state: RetryCallState) -> bool:
+            return out_of_time(state.attempt_number + 1, state.upcoming_sleep)
+
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
             sleep = state.next_action.sleep if state.next_action is not None else 0.0
-            log(state.attempt_number + 1, exc, sleep)
+            logger.info(
+                "%s: attempt %d failed (%s: %s); retrying in %.2f s",
+                resource, state.attempt_number + 1, type(exc).__name__, exc, sleep,
+            )  # fmt: skip
 
-        first_wait = self.backoff(1, first_failure)
-        log(1, first_failure, first_wait)
-        await anyio.sleep(first_wait)
+        async def sleep(seconds: float) -> None:
+            await anyio.sleep(seconds)
+            clock.spent += seconds
+
         retrying = AsyncRetrying(
-            sleep=anyio.sleep,
-            stop=stop_after_attempt(self.retry.max_attempts - 1),
+            sleep=sleep,
+            stop=stop,
             wait=wait,
             retry=retry_if_exception(should_retry),
             before_sleep=before_sleep,
@@ -234,9 +301,7 @@ class Scheduler:
         async for retry in retrying:
             with retry:
                 meter.retries += 1
-                result = await attempt()
-                gate.on_success()
-                return result
+                return await attempt()
         raise AssertionError(
             "unreachable: tenacity either returns or re-raises"
         )  # pragma: no cover

@@ -53,25 +53,45 @@ def _setting(validator: Validator) -> Validator:
 class RetryPolicy:
     """How the scheduler retries a failed call (see :meth:`ctxeval.scheduler.Scheduler.backoff`).
 
+    A call is retried until it succeeds or its **deadline** is spent: the time of its own
+    attempts and of the waits between them (not its turn in the queue behind other calls).
     The wait before attempt ``n + 1`` is ``initial_backoff * 2 ** (n - 1)`` plus a random jitter
     of up to ``jitter`` seconds, capped at ``max_backoff``; after a 429 it is at least the
-    service's ``Retry-After`` (capped at ``max_retry_after``).
+    service's ``Retry-After`` (capped at ``max_retry_after``). No retry starts that would end
+    past the deadline, and each attempt's timeout is cut to what is left of it.
 
     Attributes:
-        max_attempts: attempts in all, the first included (1 disables retries).
+        deadline: seconds one call may take, attempts and waits included (None: no limit;
+            then ``max_attempts`` bounds it). Default 150: a call that never succeeds becomes
+            an error row within about two and a half minutes.
+        max_attempts: attempts in all, the first included (1 disables retries; None: as many
+            as the deadline allows).
         initial_backoff: seconds before the first retry.
         max_backoff: the longest wait between attempts.
         jitter: the largest random extra wait, in seconds.
         max_malformed_retries: retries for answers that broke the schema.
         max_retry_after: the longest ``Retry-After`` honoured, in seconds.
+        unreachable_after: connection failures in a row, with no answer ever from the endpoint,
+            after which the run stops with :class:`~ctxeval.EndpointUnreachableError`.
     """
 
-    max_attempts: int = attrs.field(default=6, validator=_setting(positive_int))
+    deadline: float | None = attrs.field(
+        default=150.0, validator=_setting(optional_positive_number)
+    )
+    max_attempts: int | None = attrs.field(default=None, validator=_setting(optional(positive_int)))
     initial_backoff: float = attrs.field(default=0.5, validator=_setting(positive_number))
     max_backoff: float = attrs.field(default=30.0, validator=_setting(positive_number))
     jitter: float = attrs.field(default=0.5, validator=_setting(non_negative_number))
     max_malformed_retries: int = attrs.field(default=2, validator=_setting(non_negative_int))
     max_retry_after: float = attrs.field(default=300.0, validator=_setting(positive_number))
+    unreachable_after: int = attrs.field(default=3, validator=_setting(positive_int))
+
+    def __attrs_post_init__(self) -> None:
+        if self.deadline is None and self.max_attempts is None:
+            raise ConfigError(
+                "run setting retry: give a deadline or max_attempts (with neither, a call that "
+                "keeps failing would be retried forever)"
+            )
 
 
 def _limits(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -116,7 +136,8 @@ class RunSettings:
             default: 16 calls in flight per resource.
         max_concurrency: shortcut for ``limits=Limits(max_concurrency=...)``.
         retry: the retry policy for failed calls (see :class:`RetryPolicy`).
-        timeout: seconds one call attempt may take (None: no limit).
+        timeout: seconds one call attempt may take (None: no limit; default 60). A call's
+            attempts together are bounded by ``retry.deadline``.
         samples_in_flight: samples being worked on at once; bounds memory on large inputs.
         journal: a file to append each finished row to, so an interrupted run can resume.
         resume: reuse the ``ok`` and ``undefined`` rows of ``journal`` (error rows are redone).
@@ -135,7 +156,7 @@ class RunSettings:
         default=None, validator=_setting(optional(positive_int))
     )
     retry: RetryPolicy = attrs.field(factory=RetryPolicy, converter=_to_retry, validator=_retry)
-    timeout: float | None = attrs.field(default=120.0, validator=_setting(optional_positive_number))
+    timeout: float | None = attrs.field(default=60.0, validator=_setting(optional_positive_number))
     samples_in_flight: int = attrs.field(default=256, validator=_setting(positive_int))
     journal: str | os.PathLike[str] | None = attrs.field(default=None, validator=_journal)
     resume: bool = attrs.field(default=False, validator=_setting(boolean))

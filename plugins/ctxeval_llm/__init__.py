@@ -1,4 +1,5 @@
-"""ctxeval's LLM plugin: judges and extractors through litellm or a lean direct transport.
+"""ctxeval's LLM plugin: judges and extractors over an OpenAI-compatible endpoint (httpx),
+litellm (every other provider) or your own transport.
 
 Registered through the ``ctxeval`` distribution's entry points, like any plugin:
 
@@ -10,10 +11,12 @@ Registered through the ``ctxeval`` distribution's entry points, like any plugin:
 
 Give the run an LLM with ``llm=``: a litellm model string (``"openai/gpt-4o-mini"``), a dict or
 :class:`LLMConfig`, or your own async callable. Nothing heavy is imported until a request is
-made; litellm only when a non-OpenAI-compatible provider is used.
+made; litellm only when a non-OpenAI-compatible provider is used. The providers
+(``ctxeval.llms`` group) are in :mod:`ctxeval_llm.provider`.
 """
 
-from .config import LLMConfig
-from .transport import Completion
+from ctxeval.plugin import ChatTransport, Completion
 
-__all__ = ["Completion", "LLMConfig"]
+from .config import LLMConfig
+
+__all__ = ["ChatTransport", "Completion", "LLMConfig"]

@@ -1,11 +1,19 @@
-"""Ask the LLM one prompt: cache, scheduler, transport, parsing, validation, usage and cost."""
+"""Ask the LLM one prompt: cache, scheduler, transport, parsing, validation, usage and cost.
+
+Structured output: the answer's JSON schema goes as ``response_format`` (``json_schema``).
+A server that rejects it (400/422 naming ``response_format`` or ``json_schema``) gets JSON mode
+with the schema in the prompt instead, and one that rejects JSON mode too gets the schema in
+the prompt only; each step is taken once per run and endpoint, logged once, and the answer is
+validated strictly against the schema whatever the mode.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from ctxeval.plugin import RunContext, Usage, cache_key
+from ctxeval.plugin import BadRequestError, RunContext, Usage, cache_key
 
 from .config import LLMConfig, resolve_llm
 from .parsing import parse_json
@@ -13,29 +21,62 @@ from .pricing import cost_usd
 from .prompts import Prompt
 from .transport import transport_for
 
-__all__ = ["ask", "client_for"]
+__all__ = ["LLMClient", "OutputMode", "ask", "client_for"]
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["json_schema", "json_object", "prompt"]
+_NEXT: dict[Mode, Mode] = {"json_schema": "json_object", "json_object": "prompt"}
+_REJECTION_WORDS = ("response_format", "json_schema", "json_object", "structured output")
+
+
+class OutputMode:
+    """How a run asks one endpoint for structured output (shared by every request to it)."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.mode: Mode = "json_schema" if config.json_schema else "prompt"
+
+    def step_down(self, exc: BadRequestError, resource: str) -> bool:
+        """After ``exc``: whether it rejected the output mode, which is then stepped down."""
+        text = str(exc).lower()
+        if self.mode not in _NEXT or not any(word in text for word in _REJECTION_WORDS):
+            return False
+        old, self.mode = self.mode, _NEXT[self.mode]
+        logger.warning(
+            "%s rejected response_format %s (%s); using %s for the rest of the run",
+            resource, old, exc, "JSON mode with the schema in the prompt"
+            if self.mode == "json_object" else "the schema in the prompt only",
+        )  # fmt: skip
+        return True
+
+
+def request_body(
+    config: LLMConfig, prompt: Prompt, variables: Mapping[str, Any], mode: Mode
+) -> dict[str, Any]:
+    """The chat-completion request body for ``prompt`` filled with ``variables``."""
+    body: dict[str, Any] = {
+        "model": config.wire_model,
+        "messages": prompt.messages(variables, schema_in_prompt=mode != "json_schema"),
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+    }
+    if mode == "json_schema":
+        body["response_format"] = prompt.response_format()
+    elif mode == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    body.update(config.extra)
+    return body
 
 
 class LLMClient:
-    """One LLM configuration with its transport."""
+    """One LLM configuration, asked through the run's transport for it."""
 
     def __init__(self, config: LLMConfig) -> None:
         self.config = config
-        self.transport = transport_for(config)
 
     def request(self, prompt: Prompt, variables: Mapping[str, Any]) -> dict[str, Any]:
-        """The chat-completion request body for ``prompt`` filled with ``variables``."""
-        config = self.config
-        body: dict[str, Any] = {
-            "model": config.wire_model,
-            "messages": prompt.messages(variables, schema_in_prompt=not config.json_schema),
-            "temperature": config.temperature,
-            "max_tokens": config.max_tokens,
-        }
-        if config.json_schema:
-            body["response_format"] = prompt.response_format()
-        body.update(config.extra)
-        return body
+        """The request body as first sent (the configured output mode)."""
+        return request_body(self.config, prompt, variables, OutputMode(self.config).mode)
 
     async def ask(
         self,
@@ -52,15 +93,15 @@ class LLMClient:
         scheduler retries a few times.
         """
         config = self.config
-        request = self.request(prompt, variables)
+        canonical = self.request(prompt, variables)  # the cache key's form, whatever the mode
         cache = ctx.cache
         key = None
         if cache is not None:
             key = cache_key(
                 model=config.model,
                 endpoint=config.endpoint,
-                messages=request["messages"],
-                params={k: v for k, v in request.items() if k not in ("messages", "model")},
+                messages=canonical["messages"],
+                params={k: v for k, v in canonical.items() if k not in ("messages", "model")},
                 schema=prompt.schema,
                 prompt=f"{prompt.name}@{prompt.version}",
             )
@@ -68,10 +109,23 @@ class LLMClient:
             if hit is not None:
                 ctx.add_usage(Usage(cache_hits=1))
                 return prompt.check(hit, expect)
-        estimate = sum(len(m["content"]) for m in request["messages"]) / 4 + config.max_tokens
+        transport = await transport_for(config, ctx)
+        output = ctx.shared(
+            f"ctxeval_llm.output_mode:{config.resource}", lambda: OutputMode(config)
+        )
+        estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
 
         async def attempt() -> Any:
-            completion = await self.transport.complete(ctx, request)
+            while True:
+                request = request_body(config, prompt, variables, output.mode)
+                try:
+                    completion = await transport.complete(ctx, request)
+                except BadRequestError as exc:
+                    if output.step_down(exc, config.resource):
+                        ctx.add_usage(Usage(requests=1))  # the refused request was sent too
+                        continue
+                    raise
+                break
             ctx.add_usage(
                 Usage(
                     prompt_tokens=completion.prompt_tokens,

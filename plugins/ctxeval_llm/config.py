@@ -8,14 +8,20 @@ from typing import Any, Literal
 
 import attrs
 
-from ctxeval.plugin import ConfigError, validators
+from ctxeval.plugin import ChatTransport, ConfigError, validators
 
 __all__ = ["LLMConfig", "resolve_llm"]
 
-Transport = Literal["auto", "litellm", "direct"]
+TransportName = Literal["auto", "openai", "litellm"]
+_TRANSPORT_NAMES = ("auto", "openai", "litellm")
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 _OPENAI_NATIVE = ("gpt-", "o1", "o3", "o4", "chatgpt-")
 OPENAI_BASE = "https://api.openai.com/v1"
+
+
+def _transport_name(value: Any) -> Any:
+    return "openai" if value == "direct" else value  # "direct": the former name of "openai"
 
 
 def _no_secret(value: object) -> str:
@@ -36,12 +42,21 @@ class LLMConfig:
         temperature: 0 for reproducible judgements.
         max_tokens: the longest answer.
         timeout: seconds one request may take (default: the run's ``timeout``).
-        transport: ``"direct"`` (a lean HTTP client, OpenAI-compatible endpoints only),
-            ``"litellm"`` (any provider) or ``"auto"`` (direct where it applies).
+        transport: ``"openai"`` (httpx, to an OpenAI-compatible endpoint: OpenAI, vLLM,
+            Ollama, llama.cpp, LM Studio, a gateway), ``"litellm"`` (any provider litellm
+            knows), ``"auto"`` (``openai`` for OpenAI-compatible models, else ``litellm``), or
+            your own :class:`ctxeval.plugin.ChatTransport` object (not closed by ctxeval).
+            ``"direct"``, the former name of ``"openai"``, is still accepted.
         json_schema: send the output schema as ``response_format`` (True), or only describe it
-            in the prompt (False); the answer is validated strictly either way.
+            in the prompt (False); the answer is validated strictly either way. A server that
+            rejects ``json_schema`` gets JSON mode with the schema in the prompt instead, once,
+            remembered for the rest of the run.
+        http2: use HTTP/2 on the ``openai`` transport (needs the ``h2`` package:
+            ``pip install 'httpx[http2]'``).
+        max_response_bytes: the largest answer body accepted (default 8 MiB); a larger one is
+            cut off and the attempt fails.
         extra: more keyword arguments for ``litellm.acompletion`` (and request fields for the
-            direct transport).
+            ``openai`` transport).
         completion: a bring-your-own async callable replacing the transport: it receives the
             request dict (``model``, ``messages``, ``temperature``, ...) and returns the answer
             text, or a dict with ``content`` and optional ``prompt_tokens`` /
@@ -54,17 +69,38 @@ class LLMConfig:
     temperature: float = attrs.field(default=0.0, validator=validators.non_negative_number)
     max_tokens: int = attrs.field(default=1024, validator=validators.positive_int)
     timeout: float | None = attrs.field(default=None, validator=validators.optional_positive_number)
-    transport: Transport = attrs.field(default="auto")
-    json_schema: bool = True
+    transport: TransportName | ChatTransport = attrs.field(
+        default="auto", eq=False, converter=_transport_name
+    )
+    json_schema: bool = attrs.field(default=True, validator=validators.boolean)
+    http2: bool = attrs.field(default=False, validator=validators.boolean)
+    max_response_bytes: int = attrs.field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, validator=validators.positive_int
+    )
     extra: Mapping[str, Any] = attrs.field(factory=dict)
     completion: Callable[[dict[str, Any]], Awaitable[Any]] | None = attrs.field(
         default=None, repr=False, eq=False
     )
 
     @transport.validator
-    def _check_transport(self, attribute: attrs.Attribute[str], value: str) -> None:
-        if value not in ("auto", "litellm", "direct"):
-            raise ConfigError(f"transport must be 'auto', 'litellm' or 'direct', got {value!r}")
+    def _check_transport(self, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if isinstance(value, str):
+            if value not in _TRANSPORT_NAMES:
+                raise ConfigError(
+                    f"transport must be one of {', '.join(map(repr, _TRANSPORT_NAMES))} or a "
+                    f"ChatTransport object, got {value!r}"
+                )
+            if value == "openai" and not self.is_openai_compatible and self.completion is None:
+                raise ConfigError(
+                    f"transport='openai' speaks the OpenAI API only; model {self.model!r} is "
+                    "not OpenAI-compatible (use 'openai/<name>' with api_base, or "
+                    "transport='litellm')"
+                )
+        elif not isinstance(value, ChatTransport):
+            raise ConfigError(
+                "transport must be 'auto', 'openai', 'litellm' or an object with async "
+                f"complete(ctx, request) and aclose() (a ChatTransport), got {value!r}"
+            )
 
     @property
     def endpoint(self) -> str:
@@ -97,26 +133,24 @@ class LLMConfig:
         return self.model.removeprefix("openai/")
 
     def chosen_transport(self) -> str:
-        """``callable``, ``direct`` or ``litellm``: the transport this configuration uses."""
+        """``callable``, ``custom``, ``openai`` or ``litellm``: the transport this
+        configuration uses."""
         if self.completion is not None:
             return "callable"
+        if not isinstance(self.transport, str):
+            return "custom"
         if self.transport == "auto":
-            # the direct transport does not read proxy settings: behind a proxy, use litellm
-            behind_proxy = any(
-                os.environ.get(v)
-                for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
-            )
-            return "direct" if self.is_openai_compatible and not behind_proxy else "litellm"
-        if self.transport == "direct" and not self.is_openai_compatible:
-            raise ConfigError(
-                f"transport='direct' speaks the OpenAI API only; model {self.model!r} is not "
-                "OpenAI-compatible (use 'openai/<name>' with api_base, or transport='litellm')"
-            )
+            return "openai" if self.is_openai_compatible else "litellm"
         return self.transport
 
-    def key_for_direct(self) -> str | None:
-        """The API key the direct transport sends: the given one, else ``OPENAI_API_KEY``."""
-        return self.api_key or os.environ.get("OPENAI_API_KEY")
+    def openai_key(self) -> str | None:
+        """The API key the ``openai`` transport sends: the given one, else ``OPENAI_API_KEY``."""
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    @property
+    def is_openai_default_endpoint(self) -> bool:
+        """Whether requests go to OpenAI's own API (which needs a key)."""
+        return self.endpoint.rstrip("/") == OPENAI_BASE
 
 
 def resolve_llm(value: Any) -> LLMConfig:

@@ -45,8 +45,6 @@ __all__ = [
     "StatementAttributor",
 ]
 
-LLM_EXTRA = "pip install 'ctxeval[llm]'"
-
 
 def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
     return sum(len(m["content"]) for m in prompt.messages(variables, schema_in_prompt=False))
@@ -57,7 +55,7 @@ def _question(ctx: RunContext | None, sample: Sample | None = None) -> str:
     return (sample.user_input if sample is not None else None) or ""
 
 
-_NEEDS: tuple[Dependency, ...] = ()  # the direct transport needs nothing beyond the core
+_NEEDS: tuple[Dependency, ...] = ()  # the openai transport (httpx) is in the core
 
 
 @attrs.frozen(kw_only=True)

@@ -50,6 +50,8 @@ class Reply:
     """Never answer (until the server stops): the client's timeout must cut it."""
     reset: bool = False
     """Drop the connection (TCP reset) without answering."""
+    endless: bool = False
+    """Answer 200 with a chunked body that never ends (until the client hangs up)."""
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
@@ -72,6 +74,8 @@ class FakeOpenAI:
         retry_after: float = 0.05,
         seed: int = 0,
         model: str = "fake-model",
+        models: set[str] | None = None,
+        accepts: tuple[str, ...] = ("json_schema", "json_object"),
     ) -> None:
         self.responder = responder or (lambda request: "ok")
         self.faults = dict(faults or {})
@@ -79,6 +83,10 @@ class FakeOpenAI:
         self.max_in_flight = max_in_flight
         self.retry_after = retry_after
         self.model = model
+        self.models = models
+        """When given, the only models served: others get 404 ``model_not_found``."""
+        self.accepts = accepts
+        """The ``response_format`` types accepted; others get 400, as some local servers do."""
         self.requests: list[dict[str, Any]] = []
         """Every request body received, in arrival order."""
         self.headers: list[dict[str, str]] = []
@@ -211,6 +219,13 @@ class FakeOpenAI:
             return Reply(200, body=b'{"id": "x", "choices": [')
         if fault == "reset":
             return Reply(reset=True)
+        if fault == "endless":
+            return Reply(endless=True)
+        if fault == "404-model":
+            return Reply(
+                404,
+                body=b'{"error": {"message": "The model does not exist or you do not have access to it.", "type": "invalid_request_error", "code": "model_not_found"}}',
+            )
         raise ValueError(f"unknown fault {fault!r}")
 
     def _choose(self, request: dict[str, Any]) -> Reply:
@@ -236,6 +251,8 @@ class FakeOpenAI:
             "wrong-schema",
             "broken-body",
             "429-no-retry-after",
+            "endless",
+            "404-model",
         }:
             return self.fault_reply(answer)
         return Reply(200, content=answer)
@@ -260,7 +277,10 @@ class FakeOpenAI:
             over = self.max_in_flight is not None and self.in_flight > self.max_in_flight
         counted = True  # this request counts as in flight until its answer is sent
         try:
-            if self.outage is not None and number in self.outage:
+            refusal = self._refusal(request)
+            if refusal is not None:
+                reply = refusal
+            elif self.outage is not None and number in self.outage:
                 reply = self.fault_reply("503")
             else:
                 reply = self.fault_reply("429") if over else self._choose(request)
@@ -277,6 +297,9 @@ class FakeOpenAI:
                 return
             if reply.hang:
                 self._stopping.wait(60)
+                return
+            if reply.endless:
+                self._send_endless(handler)
                 return
             # refused for capacity: at once, as a provider does (no model time spent)
             delay = reply.delay if over else self.latency + reply.delay
@@ -299,6 +322,31 @@ class FakeOpenAI:
             if counted:
                 with self._lock:
                     self.in_flight -= 1
+
+    def _refusal(self, request: dict[str, Any]) -> Reply | None:
+        """The 404 for a model not served, the 400 for an output mode not supported."""
+        model = request.get("model")
+        if self.models is not None and model not in self.models:
+            message = f"The model `{model}` does not exist."
+            body = {"error": {"message": message, "type": "invalid_request_error",
+                              "code": "model_not_found"}}  # fmt: skip
+            return Reply(404, body=json.dumps(body).encode())
+        kind = (request.get("response_format") or {}).get("type")
+        if kind is not None and kind not in self.accepts:
+            body = {"error": {"message": f"response_format type '{kind}' is not supported",
+                              "type": "invalid_request_error"}}  # fmt: skip
+            return Reply(400, body=json.dumps(body).encode())
+        return None
+
+    def _send_endless(self, handler: Any) -> None:
+        head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        chunk = b"x" * 65536
+        framed = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+        handler.close_connection = True
+        with contextlib.suppress(OSError):
+            handler.wfile.write(head.encode())
+            while not self._stopping.is_set():
+                handler.wfile.write(framed)
 
     def _completion(self, request: dict[str, Any], content: str) -> bytes:
         prompt = "".join(str(m.get("content", "")) for m in request.get("messages", []))

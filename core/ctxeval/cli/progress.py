@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctxeval.errors import BudgetExceededError
+from ctxeval.errors import BudgetExceededError, MissingExtraError, UnusableLLMError
 from ctxeval.settings import RunSettings
 
-from .render import EXIT_INTERRUPTED, console, fail
+from .render import EXIT_INTERRUPTED, EXIT_USAGE, console, fail
 
 __all__ = ["REPORT_SAMPLES", "ProgressView", "run_with_progress"]
 
@@ -92,7 +92,9 @@ def run_with_progress(
     total: int | None,
 ) -> tuple[Any, BudgetExceededError | None]:
     """Run ``metrics`` over ``samples`` with a progress view; the evaluation, and the cost
-    limit that stopped it early if one did. Ctrl-C exits 130 with how to resume."""
+    limit that stopped it early if one did. Ctrl-C exits 130 with how to resume; an LLM no
+    request can succeed with (a refused or missing key, an unknown model, an unreachable
+    endpoint) exits 2 with what to fix."""
     from ctxeval.api import stream
     from ctxeval.bridge import run_to_completion
     from ctxeval.evaluation import Evaluation
@@ -114,6 +116,15 @@ def run_with_progress(
 
         try:
             run_to_completion(main)
+        except (UnusableLLMError, MissingExtraError) as exc:
+            saved = _journal_rows(journal) if journal else 0
+            where = (
+                f"; {saved} rows saved in {journal}: fix it and run the same command with "
+                "--resume to finish"
+                if journal
+                else ""
+            )
+            fail(f"the run stopped: {exc}{where}", EXIT_USAGE)
         except KeyboardInterrupt:
             saved = _journal_rows(journal) if journal else 0
             where = f" ({saved} rows saved in {journal})" if journal else ""

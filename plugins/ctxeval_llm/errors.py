@@ -1,0 +1,61 @@
+"""Any exception of a transport's library as the ctxeval call error of its kind."""
+
+from __future__ import annotations
+
+from ctxeval.plugin import (
+    CallError,
+    CallTimeoutError,
+    ConnectionFailedError,
+    MalformedOutputError,
+    ServiceError,
+    classify,
+    error_for_status,
+    retry_after_of,
+    status_of,
+)
+
+from .config import LLMConfig
+from .parsing import redact
+
+__all__ = ["as_call_error"]
+
+_CONNECT_NAMES = frozenset({"ConnectError", "APIConnectionError", "ClientConnectorError"})
+
+
+def as_call_error(exc: BaseException, config: LLMConfig) -> CallError:
+    """``exc`` (from litellm, openai, httpx or a user's callable) as the
+    :class:`ctxeval.CallError` of its kind, by :func:`ctxeval.plugin.classify`'s table, with
+    secrets masked in the message."""
+    if isinstance(exc, CallError):
+        return exc
+    message = redact(
+        f"{config.model} at {config.endpoint}: {type(exc).__name__}: {exc}",
+        config.api_key,
+        config.openai_key(),
+    )
+    status = status_of(exc)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if status is not None:
+        return error_for_status(
+            status,
+            message,
+            retry_after=retry_after_of(exc),
+            code="NotFoundError" if "NotFoundError" in names else None,
+            hint=" (check the API key: LLMConfig(api_key=...) or the provider's variable)",
+        )
+    kind = classify(exc)
+    if kind == "rate_limit":
+        return error_for_status(429, message, retry_after=retry_after_of(exc))
+    if kind == "malformed":
+        return MalformedOutputError(message)
+    if kind == "transient":
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+            return CallTimeoutError(message)
+        if names & _CONNECT_NAMES or isinstance(exc, ConnectionRefusedError):
+            return ConnectionFailedError(message)
+        return ServiceError(message)
+    if names & {"AuthenticationError", "PermissionDeniedError"}:
+        return error_for_status(401, message)
+    if "NotFoundError" in names:
+        return error_for_status(404, message, code="NotFoundError")
+    return error_for_status(400, message)
