@@ -362,7 +362,9 @@ def test_the_api_key_never_leaks(
     reasons = str(caught.value)
     assert "Incorrect API key provided: ***" in reasons
     server.responder = Judge(verdicts={"c": 1})
-    evaluation = run(samples, ["context_precision"], server, cache=cache, journal=journal, resume=True)
+    evaluation = run(
+        samples, ["context_precision"], server, cache=cache, journal=journal, resume=True
+    )
     evaluation.to_jsonl(tmp_path / "results.jsonl")
     reasons += " ".join(r.reason or "" for r in evaluation.results)
     cache.close()
@@ -452,5 +454,3 @@ def test_auto_transport_is_openai_for_openai_models_even_behind_a_proxy(
     assert config.chosen_transport() == "openai"
     assert LLMConfig(model="gpt-4o-mini", transport="direct").transport == "openai"  # old name
     assert LLMConfig(model="anthropic/claude-3-5-haiku-latest").chosen_transport() == "litellm"
-
-

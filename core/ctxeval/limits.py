@@ -6,10 +6,10 @@ serves:
 * at most ``max_concurrency`` calls in flight (an :class:`anyio.CapacityLimiter`);
 * optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
 * overload: the call that got a 429 waits its ``Retry-After`` out before its retry (without
-  holding a slot), and, when the resource has not lately taken as many calls at once as this
-  one found in flight, the allowed concurrency drops to the calls it is still taking (the
-  others in flight): a provider that caps the calls in flight is held at its cap, while
-  refusals at random (a busy shared provider) leave the concurrency alone. A second 429 in a
+  holding a slot), and, unless the resource lately answered calls with as many in flight as
+  there are now, the allowed concurrency drops to the calls it is still taking (the others in
+  flight): a provider that caps the calls in flight is held at its cap, while refusals at
+  random (a busy shared provider) leave the concurrency alone. A second 429 in a
   row to a call that was alone in flight (the resource refuses everyone, as when a quota is
   spent) makes every new call wait the ``Retry-After`` out too;
 * adaptive concurrency: each run of successes as long as the current limit raises it by one,
@@ -30,7 +30,7 @@ import attrs
 
 from .validators import boolean, optional_positive_number, positive_int
 
-__all__ = ["Gate", "Limits", "Ticket", "TokenBucket"]
+__all__ = ["Gate", "Limits", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,17 +81,6 @@ class TokenBucket:
             self._tokens -= amount
 
 
-@attrs.define(slots=True)
-class Ticket:
-    """One call's pass through a gate.
-
-    Attributes:
-        level: the calls in flight when this one was sent, itself included.
-    """
-
-    level: int
-
-
 class Gate:
     """Every call to one resource passes through its gate (see the module's description)."""
 
@@ -126,11 +115,12 @@ class Gate:
         return int(self._limiter.total_tokens)
 
     @asynccontextmanager
-    async def slot(self, tokens: float = 0.0) -> AsyncIterator[Ticket]:
+    async def slot(self, tokens: float = 0.0) -> AsyncIterator[int]:
         """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit.
 
-        Once the resource refused the credentials, no further request is sent: the slot raises
-        that error at once.
+        Yields the calls in flight as this one is sent, itself included (give it to
+        :meth:`on_success`). Once the resource is known unusable (a refused key...), no further
+        request is sent: the slot raises that error at once.
         """
         self._check_refused()
         await self._wait_for_pause()
@@ -144,7 +134,7 @@ class Gate:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
-                yield Ticket(self.in_flight)
+                yield self.in_flight
             finally:
                 self.in_flight -= 1
 
@@ -155,13 +145,13 @@ class Gate:
                 return
             await anyio.sleep(delay)
 
-    def on_rate_limit(self, retry_after: float | None, level: int | None = None) -> None:
-        """A 429 arrived (called inside the refused call's slot; ``level`` is the calls in
-        flight when it was sent).
+    def on_rate_limit(self, retry_after: float | None) -> None:
+        """A 429 arrived (called inside the refused call's slot).
 
         Adaptive limits drop to the calls in flight besides this one (what the resource is
-        taking now), unless the resource lately answered a call sent with as many in flight:
-        then the refusal was not about concurrency, and the limit stays. If this call was alone
+        taking now), unless the resource lately answered a call with as many in flight as now
+        (counted when the answer came): then the refusal was not about concurrency, and the
+        limit stays. If this call was alone
         in flight and the last answer was a 429 too, the resource refuses everyone: new calls
         wait ``retry_after`` out. Fixed limits (``adaptive=False``) pause on the second 429 in a
         row, whatever is in flight.
@@ -173,7 +163,7 @@ class Gate:
         self._refusals_in_a_row += 1
         if self.limits.adaptive:
             taken = max(1, self.in_flight - 1)
-            took_as_many = level is not None and any(ok >= level for ok in self._recent_levels)
+            took_as_many = any(ok >= self.in_flight for ok in self._recent_levels)
             if taken < self.concurrency and not took_as_many:
                 self._limiter.total_tokens = taken
                 logger.info("%s: rate limited; concurrency lowered to %d", self.name, taken)
@@ -207,11 +197,17 @@ class Gate:
         self.connect_failures += 1
         return self.connect_failures
 
-    def on_success(self, level: int | None = None) -> None:
-        """A call succeeded: after as many successes as the current limit, raise it by one."""
+    def on_success(self, sent_with: int | None = None) -> None:
+        """A call succeeded (called inside its slot; ``sent_with`` is what :meth:`slot`
+        yielded): after as many successes as the current limit, raise it by one.
+
+        It records how many calls the resource took at once: the calls in flight both when
+        this one was sent and when it was answered (the smaller of the two, so that calls
+        refused meanwhile, or answered just before, are not counted).
+        """
         self.on_answer()
-        if level is not None:
-            self._recent_levels.append(level)
+        level = self.in_flight if sent_with is None else min(sent_with, self.in_flight)
+        self._recent_levels.append(level)
         self._refusals_in_a_row = 0
         if not self.limits.adaptive or self.concurrency >= self.limits.max_concurrency:
             return

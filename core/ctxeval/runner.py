@@ -146,9 +146,7 @@ class Run:
                 try:
                     result = await metric.ascore(sample, ctx)
                 except Exception as exc:
-                    unusable = next(
-                        (e for e in leaves(exc) if isinstance(e, _STOPS_THE_RUN)), None
-                    )
+                    unusable = next((e for e in leaves(exc) if isinstance(e, _STOPS_THE_RUN)), None)
                     if unusable is not None:
                         self.stop(unusable)
                         return  # no row: a resume scores it

@@ -186,7 +186,7 @@ class Scheduler:
         clock = _CallClock()  # this call's own time: its attempts and the waits between them
 
         async def attempt() -> T:
-            async with gate.slot(tokens) as ticket:
+            async with gate.slot(tokens) as sent_with:
                 self.check_budget()  # checked at send time
                 meter.requests += 1
                 cut = self._attempt_limit(limit, clock.spent)
@@ -218,13 +218,13 @@ class Scheduler:
                     raise
                 except Exception as exc:
                     if classify(exc) == "rate_limit":
-                        gate.on_rate_limit(retry_after_of(exc), ticket.level)
+                        gate.on_rate_limit(retry_after_of(exc))
                     else:
                         gate.on_answer()
                     raise
                 finally:
                     clock.spent += anyio.current_time() - started
-                gate.on_success(ticket.level)
+                gate.on_success(sent_with)  # inside the slot: counts the calls in flight with it
                 return result
 
         def should_retry(exc: BaseException) -> bool:

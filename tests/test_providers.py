@@ -1,0 +1,355 @@
+"""LLM providers: what cannot succeed stops the run at once (exit 2, the rest resumable), what can
+succeed loses no row, structured-output fallback, proxies, size limits, a transport of your own.
+
+Everything goes over real HTTP to the fake OpenAI-compatible server (or to nothing at all)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import ctxeval
+from ctxeval import Limits, RetryPolicy, Status
+from ctxeval.cli import main
+from ctxeval.limits import Gate
+from ctxeval.plugin import Completion, MissingCredentialsError, RunContext
+from ctxeval_llm import LLMConfig
+from fakes.openai_server import FakeOpenAI, Reply
+from fakes.proxy import ForwardProxy
+from llm_judge import Judge
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.02, jitter=0.0, deadline=20)
+KEY = "sk-test-providers-0123456789"
+SAMPLE = {"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}
+
+
+def samples(n: int) -> list[dict[str, Any]]:
+    return [{"id": str(i), **SAMPLE} for i in range(n)]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(Judge(verdicts={"c": 1})) as fake:
+        yield fake
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cli(args: list[str]) -> int | str | None:
+    try:
+        return main(args)
+    except SystemExit as exc:
+        return exc.code
+
+
+def write_data(tmp_path: Path, n: int = 6) -> Path:
+    data = tmp_path / "data.jsonl"
+    rows = [
+        {**s, "retrieved_context_ids": ["a"], "reference_context_ids": ["a"]} for s in samples(n)
+    ]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return data
+
+
+# --- fail fast: before the first request ---------------------------------------------------
+
+
+def test_no_key_for_openai_stops_before_any_request(no_keys: None) -> None:
+    started = time.monotonic()
+    with pytest.raises(MissingCredentialsError, match="OPENAI_API_KEY") as caught:
+        ctxeval.evaluate(samples(14), ["context_precision"], llm="openai/gpt-4o-mini")
+    assert time.monotonic() - started < 5  # no retries, no network
+    assert "https://api.openai.com/v1" in str(caught.value)
+    assert isinstance(caught.value, ctxeval.UnusableLLMError)
+
+
+def test_no_key_for_a_litellm_provider_stops_before_any_request(no_keys: None) -> None:
+    with pytest.raises(MissingCredentialsError, match="ANTHROPIC_API_KEY"):
+        ctxeval.evaluate(samples(3), ["context_precision"], llm="anthropic/claude-3-5-haiku-latest")
+
+
+def test_a_model_litellm_cannot_place_stops_before_any_request() -> None:
+    with pytest.raises(ctxeval.ModelNotFoundError, match="provider/model"):
+        ctxeval.evaluate(samples(3), ["context_precision"], llm="no-such-model-anywhere")
+
+
+def test_cli_no_key_exits_2_with_the_variable_to_set(
+    no_keys: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_data(tmp_path)
+    out = tmp_path / "run"
+    code = cli(["evaluate", str(data), "-m", "context_precision", "--model", "openai/gpt-4o-mini",
+                 "--out", str(out), "-q"])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "OPENAI_API_KEY" in err
+    assert "--resume" in err
+
+
+def test_a_missing_litellm_exits_2_with_the_install_command(tmp_path: Path) -> None:
+    data = write_data(tmp_path, 2)
+    script = (
+        "import sys; sys.modules['litellm'] = None\n"  # as if it were not installed
+        "from ctxeval.cli import main\n"
+        f"sys.exit(main(['evaluate', {str(data)!r}, '-m', 'context_precision', '--model', "
+        "'anthropic/claude-3-5-haiku-latest', '-q']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ANTHROPIC_API_KEY": "x", "COLUMNS": "200"},
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'ctxeval[llm]'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --- fail fast: on the first answer that shows it --------------------------------------------
+
+
+def test_an_unknown_model_stops_the_run_after_one_answer(tmp_path: Path) -> None:
+    with FakeOpenAI(Judge(verdicts={"c": 1}), models={"fake-judge"}) as server:
+        llm = LLMConfig(model="openai/not-served", api_base=server.url, api_key=KEY)
+        with pytest.raises(ctxeval.ModelNotFoundError, match="not-served"):
+            ctxeval.evaluate(samples(40), ["context_precision"], llm=llm, max_concurrency=2)
+        assert server.count <= 2  # the calls in flight; nothing after the first answer
+
+
+def test_cli_unknown_model_exits_2_and_the_fixed_run_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_data(tmp_path, 8)
+    out = tmp_path / "run"
+    with FakeOpenAI(Judge(verdicts={"c": 1}), models={"fake-judge"}) as server:
+        common = ["evaluate", str(data), "-m", "context_precision", "-m", "id_based_context_precision",
+                  "--api-base", server.url, "--out", str(out), "-q"]  # fmt: skip
+        assert cli([*common, "--model", "openai/typo"]) == 2
+        err = capsys.readouterr().err
+        assert "does not exist" in err and "--resume" in err
+        assert main([*common, "--model", "openai/fake-judge", "--resume"]) in (0, 1)
+        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    precision = [r for r in rows if r["metric"] == "llm_context_precision_with_reference"]
+    assert len(precision) == 8 and all(r["status"] == "ok" for r in precision)
+
+
+def test_connection_refused_stops_after_a_few_attempts(tmp_path: Path) -> None:
+    llm = LLMConfig(model="openai/x", api_base=f"http://127.0.0.1:{closed_port()}/v1")
+    started = time.monotonic()
+    with pytest.raises(ctxeval.EndpointUnreachableError, match="is running") as caught:
+        ctxeval.evaluate(samples(30), ["context_precision"], llm=llm, retry=FAST)
+    assert time.monotonic() - started < 10
+    assert "3 connections failed" in str(caught.value)
+
+
+def test_connection_failures_after_a_success_are_only_retried(server: FakeOpenAI) -> None:
+    """Once the endpoint has answered, a refused connection is a blip, not a wrong address."""
+    answers = iter([json.dumps({"reason": "ok", "verdict": 1})] + [Reply(reset=True)] * 4)
+    server.responder = lambda request: next(answers, json.dumps({"reason": "ok", "verdict": 1}))
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    ev = ctxeval.evaluate(samples(3), ["context_precision"], llm=llm, retry=FAST, max_concurrency=1)
+    assert all(r.status is Status.OK for r in ev.results)
+
+
+# --- lose no row to what can succeed ------------------------------------------------------------
+
+
+def test_random_429_and_500_lose_no_row(server: FakeOpenAI) -> None:
+    server.faults = {"429": 0.2, "500": 0.1}
+    server.retry_after = 0.05
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    ev = ctxeval.evaluate(samples(150), ["context_precision"], llm=llm, retry=FAST)
+    assert all(r.status is Status.OK for r in ev.results), [r.reason for r in ev.results][:3]
+    statuses = server.stats()["statuses"]
+    assert statuses.get("429", 0) > 20 and statuses.get("500", 0) > 5  # the faults did happen
+
+
+def test_a_call_that_never_succeeds_ends_at_its_deadline(server: FakeOpenAI) -> None:
+    server.responder = lambda request: "500"
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    policy = RetryPolicy(deadline=1.0, initial_backoff=0.05, max_backoff=0.1, jitter=0.0)
+    started = time.monotonic()
+    [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm, retry=policy).results
+    assert row.status is Status.ERROR and "HTTP 500" in (row.reason or "")
+    assert time.monotonic() - started < 3
+    assert server.count > 6  # more attempts than the old fixed six: the deadline decides
+
+
+def test_a_hung_call_is_cut_at_its_deadline_not_at_attempts_times_timeout(
+    server: FakeOpenAI,
+) -> None:
+    server.responder = lambda request: "hang"
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    policy = RetryPolicy(deadline=1.0, initial_backoff=0.05, jitter=0.0)
+    started = time.monotonic()
+    [row] = ctxeval.evaluate(
+        [SAMPLE], ["context_precision"], llm=llm, retry=policy, timeout=0.6
+    ).results
+    assert row.status is Status.ERROR and "CallTimeoutError" in (row.reason or "")
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.anyio
+async def test_random_refusals_do_not_lower_the_concurrency() -> None:
+    gate = Gate("r", Limits(max_concurrency=8))
+    gate.in_flight = 8
+    gate.on_success()  # answered with 8 in flight
+    gate.on_rate_limit(1.0)  # the resource lately took 8 at once: a random refusal
+    assert gate.concurrency == 8
+    capped = Gate("c", Limits(max_concurrency=8))
+    capped.in_flight = 4
+    capped.on_success()
+    capped.in_flight = 5
+    capped.on_rate_limit(1.0)  # never answered with 5 in flight: it caps calls in flight
+    assert capped.concurrency == 4
+
+
+def test_a_capped_provider_is_held_at_its_cap_without_lost_rows() -> None:
+    with FakeOpenAI(Judge(verdicts={"c": 1}), max_in_flight=4, latency=0.02) as server:
+        server.retry_after = 0.05
+        llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+        ev = ctxeval.evaluate(samples(60), ["context_precision"], llm=llm, retry=FAST)
+        assert all(r.status is Status.OK for r in ev.results)
+        assert server.stats()["statuses"].get("429", 0) < 30
+
+
+# --- structured output ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("accepts", "modes"),
+    [
+        (("json_object",), ["json_schema", "json_object", "json_object", "json_object"]),
+        ((), ["json_schema", None, None, None]),  # json_object refused too: prompt only
+    ],
+)
+def test_a_server_without_json_schema_falls_back_once_for_the_run(
+    accepts: tuple[str, ...], modes: list[str | None]
+) -> None:
+    with FakeOpenAI(Judge(verdicts={"c": 1}), accepts=accepts) as server:
+        llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+        ev = ctxeval.evaluate(samples(3), ["context_precision"], llm=llm, max_concurrency=1)
+        assert all(r.status is Status.OK for r in ev.results)
+        sent = [(r.get("response_format") or {}).get("type") for r in server.requests]
+        ok = [m for m in sent if m in accepts or m is None]
+        assert len(ok) == 3  # one answered request per sample
+        assert sent[0] == "json_schema" and sent.count("json_schema") == 1
+        if not accepts:
+            assert sent[:2] == ["json_schema", "json_object"] and sent[2:] == [None] * 3
+            assert "JSON schema" in server.requests[-1]["messages"][0]["content"]
+        else:
+            assert sent[1:] == ["json_object"] * 3
+        assert ev.results[0].usage.requests >= 2  # the refused request is counted
+
+
+# --- the transport ---------------------------------------------------------------------------
+
+
+def test_requests_go_through_an_http_proxy(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with ForwardProxy() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+        ev = ctxeval.evaluate(samples(3), ["context_precision"], llm=llm)
+    assert all(r.status is Status.OK for r in ev.results)
+    assert proxy.seen == [f"POST {server.url}/chat/completions"] * 3
+    assert server.count == 3
+
+
+def test_no_proxy_bypasses_the_proxy(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ForwardProxy() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+        ctxeval.evaluate(samples(2), ["context_precision"], llm=llm)
+    assert proxy.seen == [] and server.count == 2
+
+
+def test_an_endless_answer_is_cut_at_the_size_limit(server: FakeOpenAI) -> None:
+    server.responder = lambda request: "endless"
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY, max_response_bytes=100_000)
+    policy = RetryPolicy(max_attempts=1)
+    [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm, retry=policy).results
+    assert row.status is Status.ERROR
+    assert "larger than 100000 bytes" in (row.reason or "")
+
+
+def test_one_pool_per_run_with_keep_alive(server: FakeOpenAI) -> None:
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    ev = ctxeval.evaluate(samples(40), ["context_precision"], llm=llm, max_concurrency=4)
+    assert all(r.status is Status.OK for r in ev.results)
+    assert server.peak_in_flight <= 4
+    assert {h["authorization"] for h in server.headers} == {f"Bearer {KEY}"}
+
+
+class EchoTransport:
+    """A transport of one's own (a company gateway's, say): no HTTP at all."""
+
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.ready_calls = 0
+        self.requests: list[Mapping[str, Any]] = []
+        self.closed = False
+
+    async def ready(self, ctx: RunContext) -> None:
+        self.ready_calls += 1
+
+    async def complete(self, ctx: RunContext, request: Mapping[str, Any]) -> Completion:
+        self.requests.append(request)
+        await anyio.sleep(0)
+        return Completion(json.dumps({"reason": "echo", "verdict": 1}), 10, 2)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def test_a_transport_of_ones_own() -> None:
+    transport = EchoTransport()
+    ev = ctxeval.evaluate(
+        samples(5), ["context_precision"], llm={"model": "gateway/judge", "transport": transport}
+    )
+    assert [r.score for r in ev.results] == [1.0] * 5
+    assert transport.ready_calls == 1 and len(transport.requests) == 5
+    assert transport.requests[0]["model"] == "gateway/judge"
+    assert not transport.closed  # the caller's object: the caller closes it
+    assert ev.results[0].usage.prompt_tokens == 10
+
+
+def test_bad_llm_settings_are_refused_when_built() -> None:
+    with pytest.raises(ctxeval.ConfigError, match="transport"):
+        LLMConfig(model="openai/x", transport="carrier-pigeon")  # type: ignore[arg-type]
+    with pytest.raises(ctxeval.ConfigError, match="OpenAI API only"):
+        LLMConfig(model="anthropic/claude", transport="openai")
+    with pytest.raises(ValueError, match="timeout"):
+        LLMConfig(model="openai/x", timeout=-5)
+    with pytest.raises(ValueError, match="max_response_bytes"):
+        LLMConfig(model="openai/x", max_response_bytes=0)
+    with pytest.raises(ctxeval.ConfigError, match="deadline or max_attempts"):
+        RetryPolicy(deadline=None)
