@@ -145,15 +145,18 @@ def test_cli_unknown_model_exits_2_and_the_fixed_run_resumes(
     data = write_data(tmp_path, 8)
     out = tmp_path / "run"
     with FakeOpenAI(Judge(verdicts={"c": 1}), models={"fake-judge"}) as server:
-        common = ["evaluate", str(data), "-m", "context_precision", "-m", "id_based_context_precision",
+        common = ["evaluate", str(data), "-m", "context_precision",
+                  "-m", "id_based_context_precision",
                   "--api-base", server.url, "--out", str(out), "-q"]  # fmt: skip
         assert cli([*common, "--model", "openai/typo"]) == 2
         err = capsys.readouterr().err
-        assert "does not exist" in err and "--resume" in err
+        assert "does not exist" in err
+        assert "--resume" in err
         assert main([*common, "--model", "openai/fake-judge", "--resume"]) in (0, 1)
         rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     precision = [r for r in rows if r["metric"] == "llm_context_precision_with_reference"]
-    assert len(precision) == 8 and all(r["status"] == "ok" for r in precision)
+    assert len(precision) == 8
+    assert all(r["status"] == "ok" for r in precision)
 
 
 def test_connection_refused_stops_after_a_few_attempts(tmp_path: Path) -> None:
@@ -184,7 +187,8 @@ def test_random_429_and_500_lose_no_row(server: FakeOpenAI) -> None:
     ev = ctxeval.evaluate(samples(150), ["context_precision"], llm=llm, retry=FAST)
     assert all(r.status is Status.OK for r in ev.results), [r.reason for r in ev.results][:3]
     statuses = server.stats()["statuses"]
-    assert statuses.get("429", 0) > 20 and statuses.get("500", 0) > 5  # the faults did happen
+    assert statuses.get("429", 0) > 20
+    assert statuses.get("500", 0) > 5
 
 
 def test_a_call_that_never_succeeds_ends_at_its_deadline(server: FakeOpenAI) -> None:
@@ -193,7 +197,8 @@ def test_a_call_that_never_succeeds_ends_at_its_deadline(server: FakeOpenAI) -> 
     policy = RetryPolicy(deadline=1.0, initial_backoff=0.05, max_backoff=0.1, jitter=0.0)
     started = time.monotonic()
     [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm, retry=policy).results
-    assert row.status is Status.ERROR and "HTTP 500" in (row.reason or "")
+    assert row.status is Status.ERROR
+    assert "HTTP 500" in (row.reason or "")
     assert time.monotonic() - started < 3
     assert server.count > 6  # more attempts than the old fixed six: the deadline decides
 
@@ -208,7 +213,8 @@ def test_a_hung_call_is_cut_at_its_deadline_not_at_attempts_times_timeout(
     [row] = ctxeval.evaluate(
         [SAMPLE], ["context_precision"], llm=llm, retry=policy, timeout=0.6
     ).results
-    assert row.status is Status.ERROR and "CallTimeoutError" in (row.reason or "")
+    assert row.status is Status.ERROR
+    assert "CallTimeoutError" in (row.reason or "")
     assert time.monotonic() - started < 3
 
 
@@ -256,9 +262,11 @@ def test_a_server_without_json_schema_falls_back_once_for_the_run(
         sent = [(r.get("response_format") or {}).get("type") for r in server.requests]
         ok = [m for m in sent if m in accepts or m is None]
         assert len(ok) == 3  # one answered request per sample
-        assert sent[0] == "json_schema" and sent.count("json_schema") == 1
+        assert sent[0] == "json_schema"
+        assert sent.count("json_schema") == 1
         if not accepts:
-            assert sent[:2] == ["json_schema", "json_object"] and sent[2:] == [None] * 3
+            assert sent[:2] == ["json_schema", "json_object"]
+            assert sent[2:] == [None] * 3
             assert "JSON schema" in server.requests[-1]["messages"][0]["content"]
         else:
             assert sent[1:] == ["json_object"] * 3
@@ -288,7 +296,8 @@ def test_no_proxy_bypasses_the_proxy(server: FakeOpenAI, monkeypatch: pytest.Mon
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
         ctxeval.evaluate(samples(2), ["context_precision"], llm=llm)
-    assert proxy.seen == [] and server.count == 2
+    assert proxy.seen == []
+    assert server.count == 2
 
 
 def test_an_endless_answer_is_cut_at_the_size_limit(server: FakeOpenAI) -> None:
@@ -336,7 +345,8 @@ def test_a_transport_of_ones_own() -> None:
         samples(5), ["context_precision"], llm={"model": "gateway/judge", "transport": transport}
     )
     assert [r.score for r in ev.results] == [1.0] * 5
-    assert transport.ready_calls == 1 and len(transport.requests) == 5
+    assert transport.ready_calls == 1
+    assert len(transport.requests) == 5
     assert transport.requests[0]["model"] == "gateway/judge"
     assert not transport.closed  # the caller's object: the caller closes it
     assert ev.results[0].usage.prompt_tokens == 10
