@@ -323,7 +323,7 @@ def test_adaptive_concurrency_drops_on_429_and_climbs_back() -> None:
         async def ok() -> None:
             await anyio.sleep(0.01)
 
-        for _ in range(2 + 3 + 4 + 5 + 6 + 7):
+        for _ in range(2 * 4 + 3 + 4 + 5 + 6 + 7):  # back to 3, refused last: 4 runs of 2
             await ctx.call(ok, resource="m")
         seen.append(gate.concurrency)
         return seen

@@ -23,7 +23,7 @@ import anyio
 
 from .bridge import Backend, run_sync
 from .emission import BATCH_ROWS, Emitter
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DataError, MissingExtraError, UnusableLLMError
 from .evaluation import Evaluation
 from .journal import Journal
 from .progress import ProgressTracker
@@ -134,7 +134,9 @@ async def stream(
     except BaseException as exc:
         if journal is not None and not isinstance(exc, (DataError, ConfigError)):
             # (after bad input, the error names the row to fix; resuming as it is cannot help)
-            logger.warning(
+            said = isinstance(exc, (UnusableLLMError, MissingExtraError))  # says what to fix
+            logger.log(
+                logging.INFO if said else logging.WARNING,
                 "run stopped with %d row(s) saved in %s; run again with resume=True "
                 "(ctxeval evaluate --resume) to finish it",
                 tracker.done, journal.path,

@@ -9,6 +9,7 @@ its row spent.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .results import Usage
@@ -61,6 +62,11 @@ class RowContext:
     def cache(self) -> Any:
         """The run's cache, or None."""
         return self._scheduler.cache
+
+    @property
+    def run_folder(self) -> Path | None:
+        """The folder of the run's journal, or None (see :attr:`RunContext.run_folder`)."""
+        return self._scheduler.run_folder
 
     @property
     def sample(self) -> Sample | None:

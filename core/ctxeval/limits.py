@@ -13,7 +13,8 @@ serves:
   row to a call that was alone in flight (the resource refuses everyone, as when a quota is
   spent) makes every new call wait the ``Retry-After`` out too;
 * adaptive concurrency: each run of successes as long as the current limit raises it by one,
-  back up to ``max_concurrency``. With ``adaptive=False`` the limit stays, and two 429s in a
+  back up to ``max_concurrency`` (four times as long a run to try again the concurrency a 429
+  last refused). With ``adaptive=False`` the limit stays, and two 429s in a
   row (no success in between) pause the resource.
 """
 
@@ -94,6 +95,7 @@ class Gate:
         self._tokens = TokenBucket(limits.tokens_per_minute) if limits.tokens_per_minute else None
         self._paused_until = -math.inf
         self._successes = 0
+        self._refused_at = math.inf  # the concurrency a 429 last said was too much
         self.in_flight = 0
         """Calls in flight now."""
         self.peak_in_flight = 0
@@ -105,6 +107,8 @@ class Gate:
         """The error that closed this gate (no request of the run can succeed), if one did."""
         self.answered = 0
         """Calls that got an answer (successes and refusals alike)."""
+        self.successes = 0
+        """Calls that succeeded."""
         self.connect_failures = 0
         """Connection failures in a row (reset by any answer)."""
         self._recent_levels: deque[int] = deque(maxlen=max(8, 2 * limits.max_concurrency))
@@ -145,26 +149,28 @@ class Gate:
                 return
             await anyio.sleep(delay)
 
-    def on_rate_limit(self, retry_after: float | None) -> None:
-        """A 429 arrived (called inside the refused call's slot).
+    def on_rate_limit(self, retry_after: float | None, sent_with: int | None = None) -> None:
+        """A 429 arrived (called inside the refused call's slot; ``sent_with`` is what
+        :meth:`slot` yielded for it: the calls in flight when it was sent).
 
-        Adaptive limits drop to the calls in flight besides this one (what the resource is
-        taking now), unless the resource lately answered a call with as many in flight as now
-        (counted when the answer came): then the refusal was not about concurrency, and the
-        limit stays. If this call was alone
-        in flight and the last answer was a 429 too, the resource refuses everyone: new calls
-        wait ``retry_after`` out. Fixed limits (``adaptive=False``) pause on the second 429 in a
-        row, whatever is in flight.
+        Adaptive limits drop below what the resource refused (the calls in flight when the
+        refused call was sent), unless the resource lately answered a call with as many in
+        flight: then the refusal was not about concurrency, and the limit stays. If this call
+        was alone in flight and the last answer was a 429 too, the resource refuses everyone:
+        new calls wait ``retry_after`` out. Fixed limits (``adaptive=False``) pause on the
+        second 429 in a row, whatever is in flight.
         """
         self.rate_limited += 1
         self.answered += 1
         self.connect_failures = 0
-        self._successes = 0
         self._refusals_in_a_row += 1
         if self.limits.adaptive:
-            taken = max(1, self.in_flight - 1)
-            took_as_many = any(ok >= self.in_flight for ok in self._recent_levels)
+            level = self.in_flight if sent_with is None else sent_with
+            taken = max(1, level - 1)
+            took_as_many = any(ok >= level for ok in self._recent_levels)
             if taken < self.concurrency and not took_as_many:
+                self._successes = 0  # the climb back starts again from here
+                self._refused_at = level
                 self._limiter.total_tokens = taken
                 logger.info("%s: rate limited; concurrency lowered to %d", self.name, taken)
             refused_everyone = self.in_flight <= 1 and self._refusals_in_a_row >= 2
@@ -185,7 +191,7 @@ class Gate:
         fail every later call at once, without sending it."""
         if self.refused is None:
             self.refused = exc
-            logger.error("%s: %s; failing the remaining calls without sending them", self.name, exc)
+            logger.info("%s: %s; failing the remaining calls without sending them", self.name, exc)
 
     def on_answer(self) -> None:
         """The resource answered (whatever the answer): it is reachable."""
@@ -206,12 +212,15 @@ class Gate:
         refused meanwhile, or answered just before, are not counted).
         """
         self.on_answer()
+        self.successes += 1
         level = self.in_flight if sent_with is None else min(sent_with, self.in_flight)
         self._recent_levels.append(level)
         self._refusals_in_a_row = 0
         if not self.limits.adaptive or self.concurrency >= self.limits.max_concurrency:
             return
         self._successes += 1
-        if self._successes >= self.concurrency:
+        # probing the concurrency that was refused last takes four times as long
+        needed = self.concurrency * (4 if self.concurrency + 1 == self._refused_at else 1)
+        if self._successes >= needed:
             self._successes = 0
             self._limiter.total_tokens = self.concurrency + 1

@@ -116,6 +116,13 @@ class RunContext(Protocol):
         ...
 
     @property
+    def run_folder(self) -> Path | None:
+        """The folder of the run's journal, where a plugin keeps state that must survive an
+        interruption (the Batch API mode keeps its batch ids there); None when the run has no
+        journal (it cannot be resumed then)."""
+        ...
+
+    @property
     def sample(self) -> Sample | None:
         """The sample being scored (None outside a metric call). Parts that need more of it
         than the texts they are handed read it here (an LLM judge reads the question)."""

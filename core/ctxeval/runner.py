@@ -79,7 +79,7 @@ class Run:
         journaled; the others are not written, so that a resume scores them."""
         if self.stopped is None:
             self.stopped = exc
-            logger.error("stopping the run: %s", exc)
+            logger.info("stopping the run: %s", exc)  # the error itself tells the user
         if self.stop_scope is not None:
             self.stop_scope.cancel()
 

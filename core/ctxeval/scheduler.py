@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -41,12 +42,22 @@ T = TypeVar("T")
 
 
 class _CallClock:
-    """The time one call has taken so far: its attempts and the waits between them."""
+    """One call's retry state: the time it has taken (its attempts and the waits between
+    them), and its failures since the resource last answered anyone else."""
 
-    __slots__ = ("spent",)
+    __slots__ = ("mark", "spent", "streak")
 
     def __init__(self) -> None:
         self.spent = 0.0
+        self.streak = 0
+        self.mark = -1
+
+    def failed(self, gate: Gate) -> int:
+        """Count a failure; returns the failures in a row with no success of any call to the
+        resource in between (an isolated failure, while others succeed, restarts at 1)."""
+        self.streak = 1 if gate.successes > self.mark >= 0 else self.streak + 1
+        self.mark = gate.successes
+        return self.streak
 
 
 class Scheduler:
@@ -74,6 +85,11 @@ class Scheduler:
         self.timeout = settings.timeout
         self.llm = llm
         self.cache = settings.cache
+        self.run_folder: Path | None = (
+            Path(settings.journal).parent if settings.journal is not None else None
+        )
+        """The folder of the run's journal, where plugins keep resumable state; None without
+        a journal."""
         self._gates: dict[str, Gate] = {}
         self._shared: dict[str, Any] = {}
         self.max_cost: float | None = settings.max_cost_usd
@@ -133,9 +149,12 @@ class Scheduler:
         return RowContext(self, sample)
 
     def backoff(self, attempt: int, exc: BaseException) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based) with ``exc``.
+        """Seconds to wait after the ``attempt``-th failure in a row (1-based) with ``exc``.
 
-        Exponential backoff with jitter, and at least the ``Retry-After`` of a 429.
+        Exponential backoff with jitter, and at least the ``Retry-After`` of a 429. The
+        scheduler counts a call's failures in a row only while no other call to the resource
+        succeeds: an isolated failure (a random 500 while the others get through) waits the
+        initial backoff again, while an outage backs off exponentially.
         """
         policy = self.retry
         wait: float = min(policy.max_backoff, policy.initial_backoff * 2.0 ** (attempt - 1))
@@ -218,7 +237,7 @@ class Scheduler:
                     raise
                 except Exception as exc:
                     if classify(exc) == "rate_limit":
-                        gate.on_rate_limit(retry_after_of(exc))
+                        gate.on_rate_limit(retry_after_of(exc), sent_with)
                     else:
                         gate.on_answer()
                     raise
@@ -246,7 +265,7 @@ class Scheduler:
         except Exception as exc:
             if not should_retry(exc):
                 raise
-            first_wait = self.backoff(1, exc)
+            first_wait = self.backoff(clock.failed(gate), exc)
             if out_of_time(1, first_wait):
                 raise
             logger.info(
@@ -255,7 +274,7 @@ class Scheduler:
             )  # fmt: skip
         await anyio.sleep(first_wait)
         clock.spent += first_wait
-        return await self._retry(attempt, should_retry, out_of_time, clock, resource, meter)
+        return await self._retry(attempt, should_retry, out_of_time, clock, gate, resource, meter)
 
     async def _retry(
         self,
@@ -263,6 +282,7 @@ class Scheduler:
         should_retry: Callable[[BaseException], bool],
         out_of_time: Callable[[int, float], bool],
         clock: _CallClock,
+        gate: Gate,
         resource: str,
         meter: _Meter,
     ) -> T:
@@ -270,10 +290,10 @@ class Scheduler:
         ``out_of_time(attempts so far, next wait)``."""
         from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-        def wait(state: RetryCallState) -> float:  # tenacity counts from our second attempt
+        def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome is not None else None
             assert exc is not None
-            return self.backoff(state.attempt_number + 1, exc)
+            return self.backoff(clock.failed(gate), exc)
 
         def stop(state: RetryCallState) -> bool:
             return out_of_time(state.attempt_number + 1, state.upcoming_sleep)

@@ -55,10 +55,13 @@ class RetryPolicy:
 
     A call is retried until it succeeds or its **deadline** is spent: the time of its own
     attempts and of the waits between them (not its turn in the queue behind other calls).
-    The wait before attempt ``n + 1`` is ``initial_backoff * 2 ** (n - 1)`` plus a random jitter
-    of up to ``jitter`` seconds, capped at ``max_backoff``; after a 429 it is at least the
-    service's ``Retry-After`` (capped at ``max_retry_after``). No retry starts that would end
-    past the deadline, and each attempt's timeout is cut to what is left of it.
+    After the ``n``-th failure in a row the wait is ``initial_backoff * 2 ** (n - 1)`` plus a
+    random jitter of up to ``jitter`` seconds, capped at ``max_backoff``; after a 429 it is at
+    least the service's ``Retry-After`` (capped at ``max_retry_after``). Failures count as "in a
+    row" only while no other call to the same resource succeeds: a random failure while the
+    others get through waits ``initial_backoff`` again, an outage backs off exponentially. No
+    retry starts that would end past the deadline, and each attempt's timeout is cut to what is
+    left of it.
 
     Attributes:
         deadline: seconds one call may take, attempts and waits included (None: no limit;

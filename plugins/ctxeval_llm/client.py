@@ -13,9 +13,18 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ctxeval.plugin import BadRequestError, RunContext, Usage, cache_key
+from ctxeval.plugin import (
+    BadRequestError,
+    CallError,
+    RunContext,
+    UnusableLLMError,
+    Usage,
+    cache_key,
+)
 
+from .batch import Batcher
 from .config import LLMConfig, resolve_llm
+from .openai_http import OpenAITransport
 from .parsing import parse_json
 from .pricing import cost_usd
 from .prompts import Prompt
@@ -110,6 +119,13 @@ class LLMClient:
                 ctx.add_usage(Usage(cache_hits=1))
                 return prompt.check(hit, expect)
         transport = await transport_for(config, ctx)
+        if config.batch and isinstance(transport, OpenAITransport):
+            answered = await self._from_batch(ctx, transport, prompt, canonical, expect)
+            if answered is not None:
+                raw, answer = answered
+                if cache is not None and key is not None:
+                    cache.set(key, raw)
+                return answer
         output = ctx.shared(
             f"ctxeval_llm.output_mode:{config.resource}", lambda: OutputMode(config)
         )
@@ -144,6 +160,45 @@ class LLMClient:
         if cache is not None and key is not None:
             cache.set(key, raw)  # the answer as the model gave it; checked again when read
         return answer
+
+    async def _from_batch(
+        self,
+        ctx: RunContext,
+        transport: OpenAITransport,
+        prompt: Prompt,
+        request: Mapping[str, Any],
+        expect: int | None,
+    ) -> tuple[Any, Any] | None:
+        """The raw and checked answer from the run's batches, or None when the batch could
+        not give one (the request is then sent the normal way)."""
+        config = self.config
+        batcher = ctx.shared(
+            f"ctxeval_llm.batch:{config.resource}",
+            lambda: Batcher(config, transport, ctx.run_folder),
+        )
+        try:
+            completion = await batcher.complete(ctx, request)
+            raw = parse_json(completion.content)
+            answer = prompt.check(raw, expect)
+        except UnusableLLMError:
+            raise
+        except CallError as exc:
+            logger.debug("%s; sending it the normal way", exc)
+            return None
+        price = cost_usd(config.model, completion.prompt_tokens, completion.completion_tokens)
+        ctx.add_usage(
+            Usage(
+                requests=1,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                cost_usd=None if price is None else price * BATCH_PRICE,
+            )
+        )
+        return raw, answer
+
+
+BATCH_PRICE = 0.5
+"""The share of the normal price a batch request costs (OpenAI's Batch API: half)."""
 
 
 def client_for(llm: Any, ctx: RunContext) -> LLMClient:

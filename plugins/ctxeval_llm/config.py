@@ -55,6 +55,13 @@ class LLMConfig:
             ``pip install 'httpx[http2]'``).
         max_response_bytes: the largest answer body accepted (default 8 MiB); a larger one is
             cut off and the attempt fails.
+        batch: send the run's requests through the Batch API (``/v1/files`` +
+            ``/v1/batches``; half the price at OpenAI; answers within the provider's 24 h
+            window): see :mod:`ctxeval_llm.batch`. OpenAI-compatible endpoints only.
+        batch_linger: seconds without a new request before the collected ones go up.
+        batch_poll_interval: seconds between two looks at a batch's status.
+        batch_max_requests: lines per batch file at most (OpenAI: 50 000).
+        batch_max_bytes: bytes per batch file at most (OpenAI: 200 MB; default 190 MiB).
         extra: more keyword arguments for ``litellm.acompletion`` (and request fields for the
             ``openai`` transport).
         completion: a bring-your-own async callable replacing the transport: it receives the
@@ -77,6 +84,11 @@ class LLMConfig:
     max_response_bytes: int = attrs.field(
         default=DEFAULT_MAX_RESPONSE_BYTES, validator=validators.positive_int
     )
+    batch: bool = attrs.field(default=False, validator=validators.boolean)
+    batch_linger: float = attrs.field(default=2.0, validator=validators.positive_number)
+    batch_poll_interval: float = attrs.field(default=15.0, validator=validators.positive_number)
+    batch_max_requests: int = attrs.field(default=50_000, validator=validators.positive_int)
+    batch_max_bytes: int = attrs.field(default=190 * 1024 * 1024, validator=validators.positive_int)
     extra: Mapping[str, Any] = attrs.field(factory=dict)
     completion: Callable[[dict[str, Any]], Awaitable[Any]] | None = attrs.field(
         default=None, repr=False, eq=False
@@ -100,6 +112,14 @@ class LLMConfig:
             raise ConfigError(
                 "transport must be 'auto', 'openai', 'litellm' or an object with async "
                 f"complete(ctx, request) and aclose() (a ChatTransport), got {value!r}"
+            )
+
+    def __attrs_post_init__(self) -> None:
+        if self.batch and self.chosen_transport() != "openai":
+            raise ConfigError(
+                f"batch=True needs an OpenAI-compatible endpoint (the openai transport); model "
+                f"{self.model!r} goes through {self.chosen_transport()!r}: use 'openai/<name>' "
+                "(with api_base for another server)"
             )
 
     @property

@@ -120,7 +120,7 @@ class OpenAITransport:
         if self._client is None:
             import httpx
 
-            headers = {"Content-Type": "application/json"}
+            headers = {}
             if self._key:
                 headers["Authorization"] = f"Bearer {self._key}"
             self._client = httpx.AsyncClient(
@@ -139,40 +139,54 @@ class OpenAITransport:
 
     async def complete(self, ctx: RunContext, request: Mapping[str, Any]) -> Completion:
         """Send ``request`` once; the answer, or the :class:`ctxeval.CallError` of its kind."""
+        data = await self.send(
+            "POST",
+            "/chat/completions",
+            content=orjson.dumps(dict(request)),
+            headers={"Content-Type": "application/json"},
+        )
+        return self._completion(data)
+
+    async def send(
+        self, method: str, path: str, *, limit: int | None = None, **arguments: Any
+    ) -> bytes:
+        """One request to ``{endpoint}{path}`` (``arguments`` as httpx takes them); the body of
+        a 2xx answer (at most ``limit`` bytes, default ``max_response_bytes``), else the
+        :class:`ctxeval.CallError` of its kind. The Batch API mode sends its uploads and polls
+        through here."""
         import httpx
 
         client = self._client_now()
-        body = orjson.dumps(dict(request))
+        url = self.endpoint + path
         try:
-            async with client.stream("POST", self.url, content=body) as response:
-                data = await self._read(response)
+            async with client.stream(method, url, **arguments) as response:
+                data = await self._read(response, limit or self.config.max_response_bytes)
         except httpx.ConnectError as exc:
-            raise ConnectionFailedError(self._say(f"cannot connect to {self.url}: {exc}")) from None
+            raise ConnectionFailedError(self._say(f"cannot connect to {url}: {exc}")) from None
         except httpx.ConnectTimeout:
             raise ConnectionFailedError(
-                f"cannot connect to {self.url}: no connection within {CONNECT_TIMEOUT:g} s"
+                f"cannot connect to {url}: no connection within {CONNECT_TIMEOUT:g} s"
             ) from None
         except httpx.ProxyError as exc:
-            raise ConnectionFailedError(self._say(f"proxy error for {self.url}: {exc}")) from None
+            raise ConnectionFailedError(self._say(f"proxy error for {url}: {exc}")) from None
         except httpx.TimeoutException as exc:
-            raise CallTimeoutError(self._say(f"{self.url}: {type(exc).__name__}")) from None
+            raise CallTimeoutError(self._say(f"{url}: {type(exc).__name__}")) from None
         except httpx.TransportError as exc:  # reset, closed, protocol errors
             raise ServiceError(
-                self._say(f"{self.url}: {type(exc).__name__}: {exc or 'connection lost'}")
+                self._say(f"{url}: {type(exc).__name__}: {exc or 'connection lost'}")
             ) from None
-        if response.status_code != 200:
-            raise self._http_error(response, data)
-        return self._completion(data)
+        if not 200 <= response.status_code < 300:
+            raise self._http_error(url, response, data)
+        return data
 
-    async def _read(self, response: httpx.Response) -> bytes:
-        limit = self.config.max_response_bytes
+    async def _read(self, response: httpx.Response, limit: int) -> bytes:
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > limit:
                 raise ServiceError(
-                    f"{self.url}: the answer is larger than {limit} bytes "
+                    f"{response.request.url}: the answer is larger than {limit} bytes "
                     "(max_response_bytes); cut off"
                 )
             chunks.append(chunk)
@@ -194,7 +208,7 @@ class OpenAITransport:
             raise MalformedOutputError("the model's answer has no text content")
         return Completion(content, prompt_tokens, completion_tokens)
 
-    def _http_error(self, response: httpx.Response, data: bytes) -> CallError:
+    def _http_error(self, url: str, response: httpx.Response, data: bytes) -> CallError:
         status = response.status_code
         text = data.decode("utf-8", "replace")
         code: str | None = None
@@ -209,7 +223,7 @@ class OpenAITransport:
         except (ValueError, AttributeError):
             pass
         message = self._say(
-            f"HTTP {status} from {self.url} (model {self.config.wire_model!r}): {str(detail)[:300]}"
+            f"HTTP {status} from {url} (model {self.config.wire_model!r}): {str(detail)[:300]}"
         )
         return error_for_status(
             status,

@@ -18,6 +18,12 @@ A responder gets the parsed request body (a dict) and returns what to answer:
 ``faults=`` injects faults at random rates before the responder is asked (seeded, so a test is
 reproducible), and ``latency=`` delays every answer. ``max_in_flight=`` makes the server answer
 429 with ``Retry-After`` beyond that many requests at once, as a small provider would.
+
+It also speaks OpenAI's Batch API: ``POST /v1/files`` (multipart, ``purpose=batch``),
+``POST /v1/batches``, ``GET /v1/batches/{id}`` and ``GET /v1/files/{id}/content``. A batch
+answers each line through the same responder and faults, ``batch_delay`` seconds after it is
+created; ``batch_outcome`` makes it ``expired`` (half its lines done) or ``failed``;
+``upload_failures`` answers the first uploads with that status.
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ class FakeOpenAI:
         model: str = "fake-model",
         models: set[str] | None = None,
         accepts: tuple[str, ...] = ("json_schema", "json_object"),
+        batch_delay: float = 0.2,
+        batch_outcome: str = "completed",
     ) -> None:
         self.responder = responder or (lambda request: "ok")
         self.faults = dict(faults or {})
@@ -87,6 +95,15 @@ class FakeOpenAI:
         """When given, the only models served: others get 404 ``model_not_found``."""
         self.accepts = accepts
         """The ``response_format`` types accepted; others get 400, as some local servers do."""
+        self.batch_delay = batch_delay
+        self.batch_outcome = batch_outcome
+        self.upload_failures: list[int] = []
+        """Statuses to answer the next uploads with (consumed one per upload)."""
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        """Every batch created, by id (its OpenAI-shaped object)."""
+        self.batch_lines: list[dict[str, Any]] = []
+        """Every request body answered inside a batch."""
         self.requests: list[dict[str, Any]] = []
         """Every request body received, in arrival order."""
         self.headers: list[dict[str, str]] = []
@@ -121,13 +138,24 @@ class FakeOpenAI:
                 return
 
             def do_POST(self) -> None:
-                fake._handle(self)
+                path = self.path.rstrip("/")
+                if path == "/v1/files":
+                    fake._upload(self)
+                elif path == "/v1/batches":
+                    fake._create_batch(self)
+                else:
+                    fake._handle(self)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/") == "/stats":  # for benchmarks in other processes
+                path = self.path.rstrip("/")
+                if path == "/stats":  # for benchmarks in other processes
                     self._send(200, json.dumps(fake.stats()).encode(), {})
-                    return
-                self._send(404, b'{"error": {"message": "not found"}}', {})
+                elif path.startswith("/v1/batches/"):
+                    fake._batch_status(self, path.rsplit("/", 1)[1])
+                elif path.startswith("/v1/files/") and path.endswith("/content"):
+                    fake._file_content(self, path.split("/")[3])
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}', {})
 
             disable_nagle_algorithm = True
 
@@ -258,8 +286,7 @@ class FakeOpenAI:
         return Reply(200, content=answer)
 
     def _handle(self, handler: Any) -> None:
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length)
+        raw = self._body(handler)
         if handler.path.rstrip("/") not in {"/v1/chat/completions", "/chat/completions"}:
             handler._send(404, b'{"error": {"message": "no such route"}}', {})
             return
@@ -322,6 +349,121 @@ class FakeOpenAI:
             if counted:
                 with self._lock:
                     self.in_flight -= 1
+
+    # --- the Batch API ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _body(handler: Any) -> bytes:
+        """The request body, sent with a length or in chunks."""
+        if "chunked" not in (handler.headers.get("Transfer-Encoding") or "").lower():
+            return bytes(handler.rfile.read(int(handler.headers.get("Content-Length") or 0)))
+        parts = []
+        while True:
+            size = int(handler.rfile.readline().split(b";")[0].strip(), 16)
+            if size == 0:
+                handler.rfile.readline()
+                return b"".join(parts)
+            parts.append(handler.rfile.read(size))
+            handler.rfile.readline()
+
+    def _upload(self, handler: Any) -> None:
+        import email.parser
+        import email.policy
+
+        raw = self._body(handler)
+        with self._lock:
+            failure = self.upload_failures.pop(0) if self.upload_failures else None
+        if failure is not None:
+            handler._send(failure, b'{"error": {"message": "upload failed"}}', {})
+            return
+        head = f"Content-Type: {handler.headers.get('Content-Type')}\r\n\r\n".encode()
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+        fields = {
+            part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in message.iter_parts()
+        }
+        if fields.get("purpose") != b"batch" or "file" not in fields:
+            handler._send(400, b'{"error": {"message": "purpose=batch and file required"}}', {})
+            return
+        with self._lock:
+            file_id = f"file-{len(self.files)}"
+            self.files[file_id] = fields["file"]
+        body = {"id": file_id, "object": "file", "bytes": len(fields["file"]), "purpose": "batch"}
+        handler._send(200, json.dumps(body).encode(), {})
+
+    def _create_batch(self, handler: Any) -> None:
+        request = json.loads(self._body(handler))
+        file_id = request.get("input_file_id")
+        if file_id not in self.files or request.get("endpoint") != "/v1/chat/completions":
+            handler._send(400, b'{"error": {"message": "bad input_file_id or endpoint"}}', {})
+            return
+        lines = [json.loads(line) for line in self.files[file_id].splitlines() if line.strip()]
+        with self._lock:
+            batch_id = f"batch_{len(self.batches)}"
+            batch = {
+                "id": batch_id, "object": "batch", "endpoint": "/v1/chat/completions",
+                "input_file_id": file_id, "status": "validating", "output_file_id": None,
+                "error_file_id": None, "created_at": int(time.time()),
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            }  # fmt: skip
+            self.batches[batch_id] = batch
+        threading.Thread(target=self._run_batch, args=(batch, lines), daemon=True).start()
+        handler._send(200, json.dumps(batch).encode(), {})
+
+    def _run_batch(self, batch: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+        with self._lock:
+            batch["status"] = "in_progress"
+        if self._stopping.wait(self.batch_delay):
+            return
+        if self.batch_outcome == "failed":
+            with self._lock:
+                batch["status"] = "failed"
+                batch["errors"] = {"data": [{"code": "invalid_file", "message": "bad file"}]}
+            return
+        if self.batch_outcome == "expired":
+            lines = lines[: len(lines) // 2]
+        out, errors = [], []
+        for line in lines:
+            body = line["body"]
+            with self._lock:
+                self.batch_lines.append(body)
+            reply = self._refusal(body) or self._choose(body)
+            payload = (
+                reply.body if reply.body is not None
+                else self._completion(body, reply.content or "")
+            )  # fmt: skip
+            try:
+                parsed: Any = json.loads(payload)
+            except ValueError:
+                parsed = {"raw": payload.decode("utf-8", "replace")}
+            record = {"id": f"req-{len(out) + len(errors)}", "custom_id": line["custom_id"],
+                      "response": {"status_code": reply.status, "body": parsed}, "error": None}  # fmt: skip
+            (out if reply.status == 200 else errors).append(json.dumps(record))
+        with self._lock:
+            output_id, error_id = f"file-{len(self.files)}", f"file-{len(self.files) + 1}"
+            self.files[output_id] = ("\n".join(out) + "\n").encode()
+            self.files[error_id] = ("\n".join(errors) + "\n").encode()
+            batch["output_file_id"] = output_id if out else None
+            batch["error_file_id"] = error_id if errors else None
+            batch["request_counts"]["completed"] = len(out)
+            batch["request_counts"]["failed"] = len(errors)
+            batch["status"] = "expired" if self.batch_outcome == "expired" else "completed"
+
+    def _batch_status(self, handler: Any, batch_id: str) -> None:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            body = json.dumps(batch).encode() if batch is not None else None
+        if body is None:
+            handler._send(404, b'{"error": {"message": "no such batch"}}', {})
+        else:
+            handler._send(200, body, {})
+
+    def _file_content(self, handler: Any, file_id: str) -> None:
+        data = self.files.get(file_id)
+        if data is None:
+            handler._send(404, b'{"error": {"message": "no such file"}}', {})
+        else:
+            handler._send(200, data, {})
 
     def _refusal(self, request: dict[str, Any]) -> Reply | None:
         """The 404 for a model not served, the 400 for an output mode not supported."""

@@ -116,6 +116,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--timeout", type=float, metavar="S", help="seconds one LLM request may take")
     ev.add_argument(
+        "--metric-timeout",
+        type=float,
+        metavar="S",
+        help="seconds one metric may take on one sample, retries included (default 3600)",
+    )
+    ev.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the LLM requests through the Batch API (OpenAI-compatible; half the price, "
+        "answers within 24 h); resumable with --out",
+    )
+    ev.add_argument(
         "--no-cache", action="store_true", help="do not read or write the LLM answer cache"
     )
     ev.add_argument(

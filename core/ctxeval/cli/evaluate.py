@@ -49,6 +49,8 @@ def _llm(args: argparse.Namespace, run: dict[str, Any]) -> tuple[Any, Any]:
     settings = dict(run.get("llm", {}))
     if args.timeout is not None:
         settings["timeout"] = args.timeout
+    if _batch(args, run):
+        settings["batch"] = True
     try:
         llm = provider.configure(
             model=model, api_base=args.api_base or run.get("api_base"), **settings
@@ -61,11 +63,22 @@ def _llm(args: argparse.Namespace, run: dict[str, Any]) -> tuple[Any, Any]:
 RUN_FILE_KEYS = (
     "data", "metrics", "out", "model", "api_base", "provider", "llm", "lenient", "no_cache",
     "max_concurrency", "max_cost", "qrels", "run", "complete", "trec_eval_averaging",
-    "fail_under",
+    "fail_under", "batch", "metric_timeout",
 )  # fmt: skip
 """The keys a run file (``--config``) may hold."""
 
-_OPTION_OF = {"max_concurrency": "--max-concurrency", "max_cost_usd": "--max-cost"}
+_OPTION_OF = {
+    "max_concurrency": "--max-concurrency",
+    "max_cost_usd": "--max-cost",
+    "metric_timeout": "--metric-timeout",
+}
+
+BATCH_SAMPLES_IN_FLIGHT = 1_000_000
+"""Samples in flight in the Batch API mode: every sample's requests go up together."""
+
+
+def _batch(args: argparse.Namespace, run: dict[str, Any]) -> bool:
+    return bool(getattr(args, "batch", False) or run.get("batch", False))
 
 
 def _first(*values: Any) -> Any:
@@ -80,6 +93,7 @@ def _settings(
     named as the option it came from."""
     from ctxeval.errors import ConfigError
 
+    batch = _batch(args, run)
     try:
         return RunSettings(
             max_concurrency=_first(args.max_concurrency, run.get("max_concurrency"), 16),
@@ -87,6 +101,11 @@ def _settings(
             resume=args.resume,
             cache=cache,
             max_cost_usd=_first(args.max_cost, run.get("max_cost")),
+            # a batch may take the provider's whole window: no metric timeout unless asked
+            metric_timeout=_first(
+                args.metric_timeout, run.get("metric_timeout"), None if batch else 3600.0
+            ),
+            samples_in_flight=BATCH_SAMPLES_IN_FLIGHT if batch else 256,
         )
     except ConfigError as exc:
         message = str(exc)
@@ -274,6 +293,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.resume and not out:
         raise UsageError("--resume needs --out DIR (the folder of the run to resume)")
     llm, provider = _llm(args, run)
+    if not args.quiet:  # long waits (a Batch API batch) report under ctxeval.progress
+        import logging
+
+        logging.getLogger("ctxeval.progress").setLevel(logging.INFO)
     metrics = build_metrics(specs)
     if args.trec_eval_averaging:
         metrics = [_with_trec_eval_averaging(m) for m in metrics]
