@@ -62,6 +62,7 @@ def test_example_plugin_is_discovered_and_runs(installed: Path) -> None:
         "ctxeval.metrics:fuzzy_keyword_recall": ["ok", "ctxeval-example-plugin"],
         "ctxeval.extractors:keywords": ["ok", "ctxeval-example-plugin"],
         "ctxeval.matchers:substring": ["ok", "ctxeval-example-plugin"],
+        "ctxeval.llms:example-gateway": ["ok", "ctxeval-example-plugin"],
     }
     # keywords: gustave, eiffel, designed, tower, paris, 1889 -> tower, paris, 1889 found
     assert result["status"] == "ok"
@@ -83,3 +84,34 @@ def test_without_installing_it_the_plugin_is_unknown() -> None:
 
     with pytest.raises(ctxeval.UnknownNameError):
         ctxeval.get_metric("keyword_recall")
+
+
+def test_a_gateway_provider_from_a_package_reaches_the_llm(installed: Path, tmp_path: Path) -> None:
+    """A company gateway as a third-party package: --provider picks it, its transport sends the
+    requests with its own header, and without its token the run stops before any request."""
+    from fakes.openai_server import FakeOpenAI
+    from llm_judge import Judge
+
+    data = tmp_path / "data.jsonl"
+    data.write_text(
+        json.dumps({"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}) + "\n"
+    )
+    tests = Path(__file__).resolve().parent
+    path = os.pathsep.join([str(installed), str(tests), os.environ.get("PYTHONPATH", "")])
+    with FakeOpenAI(Judge(verdicts={"c": 1})) as server:
+        command = [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m",
+                   "context_precision", "--provider", "example-gateway", "--model", "judge",
+                   "--api-base", server.url, "--no-cache", "-q"]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
+        env.pop("EXAMPLE_GATEWAY_TOKEN", None)
+        refused = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2, refused.stderr
+        assert "export EXAMPLE_GATEWAY_TOKEN" in refused.stderr
+        assert server.count == 0
+        env["EXAMPLE_GATEWAY_TOKEN"] = "gw-token"
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert server.count == 1
+        assert server.headers[0]["x-gateway-token"] == "gw-token"
+        assert "authorization" not in server.headers[0]
+        assert server.requests[0]["model"] == "judge"

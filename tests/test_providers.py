@@ -273,6 +273,28 @@ def test_a_server_without_json_schema_falls_back_once_for_the_run(
         assert ev.results[0].usage.requests >= 2  # the refused request is counted
 
 
+def test_a_500_refusing_json_schema_also_falls_back() -> None:
+    """Some llama.cpp builds answer 500 'response_format type must be one of "text" or
+    "json_object"'; that is a refusal of the mode, not an outage."""
+    refusal = Reply(
+        500,
+        body=b'{"error": {"code": 500, "message": "response_format type must be one of '
+        b'\\"text\\" or \\"json_object\\", but got: json_schema", "type": "server_error"}}',
+    )
+    judge = Judge(verdicts={"c": 1})
+
+    def answer(request: dict[str, Any]) -> Any:
+        kind = (request.get("response_format") or {}).get("type")
+        return refusal if kind == "json_schema" else judge(request)
+
+    with FakeOpenAI(answer) as server:
+        llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+        ev = ctxeval.evaluate(samples(3), ["context_precision"], llm=llm, max_concurrency=1)
+        assert all(r.status is Status.OK for r in ev.results)
+        sent = [(r.get("response_format") or {}).get("type") for r in server.requests]
+        assert sent == ["json_schema", "json_object", "json_object", "json_object"]
+
+
 # --- the transport ---------------------------------------------------------------------------
 
 
@@ -363,3 +385,23 @@ def test_bad_llm_settings_are_refused_when_built() -> None:
         LLMConfig(model="openai/x", max_response_bytes=0)
     with pytest.raises(ctxeval.ConfigError, match="deadline or max_attempts"):
         RetryPolicy(deadline=None)
+
+
+def test_every_judged_row_says_who_judged_it(server: FakeOpenAI) -> None:
+    llm = LLMConfig(model="openai/judge-a", api_base=server.url, api_key=KEY)
+    ev = ctxeval.evaluate(
+        [SAMPLE, {**SAMPLE, "retrieved_contexts": []}],
+        ["context_precision", "context_recall", "id_based_context_precision"],
+        llm=llm,
+    )
+    by_metric = {(r.sample_id, r.metric): r for r in ev.results}
+    judged = by_metric[("0", "llm_context_precision_with_reference")].details["provenance"]
+    assert judged == {
+        "ctxeval": ctxeval.__version__,
+        "judges": [{"model": "openai/judge-a", "endpoint": server.url, "prompts": ["usefulness@1"]}],
+    }
+    recall = by_metric[("0", "llm_context_recall")].details["provenance"]
+    assert recall["judges"][0]["prompts"] == ["attribution@1"]
+    # no judge, no provenance: a row decided without a call, a deterministic metric
+    assert "provenance" not in (by_metric[("1", "llm_context_precision_with_reference")].details)
+    assert all("provenance" not in r.details for r in ev.results if r.metric.startswith("id_"))

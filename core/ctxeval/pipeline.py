@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ._version import __version__
 from .base import BaseMetric
 from .policy import Formula
 from .protocols import (
@@ -460,7 +461,24 @@ class PipelineMetric(BaseMetric):
         judgement = await self._judge(sample, ctx)
         if isinstance(judgement, MetricResult):
             return judgement
-        return self.result_of(judgement)
+        row = self.result_of(judgement)
+        if getattr(ctx, "usage", None) is None:  # no part asked anyone: nobody judged it
+            return row
+        provenance = self.provenance(ctx)
+        return row if provenance is None else row.with_details(provenance=provenance)
+
+    def provenance(self, ctx: RunContext) -> dict[str, Any] | None:
+        """Who judged a row: what each part that judges reports from an optional
+        ``provenance(ctx)`` method (an LLM judge: its model, endpoint and prompt version),
+        with ctxeval's version; None when no part reports one (deterministic parts)."""
+        judges: list[Any] = []
+        for part in self.pipeline.parts:
+            report = getattr(part, "provenance", None)
+            if report is not None:
+                said = report(ctx)
+                if said is not None and said not in judges:
+                    judges.append(said)
+        return {"ctxeval": __version__, "judges": judges} if judges else None
 
     def _decided_early(self, sample: Sample) -> MetricResult | None:
         """The row of a sample that needs no extraction or LLM call to decide (a blank text

@@ -218,6 +218,10 @@ class MetricResult:
         """This result with ``usage`` in place of its own."""
         return attrs.evolve(self, usage=usage)
 
+    def with_details(self, **more: Any) -> MetricResult:
+        """This result with ``more`` added to its details."""
+        return attrs.evolve(self, details={**dict(self.details or {}), **more})
+
     @property
     def is_ok(self) -> bool:
         return self.status is Status.OK

@@ -1,7 +1,8 @@
 """Ask the LLM one prompt: cache, scheduler, transport, parsing, validation, usage and cost.
 
 Structured output: the answer's JSON schema goes as ``response_format`` (``json_schema``).
-A server that rejects it (400/422 naming ``response_format`` or ``json_schema``) gets JSON mode
+A server that rejects it (400/422 naming ``response_format`` or ``json_schema``, or a 500 naming
+``response_format``, as some llama.cpp builds answer) gets JSON mode
 with the schema in the prompt instead, and one that rejects JSON mode too gets the schema in
 the prompt only; each step is taken once per run and endpoint, logged once, and the answer is
 validated strictly against the schema whatever the mode.
@@ -17,6 +18,7 @@ from ctxeval.plugin import (
     BadRequestError,
     CallError,
     RunContext,
+    ServiceError,
     UnusableLLMError,
     Usage,
     cache_key,
@@ -45,11 +47,12 @@ class OutputMode:
     def __init__(self, config: LLMConfig) -> None:
         self.mode: Mode = "json_schema" if config.json_schema else "prompt"
 
-    def step_down(self, exc: BadRequestError, resource: str) -> bool:
+    def step_down(self, exc: CallError, resource: str) -> bool:
         """After ``exc``: whether it rejected the output mode, which is then stepped down."""
         text = str(exc).lower()
-        if self.mode not in _NEXT or not any(word in text for word in _REJECTION_WORDS):
-            return False
+        words = _REJECTION_WORDS if isinstance(exc, BadRequestError) else ("response_format",)
+        if self.mode not in _NEXT or not any(word in text for word in words):
+            return False  # (some llama.cpp builds refuse json_schema with a 500)
         old, self.mode = self.mode, _NEXT[self.mode]
         logger.warning(
             "%s rejected response_format %s (%s); using %s for the rest of the run",
@@ -136,7 +139,7 @@ class LLMClient:
                 request = request_body(config, prompt, variables, output.mode)
                 try:
                     completion = await transport.complete(ctx, request)
-                except BadRequestError as exc:
+                except (BadRequestError, ServiceError) as exc:
                     if output.step_down(exc, config.resource):
                         ctx.add_usage(Usage(requests=1))  # the refused request was sent too
                         continue

@@ -34,6 +34,7 @@ from ctxeval.plugin import (
 
 from . import prompts
 from .client import ask
+from .config import resolve_llm
 
 __all__ = [
     "LLMContextPrecisionWithReference",
@@ -48,6 +49,17 @@ __all__ = [
 
 def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
     return sum(len(m["content"]) for m in prompt.messages(variables, schema_in_prompt=False))
+
+
+def _provenance(llm: Any, ctx: RunContext, *used: prompts.Prompt) -> dict[str, Any]:
+    """Who answers: the judge model, its endpoint and the prompt versions (a row's
+    ``details["provenance"]``)."""
+    config = resolve_llm(llm if llm is not None else ctx.llm)
+    return {
+        "model": config.model,
+        "endpoint": config.endpoint,
+        "prompts": [f"{p.name}@{p.version}" for p in used],
+    }
 
 
 def _question(ctx: RunContext | None, sample: Sample | None = None) -> str:
@@ -67,6 +79,9 @@ class LLMEntityExtractor:
     needs_llm: ClassVar[bool] = True
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
+
+    def provenance(self, ctx: RunContext) -> dict[str, Any]:
+        return _provenance(self.llm, ctx, prompts.ENTITIES)
 
     def estimate_calls(self, texts: Sequence[str]) -> list[int]:
         """The prompt size (characters) of the request each non-empty text needs."""
@@ -97,6 +112,9 @@ class LLMEntityMatcher:
     needs_llm: ClassVar[bool] = True
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
+
+    def provenance(self, ctx: RunContext) -> dict[str, Any]:
+        return _provenance(self.llm, ctx, prompts.ENTITY_PRESENCE)
 
     def estimate_calls(
         self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
@@ -142,6 +160,10 @@ class LLMRelevanceJudge:
     name: str = "llm_relevance"
     batch: bool = attrs.field(default=False, validator=validators.boolean)
     llm: Any = attrs.field(default=None, repr=False)
+
+    def provenance(self, ctx: RunContext) -> dict[str, Any]:
+        used = prompts.USEFULNESS_BATCH if self.batch else prompts.USEFULNESS
+        return _provenance(self.llm, ctx, used)
 
     def estimate_calls(
         self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
@@ -198,6 +220,9 @@ class StatementAttributor:
     needs_llm: ClassVar[bool] = True
     name: str = "llm_statements"
     llm: Any = attrs.field(default=None, repr=False)
+
+    def provenance(self, ctx: RunContext) -> dict[str, Any]:
+        return _provenance(self.llm, ctx, prompts.ATTRIBUTION)
 
     def estimate_calls(
         self, text: str, candidates: Sequence[str], sample: Sample | None = None
