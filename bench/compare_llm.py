@@ -9,7 +9,8 @@ Scenarios (200 samples x 5 retrieved chunks by default):
 * precision with 20% 429 and 10% 500 answers.
 
 For each: requests sent, wall time, client CPU per request, the physical limit
-``ceil(requests / 16) x latency`` (of ctxeval's requests), and rows lost (ragas turns failures
+``ceil(requests / 16) x latency`` (of ctxeval's requests; for the capped provider
+``ceil(verdicts / 8) x latency``, its refusals being instant), and rows lost (ragas turns failures
 into NaN; ctxeval's failures are error rows, counted as lost too). Each tool runs in its own
 process; ragas through ``ragas.evaluate`` with ``RunConfig(max_workers=16)``.
 
@@ -160,9 +161,13 @@ def main() -> None:
         "| scenario | latency | tool | requests | wall (s) | limit (s) | wall / limit | CPU / request (ms) | rows lost |"
     )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
-    for name, latency, concurrency, results in rows:
+    for (name, latency, concurrency, results), key in zip(rows, keys, strict=True):
         limit = None
-        if "requests" in results.get("ctxeval", {}):
+        server_args = list(SCENARIOS[key][3])
+        if "--max-in-flight" in server_args:  # refusals are instant: the answered calls count
+            cap = int(server_args[server_args.index("--max-in-flight") + 1])
+            limit = math.ceil(args.samples * args.chunks / min(cap, concurrency)) * latency
+        elif "requests" in results.get("ctxeval", {}):
             limit = math.ceil(results["ctxeval"]["requests"] / concurrency) * latency
         for tool, r in results.items():
             if "error" in r:

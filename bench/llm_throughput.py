@@ -2,7 +2,7 @@
 
 200 samples x 5 retrieved chunks = 1 000 usefulness verdicts, concurrency 16, 50 ms latency
 (by default). The server runs in its own process, so the client's CPU time is the client's
-alone. For each transport (the lean ``direct`` one and ``litellm``) it reports wall time
+alone. For each transport (``openai``, httpx, and ``litellm``) it reports wall time
 against the physical limit ``ceil(requests / concurrency) x latency``, and the client's CPU
 time per request (everything included: scheduling, prompts, JSON, HTTP, parsing, checking).
 
@@ -86,9 +86,9 @@ def main() -> None:
     ]
     server, url = start_server(args.latency)
     try:
-        for transport in ("direct", "litellm"):  # warm up: imports, connections
+        for transport in ("openai", "litellm"):  # warm up: imports, connections
             one_run(url, transport, samples[:20], args.concurrency)
-        results: dict[str, list[tuple[float, float, int]]] = {"direct": [], "litellm": []}
+        results: dict[str, list[tuple[float, float, int]]] = {"openai": [], "litellm": []}
         for _ in range(args.repeat):
             for transport in results:
                 results[transport].append(one_run(url, transport, samples, args.concurrency))

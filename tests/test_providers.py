@@ -398,10 +398,44 @@ def test_every_judged_row_says_who_judged_it(server: FakeOpenAI) -> None:
     judged = by_metric[("0", "llm_context_precision_with_reference")].details["provenance"]
     assert judged == {
         "ctxeval": ctxeval.__version__,
-        "judges": [{"model": "openai/judge-a", "endpoint": server.url, "prompts": ["usefulness@1"]}],
+        "judges": [
+            {"model": "openai/judge-a", "endpoint": server.url, "prompts": ["usefulness@1"]}
+        ],
     }
     recall = by_metric[("0", "llm_context_recall")].details["provenance"]
     assert recall["judges"][0]["prompts"] == ["attribution@1"]
     # no judge, no provenance: a row decided without a call, a deterministic metric
     assert "provenance" not in (by_metric[("1", "llm_context_precision_with_reference")].details)
     assert all("provenance" not in r.details for r in ev.results if r.metric.startswith("id_"))
+
+
+@pytest.mark.anyio
+async def test_the_httpx_transport_and_the_batch_mode_on_asyncio_and_trio(
+    server: FakeOpenAI,
+) -> None:
+    server.faults = {"429": 0.2, "500": 0.1}
+    server.retry_after = 0.05
+    plain = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    ev = await ctxeval.aevaluate(samples(20), ["context_precision"], llm=plain, retry=FAST)
+    assert all(r.status is Status.OK for r in ev.results)
+    batched = LLMConfig(model="openai/y", api_base=server.url, api_key=KEY, batch=True,
+                        batch_linger=0.05, batch_poll_interval=0.05)  # fmt: skip
+    server.batch_delay = 0.05
+    ev = await ctxeval.aevaluate(samples(20), ["context_precision"], llm=batched, retry=FAST)
+    assert all(r.status is Status.OK for r in ev.results)
+    assert len(server.batches) == 1
+
+
+def test_an_answer_echoing_the_key_is_masked_in_every_log_line(
+    server: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    answers = iter([f"my key is {KEY}, not JSON", json.dumps({"reason": "r", "verdict": 1})])
+    server.responder = lambda request: next(answers)
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm, retry=FAST).results
+    assert row.status is Status.OK
+    assert "not JSON" in caplog.text  # the failed attempt was logged...
+    assert KEY not in caplog.text  # ...with the key masked

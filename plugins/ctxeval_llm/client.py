@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ctxeval.plugin import (
     BadRequestError,
     CallError,
+    MalformedOutputError,
     RunContext,
     ServiceError,
     UnusableLLMError,
@@ -27,7 +28,7 @@ from ctxeval.plugin import (
 from .batch import Batcher
 from .config import LLMConfig, resolve_llm
 from .openai_http import OpenAITransport
-from .parsing import parse_json
+from .parsing import parse_json, redact
 from .pricing import cost_usd
 from .prompts import Prompt
 from .transport import transport_for
@@ -154,8 +155,13 @@ class LLMClient:
                     ),
                 )
             )
-            raw = parse_json(completion.content)
-            return raw, prompt.check(raw, expect)
+            try:
+                raw = parse_json(completion.content)
+                return raw, prompt.check(raw, expect)
+            except MalformedOutputError as exc:  # it may quote the answer: no secret in it
+                raise MalformedOutputError(
+                    redact(str(exc), config.api_key, config.openai_key())
+                ) from None
 
         raw, answer = await ctx.call(
             attempt, resource=config.resource, tokens=estimate, timeout=config.timeout

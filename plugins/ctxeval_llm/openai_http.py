@@ -132,7 +132,8 @@ class OpenAITransport:
                 ),
                 http2=self.config.http2,
                 trust_env=True,
-                verify=ssl_context(),
+                # certificates matter for https only (a plain-http local server needs none)
+                verify=ssl_context() if self.endpoint.startswith("https:") else False,
                 follow_redirects=False,
             )
         return self._client
