@@ -184,6 +184,7 @@ class Gate:
             error = type(self.refused)(
                 f"{self.refused} (not sent: an earlier request to {self.name} was refused)"
             )
+            error.original = self.refused  # type: ignore[attr-defined]  # what to report
             raise error
 
     def on_refused(self, exc: BaseException) -> None:

@@ -78,7 +78,7 @@ class Run:
         """Stop the run at once: no request of it can succeed. The rows finished so far are
         journaled; the others are not written, so that a resume scores them."""
         if self.stopped is None:
-            self.stopped = exc
+            self.stopped = getattr(exc, "original", None) or exc  # the first, not a copy
             logger.info("stopping the run: %s", exc)  # the error itself tells the user
         if self.stop_scope is not None:
             self.stop_scope.cancel()

@@ -119,8 +119,8 @@ def run_with_progress(
         except (UnusableLLMError, MissingExtraError) as exc:
             saved = _journal_rows(journal) if journal else 0
             where = (
-                f"; {saved} rows saved in {journal}: fix it and run the same command with "
-                "--resume to finish"
+                f"; {saved} row{'' if saved == 1 else 's'} saved in {journal}: fix it and run "
+                "the same command with --resume to finish"
                 if journal
                 else ""
             )
