@@ -7,6 +7,7 @@ seconds."""
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
 import anyio
@@ -79,7 +80,10 @@ def run(server: FakeOpenAI, metric: Any, **options: Any) -> ctxeval.Evaluation:
 @pytest.mark.parametrize("metric", list(METRICS))
 def test_every_metric_survives_every_fault(metric: str, fault: str) -> None:
     with FakeOpenAI(
-        judge(), faults={fault: 0.3}, retry_after=0.01, seed=hash((metric, fault)) % 1000
+        judge(),
+        faults={fault: 0.3},
+        retry_after=0.01,
+        seed=zlib.crc32(f"{metric}:{fault}".encode()) % 1000,
     ) as server:
         evaluation = run(server, METRICS[metric](), retry=PATIENT, max_concurrency=8)
         assert len(evaluation.results) == len(SAMPLES)  # no row lost

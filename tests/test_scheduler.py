@@ -323,12 +323,21 @@ def test_adaptive_concurrency_drops_on_429_and_climbs_back() -> None:
         async def ok() -> None:
             await anyio.sleep(0.01)
 
-        for _ in range(2 * 4 + 3 + 4 + 5 + 6 + 7):  # back to 3, refused last: 4 runs of 2
+        for _ in range(40):  # one call at a time: nobody waits, a higher limit is no use
             await ctx.call(ok, resource="m")
+        seen.append(gate.concurrency)
+
+        async def worker() -> None:
+            for _ in range(10):
+                await ctx.call(ok, resource="m")
+
+        async with anyio.create_task_group() as group:  # 8 callers: some wait for a slot
+            for _ in range(8):
+                group.start_soon(worker)
         seen.append(gate.concurrency)
         return seen
 
-    assert run_on_mock_clock(scenario) == [8, 3, 2, 8]
+    assert run_on_mock_clock(scenario) == [8, 3, 2, 2, 8]
 
 
 def test_fixed_limits_pause_on_two_429s_in_a_row() -> None:

@@ -14,7 +14,9 @@ serves:
   spent) makes every new call wait the ``Retry-After`` out too;
 * adaptive concurrency: each run of successes as long as the current limit raises it by one,
   back up to ``max_concurrency`` (four times as long a run to try again the concurrency a 429
-  last refused). With ``adaptive=False`` the limit stays, and two 429s in a
+  last refused), when calls wait for a slot: enough of them to keep the slots busy while a
+  refused try waits out the last ``Retry-After`` (near the end of the work, a refused try would
+  only make the run longer). With ``adaptive=False`` the limit stays, and two 429s in a
   row (no success in between) pause the resource.
 """
 
@@ -96,6 +98,8 @@ class Gate:
         self._paused_until = -math.inf
         self._successes = 0
         self._refused_at = math.inf  # the concurrency a 429 last said was too much
+        self._retry_after_seen = 0.0  # the Retry-After of the last 429
+        self._call_seconds = 0.0  # how long a successful call takes (smoothed)
         self.in_flight = 0
         """Calls in flight now."""
         self.peak_in_flight = 0
@@ -162,6 +166,8 @@ class Gate:
         """
         self.rate_limited += 1
         self.answered += 1
+        if retry_after:
+            self._retry_after_seen = retry_after
         self.connect_failures = 0
         self._refusals_in_a_row += 1
         if self.limits.adaptive:
@@ -204,7 +210,7 @@ class Gate:
         self.connect_failures += 1
         return self.connect_failures
 
-    def on_success(self, sent_with: int | None = None) -> None:
+    def on_success(self, sent_with: int | None = None, seconds: float | None = None) -> None:
         """A call succeeded (called inside its slot; ``sent_with`` is what :meth:`slot`
         yielded): after as many successes as the current limit, raise it by one.
 
@@ -214,6 +220,10 @@ class Gate:
         """
         self.on_answer()
         self.successes += 1
+        if seconds is not None:  # how long a call takes, smoothed
+            self._call_seconds = (
+                seconds if not self._call_seconds else 0.9 * self._call_seconds + 0.1 * seconds
+            )
         level = self.in_flight if sent_with is None else min(sent_with, self.in_flight)
         self._recent_levels.append(level)
         self._refusals_in_a_row = 0
@@ -222,6 +232,17 @@ class Gate:
         self._successes += 1
         # probing the concurrency that was refused last takes four times as long
         needed = self.concurrency * (4 if self.concurrency + 1 == self._refused_at else 1)
-        if self._successes >= needed:
+        if self._successes >= needed and self._worth_probing():
             self._successes = 0
             self._limiter.total_tokens = self.concurrency + 1
+
+    def _worth_probing(self) -> bool:
+        """Whether a higher limit can pay: calls wait for a slot, enough of them to keep the
+        current slots busy while a refused probe waits out the last ``Retry-After`` (else a
+        refusal near the end of the work would only add that wait to the run)."""
+        waiting = self._limiter.statistics().tasks_waiting
+        if waiting == 0:
+            return False
+        if not self._retry_after_seen or not self._call_seconds:
+            return True
+        return waiting >= self.concurrency * self._retry_after_seen / self._call_seconds

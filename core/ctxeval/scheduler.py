@@ -243,7 +243,8 @@ class Scheduler:
                     raise
                 finally:
                     clock.spent += anyio.current_time() - started
-                gate.on_success(sent_with)  # inside the slot: counts the calls in flight with it
+                # inside the slot: it counts the calls in flight with this one
+                gate.on_success(sent_with, anyio.current_time() - started)
                 return result
 
         def should_retry(exc: BaseException) -> bool:
