@@ -454,3 +454,29 @@ def test_auto_transport_is_openai_for_openai_models_even_behind_a_proxy(
     assert config.chosen_transport() == "openai"
     assert LLMConfig(model="gpt-4o-mini", transport="direct").transport == "openai"  # old name
     assert LLMConfig(model="anthropic/claude-3-5-haiku-latest").chosen_transport() == "litellm"
+
+
+def test_runs_opening_one_cache_at_the_same_moment_all_get_it(tmp_path: Path) -> None:
+    """Concurrent starts used to fail 'PRAGMA journal_mode=WAL' with 'database is locked'."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for round_ in range(15):
+        path = tmp_path / f"cache{round_}.sqlite"
+        barrier = context.Barrier(6)
+        processes = [
+            context.Process(target=_open_cache_after, args=(barrier, path)) for _ in range(6)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(60)
+        assert [p.exitcode for p in processes] == [0] * 6, round_
+
+
+def _open_cache_after(barrier: Any, path: Path) -> None:
+    barrier.wait()
+    cache = SQLiteCache(path)
+    cache.set("k", {"v": 1})
+    assert cache.get("k") == {"v": 1}
+    cache.close()

@@ -18,8 +18,12 @@ import json
 import os
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from .errors import CacheError
 
 __all__ = ["Cache", "MemoryCache", "SQLiteCache", "cache_key"]
 
@@ -60,6 +64,30 @@ class MemoryCache:
         return len(self._data)
 
 
+BUSY_TIMEOUT = 30.0
+"""Seconds a cache operation waits for another process's lock before failing."""
+
+
+def _with_retries(statement: Callable[[], object], path: Path) -> None:
+    """Run ``statement``, again while the database is locked, for up to ``BUSY_TIMEOUT``."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    pause = 0.005
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise CacheError(
+                    f"the LLM cache {path} stayed locked by another process for "
+                    f"{BUSY_TIMEOUT:g} s; close the other run or use --no-cache"
+                ) from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+
 class SQLiteCache:
     """A cache in one SQLite file (created with mode 0600, its folder with 0700).
 
@@ -73,11 +101,18 @@ class SQLiteCache:
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         os.chmod(self.path, 0o600)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
+        )
+        # Runs starting at the same moment contend for the switch to WAL, which SQLite may
+        # refuse at once ("database is locked") without waiting: try again for a while.
+        _with_retries(lambda: self._db.execute("PRAGMA journal_mode=WAL"), self.path)
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        _with_retries(
+            lambda: self._db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            ),
+            self.path,
         )
         for suffix in ("-wal", "-shm"):
             sidecar = self.path.with_name(self.path.name + suffix)

@@ -15,6 +15,7 @@ shown to a user as it is.
     │   └── MissingExtraError    an optional dependency is not installed (also an ImportError)
     ├── InvalidResultError   a metric produced a result that breaks the score policy
     ├── BudgetExceededError  a run stopped at its cost limit (its journal can be resumed)
+    ├── CacheError           the LLM answer cache cannot be used (locked by another process)
     └── CallError            a call to a service (an LLM) failed
         ├── TransientCallError   worth retrying
         │   ├── RateLimitError       429 Too Many Requests (with ``retry_after`` when given)
@@ -43,6 +44,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BudgetExceededError",
+    "CacheError",
     "CallError",
     "CallTimeoutError",
     "ConfigError",
@@ -202,6 +204,10 @@ class MissingExtraError(PluginError, ImportError):
     def __init__(self, message: str, *, install: str) -> None:
         self.install = install
         super().__init__(f"{message}; install it with: {install}")
+
+
+class CacheError(CtxevalError):
+    """The LLM answer cache cannot be used (another process held its lock too long)."""
 
 
 class InvalidResultError(CtxevalError):
