@@ -209,3 +209,24 @@ def test_rows_and_scores_of_an_unknown_metric() -> None:
     evaluation = ctxeval.evaluate([SEED_ID_PRECISION], metrics=["id_mrr"])
     with pytest.raises(ConfigError, match="no metric 'nope' in this evaluation; it has: id_mrr"):
         evaluation.scores("nope")
+
+
+def test_a_result_changed_after_it_was_built_is_an_error_row() -> None:
+    """Frozen attrs can still be written with object.__setattr__: the runner checks again."""
+    from ctxeval.results import MetricResult
+
+    class Sneaky:
+        name = "sneaky"
+        requires = ()
+
+        def score(self, sample: object) -> MetricResult:
+            row = MetricResult.ok(0.5)
+            object.__setattr__(row, "score", 7.0)
+            return row
+
+        async def ascore(self, sample: object, ctx: object) -> MetricResult:
+            return self.score(sample)
+
+    [row] = ctxeval.evaluate([{"user_input": "q"}], [Sneaky()]).results
+    assert row.status is ctxeval.Status.ERROR
+    assert "changed after it was built" in (row.reason or "")

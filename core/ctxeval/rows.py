@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import CtxevalError, DataError
 from .protocols import Metric
-from .results import MetricResult
+from .results import MetricResult, Status
 from .sample import Sample
 
 __all__ = [
@@ -100,9 +100,23 @@ def checked(result: object, metric: Metric, sample_id: str) -> MetricResult:
         result = MetricResult.error(
             f"metric {metric.name!r} returned {type(result).__name__}, not a MetricResult"
         )
+    elif not _still_valid(result):  # checked when built, then changed behind attrs' back
+        result = MetricResult.error(
+            f"metric {metric.name!r} returned a result changed after it was built "
+            f"(status {result.status.value}, score {result.score!r}); results are immutable"
+        )
     elif result.sample_id == sample_id and result.metric == metric.name:
         return result  # a batch scorer labelled it already
     return result.labelled(sample_id, metric.name)
+
+
+def _still_valid(result: MetricResult) -> bool:
+    """The score policy, checked again: an ``ok`` row has a finite score in [0, 1], the
+    others none."""
+    score = result.score
+    if result.status is Status.OK:
+        return isinstance(score, float) and 0.0 <= score <= 1.0  # (NaN fails both)
+    return score is None
 
 
 def leaves(exc: BaseException) -> list[BaseException]:
