@@ -439,3 +439,19 @@ def test_an_answer_echoing_the_key_is_masked_in_every_log_line(
     assert row.status is Status.OK
     assert "not JSON" in caplog.text  # the failed attempt was logged...
     assert KEY not in caplog.text  # ...with the key masked
+
+
+def test_resuming_with_another_judge_scores_again(server: FakeOpenAI, tmp_path: Path) -> None:
+    data = write_data(tmp_path, 8)
+    out = tmp_path / "run"
+    common = ["evaluate", str(data), "-m", "context_precision", "--api-base", server.url,
+              "--out", str(out), "--no-cache", "-q"]  # fmt: skip
+    assert cli([*common, "--model", "openai/judge-a"]) == 0
+    assert server.count == 8
+    assert cli([*common, "--model", "openai/judge-a", "--resume"]) == 0
+    assert server.count == 8  # same judge: every row reused
+    assert cli([*common, "--model", "openai/judge-b", "--resume"]) == 0
+    assert server.count == 16  # another judge: every row scored again
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    judges = {r["details"]["provenance"]["judges"][0]["model"] for r in rows}
+    assert judges == {"openai/judge-b"}

@@ -111,7 +111,7 @@ async def test_changed_options_are_recomputed(
     changed = ctxeval.get_metric("id_recall_at_k", k=1, name="recall")
     again = await ctxeval.aevaluate(SAMPLES[:3], [changed], journal=journal, resume=True)
     assert all(r.details["k"] == 1 for r in again.results)
-    assert "options of recall changed" in caplog.text
+    assert "the setup of recall changed" in caplog.text
 
 
 async def test_a_torn_last_line_is_ignored(tmp_path: Path) -> None:
@@ -129,7 +129,7 @@ def test_journal_is_private_and_not_a_journal_is_refused(tmp_path: Path) -> None
     ctxeval.evaluate(SAMPLES[:2], ["id_mrr"], journal=journal)
     assert stat.S_IMODE(os.stat(journal).st_mode) == 0o600
     header = json.loads(journal.read_text().splitlines()[0])
-    assert header["ctxeval_journal"] == 1
+    assert header["ctxeval_journal"] == 2
     assert set(header["metrics"]) == {"id_mrr"}
     other = tmp_path / "other.jsonl"
     other.write_text('{"hello": 1}\n')
@@ -199,3 +199,39 @@ async def test_memory_stays_bounded_behind_a_slow_reader() -> None:
                 break
     assert ahead <= 32 * 2 + 256, ahead
     assert read < 3000 + 32 * 2 + 256
+
+
+async def test_a_sample_changed_under_its_id_is_scored_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    first = await ctxeval.aevaluate(SAMPLES[:4], ["id_mrr"], journal=journal)
+    edited = [dict(s) for s in SAMPLES[:4]]
+    edited[1]["retrieved_context_ids"] = list(reversed(edited[1]["retrieved_context_ids"]))
+    edited[2]["metadata"] = {"note": "edited"}  # any field counts
+    again = await ctxeval.aevaluate(edited, ["id_mrr"], journal=journal, resume=True)
+    fresh = await ctxeval.aevaluate(edited, ["id_mrr"])
+    assert [r.score for r in again.results] == [r.score for r in fresh.results]
+    assert [r.usage for r in again.results] == [r.usage for r in fresh.results]
+    assert "2 row(s) of the journal were scored again" in caplog.text
+    assert first.results[0] == again.results[0]
+
+
+def test_the_judge_and_the_prompt_versions_are_in_the_fingerprint() -> None:
+    from ctxeval.journal import fingerprint
+    from ctxeval_llm import LLMConfig
+
+    metric = ctxeval.get_metric("context_precision")
+    judge_a = LLMConfig(model="openai/judge-a", api_base="http://a/v1")
+    judge_b = LLMConfig(model="openai/judge-b", api_base="http://a/v1")
+    other_endpoint = LLMConfig(model="openai/judge-a", api_base="http://b/v1")
+    prints = {fingerprint(metric, llm) for llm in (judge_a, judge_b, other_endpoint)}
+    assert len(prints) == 3
+    assert fingerprint(metric, judge_a) == fingerprint(metric, LLMConfig(
+        model="openai/judge-a", api_base="http://a/v1", api_key="sk-never-in-it"))  # fmt: skip
+    batched = ctxeval.get_metric("context_precision", batch=True)  # another prompt
+    assert fingerprint(batched, judge_a) != fingerprint(metric, judge_a)
+    own = ctxeval.get_metric("context_precision", llm="openai/judge-c")
+    assert fingerprint(own, judge_a) == fingerprint(own, judge_b)  # its own judge counts
+    ids = ctxeval.get_metric("id_mrr")
+    assert fingerprint(ids, judge_a) == fingerprint(ids, judge_b)  # no judge at all

@@ -25,7 +25,7 @@ from .bridge import Backend, run_sync
 from .emission import BATCH_ROWS, Emitter
 from .errors import ConfigError, DataError, MissingExtraError, UnusableLLMError
 from .evaluation import Evaluation
-from .journal import Journal
+from .journal import Journal, Previous
 from .progress import ProgressTracker
 from .protocols import Metric
 from .registry import PluginInfo, Registry, default_registry
@@ -92,9 +92,11 @@ async def stream(
     total = len(samples) * len(resolved) if isinstance(samples, Sized) else None
     tracker = ProgressTracker(run_settings.on_progress, total)
     journal: Journal | None = None
-    previous: dict[tuple[str, str], MetricResult] = {}
+    previous: Previous = {}
     if run_settings.journal is not None:
-        journal, previous = Journal.open(run_settings.journal, resolved, resume=run_settings.resume)
+        journal, previous = Journal.open(
+            run_settings.journal, resolved, resume=run_settings.resume, llm=llm
+        )
         if previous:
             logger.info("%s: resuming; %d row(s) already done", journal.path, len(previous))
     in_flight = run_settings.samples_in_flight
@@ -115,6 +117,11 @@ async def stream(
         async with receive:
             async for batch in receive:
                 yield batch
+        if run.stale:
+            logger.warning(
+                "%d row(s) of the journal were scored again: their sample changed since it was "
+                "written (same id, other content)", run.stale,
+            )  # fmt: skip
         if run.failure is not None:
             raise run.failure
         tracker.finish()

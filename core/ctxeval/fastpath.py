@@ -65,7 +65,7 @@ def score_chunk(run: Run, samples: list[Sample], ids: list[str]) -> list[MetricR
         _column(run, position, samples, ids, missing) for position in range(len(run.metrics))
     ]
     rows = [row for per_sample in zip(*columns, strict=True) for row in per_sample]
-    run.finish_rows(rows)
+    run.finish_rows(rows, samples)
     return rows
 
 

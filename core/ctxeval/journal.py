@@ -1,10 +1,13 @@
 """The journal of a run: every finished row, appended and flushed as it completes.
 
 A run given a journal path writes one JSON line per finished row (in completion order, after a
-header line naming the metrics and a fingerprint of each one's options). A later run with
-``resume=True`` reads it back: rows that were ``ok`` or ``undefined`` are reused as they are,
-``error`` rows are computed again, and rows of a metric whose options changed are dropped. A
-line cut short by a crash is ignored. The file is created with mode 0600.
+header line naming the metrics and a fingerprint of each), with a digest of the sample it
+scored. A later run with ``resume=True`` reads it back: rows that were ``ok`` or ``undefined``
+are reused, ``error`` rows are computed again, and so is every row whose setup or sample
+changed. A metric's fingerprint covers what changes its rows: its type and options, ctxeval's
+version, what its parts report in ``fingerprint_data`` (an LLM part: its prompt versions) and
+the judge it calls (model and endpoint); the sample's digest covers its every field. A line cut
+short by a crash is ignored. The file is created with mode 0600.
 """
 
 from __future__ import annotations
@@ -17,25 +20,72 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
+import orjson
+
+from ._version import __version__
 from .errors import DataError
 from .protocols import Metric
 from .results import MetricResult, Status
+from .sample import Sample
 
-__all__ = ["Journal", "fingerprint"]
+__all__ = ["Journal", "Previous", "fingerprint", "sample_digest"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT: Final = 1
+FORMAT: Final = 2
+
+Previous = dict[tuple[str, str], tuple[MetricResult, str]]
+"""The reusable rows of an earlier run, with the digest of the sample each one scored, keyed by
+``(sample_id, metric)``."""
 
 
-def fingerprint(metric: Metric) -> str:
-    """A short hash of a metric's type and options (its repr), to tell if a setup changed.
+def sample_digest(sample: Sample) -> str:
+    """A short hash of every field of ``sample``: a resumed row is reused only for the same
+    sample."""
+    data = sample.to_dict()
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # metadata orjson cannot write: its repr
+        text = repr(sorted(data.items(), key=lambda item: item[0])).encode("utf-8", "replace")
+    return hashlib.blake2b(text, digest_size=8).hexdigest()
 
-    Only the hash is stored, never the repr itself, so no option value (a key, say) reaches the
+
+def judge_identity(llm: Any) -> str:
+    """Which LLM ``llm`` names (its model and endpoint), for a fingerprint; never its key."""
+    if llm is None:
+        return ""
+    if isinstance(llm, str):
+        return llm
+    if isinstance(llm, Mapping):
+        return f"{llm.get('model')}@{llm.get('api_base')}"
+    resource = getattr(llm, "resource", None)  # ctxeval_llm.LLMConfig: model@endpoint
+    if isinstance(resource, str):
+        return resource
+    model = getattr(llm, "model", None)
+    if isinstance(model, str):
+        return model
+    kind = llm if callable(llm) and hasattr(llm, "__qualname__") else type(llm)
+    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
+
+
+def fingerprint(metric: Metric, llm: Any = None) -> str:
+    """A short hash of what makes a metric's rows what they are: its type and options (its
+    repr), ctxeval's version, its parts' ``fingerprint_data`` (an LLM part's prompt versions)
+    and the judge it calls (its own ``llm``, else the run's ``llm`` when it needs one).
+
+    Only the hash is stored, never the text, so no option value (a key, say) reaches the
     journal.
     """
     kind = type(metric)
-    text = f"{kind.__module__}.{kind.__qualname__}:{metric!r}"
+    parts = getattr(getattr(metric, "pipeline", None), "parts", ())
+    data = [str(getattr(p, "fingerprint_data", "") or "") for p in (metric, *parts)]
+    own = getattr(metric, "llm", None)
+    judge = judge_identity(own) if own is not None else ""
+    if not judge and getattr(metric, "needs_llm", False):
+        judge = judge_identity(llm)
+    text = "\x1f".join(
+        [__version__, f"{kind.__module__}.{kind.__qualname__}:{metric!r}", *data, judge]
+    )
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
@@ -54,41 +104,54 @@ class Journal:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], metrics: Sequence[Metric], *, resume: bool
-    ) -> tuple[Journal, dict[tuple[str, str], MetricResult]]:
-        """Open ``path`` for a run of ``metrics``.
+        cls,
+        path: str | os.PathLike[str],
+        metrics: Sequence[Metric],
+        *,
+        resume: bool,
+        llm: Any = None,
+    ) -> tuple[Journal, Previous]:
+        """Open ``path`` for a run of ``metrics`` (with the run's ``llm``).
 
-        Returns the journal and, when resuming, the reusable rows of the earlier run keyed by
-        ``(sample_id, metric)``. Without ``resume`` an existing journal is replaced.
+        Returns the journal and, when resuming, the reusable rows of the earlier run with their
+        samples' digests (see :data:`Previous`). Without ``resume`` an existing journal is
+        replaced.
         """
         target = Path(path)
         if not target.parent.exists():  # a run folder of its own: its owner's only
             target.parent.mkdir(parents=True, mode=0o700)
-        prints = {m.name: fingerprint(m) for m in metrics}
-        kept: dict[tuple[str, str], MetricResult] = {}
+        prints = {m.name: fingerprint(m, llm) for m in metrics}
+        kept: Previous = {}
         if resume and target.exists():
             kept = _read(target, prints)
         # Rewrite: header, then the rows kept (drops stale errors and a torn last line).
         temporary = target.with_name(target.name + ".tmp")
         with _open_private(temporary, "w") as handle:
             handle.write(json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n")
-            for row in kept.values():
-                handle.write(row.to_json() + "\n")
+            for row, digest in kept.values():
+                handle.write(_line(row, digest))
         os.replace(temporary, target)
         os.chmod(target, 0o600)
         return cls(target, _open_private(target, "a")), kept
 
-    def write(self, row: MetricResult) -> None:
-        """Append ``row`` and flush it to the operating system."""
-        self.write_many((row,))
+    def write(self, row: MetricResult, digest: str) -> None:
+        """Append ``row`` (of the sample with ``digest``) and flush it to the operating
+        system."""
+        self._handle.write(_line(row, digest))
+        self._handle.flush()
 
-    def write_many(self, rows: Iterable[MetricResult]) -> None:
-        """Append ``rows`` and flush them to the operating system."""
-        self._handle.write("".join(row.to_json() + "\n" for row in rows))
+    def write_many(self, rows: Iterable[MetricResult], digests: Iterable[str]) -> None:
+        """Append ``rows`` (each with its sample's digest) and flush them."""
+        self._handle.write("".join(map(_line, rows, digests)))
         self._handle.flush()
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _line(row: MetricResult, digest: str) -> str:
+    text = row.to_json()
+    return f'{text[:-1]},"sample_digest":"{digest}"}}\n'
 
 
 def _header(line: str) -> dict[str, str] | None:
@@ -98,7 +161,7 @@ def _header(line: str) -> dict[str, str] | None:
         prints = header["metrics"]
     except (ValueError, KeyError, TypeError):
         return None
-    if header.get("ctxeval_journal") != FORMAT or not isinstance(prints, dict):
+    if header.get("ctxeval_journal") not in (1, FORMAT) or not isinstance(prints, dict):
         return None
     return prints
 
@@ -114,8 +177,8 @@ def recorded_metrics(path: str | os.PathLike[str]) -> list[str] | None:
     return None if prints is None else list(prints)
 
 
-def _read(path: Path, prints: Mapping[str, str]) -> dict[tuple[str, str], MetricResult]:
-    kept: dict[tuple[str, str], MetricResult] = {}
+def _read(path: Path, prints: Mapping[str, str]) -> Previous:
+    kept: Previous = {}
     with path.open(encoding="utf-8", errors="replace") as handle:
         old_prints = _header(handle.readline())
         if old_prints is None:
@@ -128,19 +191,22 @@ def _read(path: Path, prints: Mapping[str, str]) -> dict[tuple[str, str], Metric
         changed = sorted(n for n in prints if n in old_prints and old_prints[n] != prints[n])
         if changed:
             logger.warning(
-                "%s: options of %s changed since the journal was written; recomputing them",
+                "%s: the setup of %s changed since the journal was written (options, judge, "
+                "prompt versions or ctxeval's version); recomputing their rows",
                 path, ", ".join(changed),
             )  # fmt: skip
         usable = {n for n in prints if old_prints.get(n) == prints[n]}
         torn = 0
         for line in handle:
             try:
-                row = MetricResult.from_dict(json.loads(line))
+                data = json.loads(line)
+                row = MetricResult.from_dict(data)
+                digest = str(data.get("sample_digest") or "")
             except Exception:
                 torn += 1
                 continue
             if row.metric in usable and row.status is not Status.ERROR:
-                kept[row.sample_id, row.metric] = row
+                kept[row.sample_id, row.metric] = (row, digest)
             else:
                 kept.pop((row.sample_id, row.metric), None)
         if torn:

@@ -24,7 +24,7 @@ from anyio.abc import ObjectSendStream, TaskGroup
 from .emission import Emitter
 from .errors import BudgetExceededError, CtxevalError, MissingExtraError, UnusableLLMError
 from .fastpath import score_in_chunks
-from .journal import Journal
+from .journal import Journal, Previous, sample_digest
 from .progress import ProgressTracker
 from .protocols import Metric
 from .results import MetricResult
@@ -48,7 +48,7 @@ class Run:
         metrics: list[Metric],
         scheduler: Scheduler,
         journal: Journal | None,
-        previous: dict[tuple[str, str], MetricResult],
+        previous: Previous,
         tracker: ProgressTracker,
         emitter: Emitter,
         metric_timeout: float | None,
@@ -57,6 +57,8 @@ class Run:
         self.scheduler = scheduler
         self.journal = journal
         self.previous = previous
+        self.stale = 0
+        """Rows of the journal not reused because their sample changed since."""
         self.tracker = tracker
         self.emitter = emitter
         self.metric_timeout = metric_timeout
@@ -88,17 +90,24 @@ class Run:
         """Whether every metric scores synchronously (then samples go in chunks)."""
         return all(score is not None for score in self.sync_score)
 
-    def finish_row(self, row: MetricResult) -> MetricResult:
-        """Journal and count one finished row."""
+    def digest(self, sample: Sample) -> str:
+        """The sample's digest, when a journal needs it (else empty)."""
+        return sample_digest(sample) if self.journal is not None or self.previous else ""
+
+    def finish_row(self, row: MetricResult, digest: str) -> MetricResult:
+        """Journal (with its sample's ``digest``) and count one finished row."""
         if self.journal is not None:
-            self.journal.write(row)
+            self.journal.write(row, digest)
         self.tracker.add(row)
         return row
 
-    def finish_rows(self, rows: list[MetricResult]) -> None:
-        """Journal and count finished rows."""
+    def finish_rows(self, rows: list[MetricResult], samples: list[Sample]) -> None:
+        """Journal and count the finished rows of ``samples`` (sample by sample, metric by
+        metric)."""
         if self.journal is not None:
-            self.journal.write_many(rows)
+            each = len(self.metrics)
+            digests = [d for d in map(sample_digest, samples) for _ in range(each)]
+            self.journal.write_many(rows, digests)
         self.tracker.add_many(rows)
 
     def score_now(
@@ -107,12 +116,15 @@ class Run:
         """The rows that need no waiting, and the indexes of the metrics still to run."""
         rows: list[MetricResult | None] = [None] * len(self.metrics)
         waiting = []
+        digest = self.digest(sample)
         for position, metric in enumerate(self.metrics):
-            reused = self.previous.get((sample_id, metric.name)) if self.previous else None
-            if reused is not None:
-                rows[position] = reused
-                self.tracker.add(reused, resumed=True)
-                continue
+            earlier = self.previous.get((sample_id, metric.name)) if self.previous else None
+            if earlier is not None:
+                if earlier[1] == digest:
+                    rows[position] = earlier[0]
+                    self.tracker.add(earlier[0], resumed=True)
+                    continue
+                self.stale += 1  # the sample changed under the same id: score it again
             missing = sample.missing(metric.requires)
             if missing:
                 row: object = missing_field_error(sample, metric, missing)
@@ -125,7 +137,7 @@ class Run:
                     row = score(sample)
                 except Exception as exc:
                     row = failure(exc, metric)
-            rows[position] = self.finish_row(checked(row, metric, sample_id))
+            rows[position] = self.finish_row(checked(row, metric, sample_id), digest)
         return rows, waiting
 
     async def score_later(
@@ -137,6 +149,8 @@ class Run:
         waiting: list[int],
     ) -> None:
         """Run the metrics that wait for outside calls on one sample, then emit it."""
+
+        digest = self.digest(sample)
 
         async def one(position: int) -> None:
             metric = self.metrics[position]
@@ -165,7 +179,7 @@ class Run:
             spent = ctx.usage
             if spent is not None:
                 row = row.with_usage(spent if row.usage.is_zero else row.usage + spent)
-            rows[position] = self.finish_row(row)
+            rows[position] = self.finish_row(row, digest)
 
         if len(waiting) == 1:
             await one(waiting[0])

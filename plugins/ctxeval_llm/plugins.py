@@ -51,6 +51,10 @@ def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
     return sum(len(m["content"]) for m in prompt.messages(variables, schema_in_prompt=False))
 
 
+def _versions(*used: prompts.Prompt) -> str:
+    return ",".join(f"{p.name}@{p.version}" for p in used)
+
+
 def _provenance(llm: Any, ctx: RunContext, *used: prompts.Prompt) -> dict[str, Any]:
     """Who answers: the judge model, its endpoint and the prompt versions (a row's
     ``details["provenance"]``)."""
@@ -58,7 +62,7 @@ def _provenance(llm: Any, ctx: RunContext, *used: prompts.Prompt) -> dict[str, A
     return {
         "model": config.model,
         "endpoint": config.endpoint,
-        "prompts": [f"{p.name}@{p.version}" for p in used],
+        "prompts": _versions(*used).split(","),
     }
 
 
@@ -79,6 +83,11 @@ class LLMEntityExtractor:
     needs_llm: ClassVar[bool] = True
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
+
+    @property
+    def fingerprint_data(self) -> str:
+        """The prompt version (a resumed run recomputes rows when it changes)."""
+        return _versions(prompts.ENTITIES)
 
     def provenance(self, ctx: RunContext) -> dict[str, Any]:
         return _provenance(self.llm, ctx, prompts.ENTITIES)
@@ -112,6 +121,10 @@ class LLMEntityMatcher:
     needs_llm: ClassVar[bool] = True
     name: str = "llm"
     llm: Any = attrs.field(default=None, repr=False)
+
+    @property
+    def fingerprint_data(self) -> str:
+        return _versions(prompts.ENTITY_PRESENCE)
 
     def provenance(self, ctx: RunContext) -> dict[str, Any]:
         return _provenance(self.llm, ctx, prompts.ENTITY_PRESENCE)
@@ -160,6 +173,10 @@ class LLMRelevanceJudge:
     name: str = "llm_relevance"
     batch: bool = attrs.field(default=False, validator=validators.boolean)
     llm: Any = attrs.field(default=None, repr=False)
+
+    @property
+    def fingerprint_data(self) -> str:
+        return _versions(prompts.USEFULNESS_BATCH if self.batch else prompts.USEFULNESS)
 
     def provenance(self, ctx: RunContext) -> dict[str, Any]:
         used = prompts.USEFULNESS_BATCH if self.batch else prompts.USEFULNESS
@@ -220,6 +237,10 @@ class StatementAttributor:
     needs_llm: ClassVar[bool] = True
     name: str = "llm_statements"
     llm: Any = attrs.field(default=None, repr=False)
+
+    @property
+    def fingerprint_data(self) -> str:
+        return _versions(prompts.ATTRIBUTION)
 
     def provenance(self, ctx: RunContext) -> dict[str, Any]:
         return _provenance(self.llm, ctx, prompts.ATTRIBUTION)
