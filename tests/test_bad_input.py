@@ -107,3 +107,88 @@ def test_duplicate_ids_name_the_sample(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="two samples have this id") as error:
         ctxeval.evaluate(ctxeval.load_samples(path), ["id_mrr"])
     assert error.value.sample_id == "x"
+
+
+HOSTILE_IDS: list[Any] = [
+    "b\ud800",  # a lone surrogate
+    int("1" * 30),  # beyond 64 bits
+    1.5,
+    True,
+    [[[["deep"]]]],
+    "x" * 20_000,  # an absurdly long ID
+]
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_hostile_rows_from_python_are_refused_or_error_rows(lenient: bool) -> None:
+    good = {"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["a"]}
+    data = [{**good, "id": "first"}]
+    data += [{**good, "id": bad} for bad in HOSTILE_IDS]
+    data += [{**good, "id": "text", "user_input": "cut \ud83d pair"}]
+    data += [{**good, "id": "ids", "retrieved_context_ids": ["x\udc00"]}]
+    data += [{**good, "id": "meta", "metadata": {"n": 10**30}}]
+    data += [{**good, "id": "first"}]  # a duplicate
+    data += [{**good, "id": "last"}]
+    if not lenient:
+        with pytest.raises(ctxeval.DataError):
+            ctxeval.evaluate(data, ["id_mrr"])
+        return
+    for metrics in (["id_mrr"], ["id_mrr", ctxeval.get_metric("id_mrr", name="other")]):
+        ev = ctxeval.evaluate(data, metrics, lenient=True)
+        rows = ev.results
+        assert len(rows) == len(data) * len(metrics)  # nothing dropped
+        by_id = {r.sample_id: r for r in rows}
+        assert by_id["first"].status is ctxeval.Status.OK
+        assert by_id["last"].status is ctxeval.Status.OK
+        errors = [r for r in rows if r.status is ctxeval.Status.ERROR]
+        assert len(errors) == (len(data) - 2) * len(metrics)
+        assert all("could not be read" in (r.reason or "") for r in errors)
+        for row in rows:  # every row can be written: no surrogate, no huge value
+            row.to_json().encode("utf-8")
+
+
+def test_a_file_of_hostile_rows_scores_every_good_row(tmp_path: Path) -> None:
+    good = {"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["a"]}
+    lines = [json.dumps({**good, "id": f"g{i}"}) for i in range(3)]
+    lines.insert(1, json.dumps({**good, "id": "b\ud800"}))
+    lines.insert(2, '{"id": ' + "1" * 5000 + ', "retrieved_context_ids": ["a"]}')
+    lines.insert(3, '{"id": ' + "[" * 1000 + '"a"' + "]" * 1000 + "}")
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    loaded = ctxeval.load_samples(path, strict=False)
+    ev = ctxeval.evaluate(loaded, ["id_mrr"], journal=tmp_path / "run" / "journal.jsonl")
+    assert sorted(r.sample_id for r in ev.results) == ["g0", "g1", "g2"]
+    assert [e.line for e in loaded.errors] == [2, 3, 4]
+
+
+def test_details_json_cannot_hold_do_not_take_the_run_down(tmp_path: Path) -> None:
+    """A plugin's details with a set, an object, a lone surrogate or 5 000 levels of nesting:
+    the row is kept and every file of the run folder is written."""
+    from ctxeval.results import MetricResult
+    from ctxeval.writers import CSVWriter, HTMLWriter, JSONLWriter, MarkdownWriter, SummaryWriter
+
+    deep: Any = "a"
+    for _ in range(5000):
+        deep = [deep]
+    odd = [{"s": {1, 2}}, {"o": object()}, {"sur": "x\ud800"}, {"deep": deep}]
+
+    class Odd:
+        name = "odd"
+        requires = ()
+
+        def score(self, sample: Any) -> MetricResult:
+            return MetricResult.ok(0.5, details=odd[int(sample.id)])
+
+        async def ascore(self, sample: Any, ctx: Any) -> MetricResult:
+            return self.score(sample)
+
+    journal = tmp_path / "run" / "journal.jsonl"
+    ev = ctxeval.evaluate([{"id": str(i)} for i in range(4)], [Odd()], journal=journal)
+    assert [r.score for r in ev.results] == [0.5] * 4
+    from ctxeval.report import summary_dict
+
+    summary = summary_dict(ev)
+    for writer in (JSONLWriter(), SummaryWriter(), HTMLWriter(), CSVWriter(), MarkdownWriter()):
+        path = writer.write(ev, summary, tmp_path / "run", title="odd")
+        path.read_bytes().decode("utf-8")  # written, and valid UTF-8
+    assert len(journal.read_text(encoding="utf-8").splitlines()) == 5

@@ -111,6 +111,7 @@ async def stream(
         tracker,
         Emitter(send, in_flight),
         run_settings.metric_timeout,
+        run_settings.lenient,
     )
 
     async def batches() -> AsyncIterator[list[MetricResult]]:

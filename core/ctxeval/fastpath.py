@@ -17,8 +17,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from .errors import DataError
 from .results import MetricResult
-from .rows import SampleInput, checked, failure, identify, lacking, missing_field_error
+from .rows import (
+    SampleInput,
+    checked,
+    failure,
+    identify,
+    lacking,
+    missing_field_error,
+    unreadable,
+)
 from .sample import Sample
 
 if TYPE_CHECKING:
@@ -41,20 +50,35 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
         chunk: list[Sample] = []
         ids: list[str] = []
         error: Exception | None = None
+        bad: list[tuple[int, list[MetricResult]]] = []  # (position in chunk, error rows)
+        read = 0
         with collector_paused():
             try:
                 for item in itertools.islice(items, CHUNK):
-                    sample, sample_id = identify(item, index, seen_ids)
+                    read += 1
+                    try:
+                        sample, sample_id = identify(item, index, seen_ids)
+                    except DataError as exc:
+                        if not run.lenient:
+                            raise
+                        rows_of_bad = unreadable(exc, index, seen_ids, run.metrics)
+                        run.finish_rows_of_unreadable(rows_of_bad)
+                        bad.append((len(chunk), rows_of_bad))
+                        index += 1
+                        continue
                     chunk.append(sample)
                     ids.append(sample_id)
                     index += 1
             except Exception as exc:  # the rows of the samples before the bad one still go out
                 error = exc
             rows = score_chunk(run, chunk, ids) if chunk else []
+            width = len(run.metrics)
+            for position, rows_of_bad in reversed(bad):  # in input order among the others
+                rows[position * width : position * width] = rows_of_bad
         await run.emitter.send_now(rows)
         if error is not None:
             raise error
-        if not chunk:
+        if not read:
             return
 
 

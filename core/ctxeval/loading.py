@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from .errors import ConfigError, DataError
-from .sample import FIELD_ALIASES, ID_LIST_FIELDS, TEXT_LIST_FIELDS, Sample
+from .sample import FIELD_ALIASES, ID_LIST_FIELDS, TEXT_LIST_FIELDS, Sample, id_for_message
 
 __all__ = ["FORMATS", "SampleStream", "load_samples"]
 
@@ -90,9 +90,7 @@ class SampleStream(Iterator[Sample]):
             except DataError as exc:
                 sample_id = row.get("id") if isinstance(row, Mapping) else None
                 error = exc.located(
-                    path=str(self.path),
-                    line=line,
-                    sample_id=None if sample_id is None else str(sample_id),
+                    path=str(self.path), line=line, sample_id=id_for_message(sample_id)
                 )
                 if self.strict:
                     raise error from None
@@ -177,6 +175,8 @@ def _read_jsonl(path: Path) -> Iterator[Row]:
                 yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}")
             except RecursionError:
                 yield number, _Bad("the JSON is nested too deeply to read")
+            except ValueError as exc:  # an integer of thousands of digits
+                yield number, _Bad(f"a value that cannot be read: {str(exc).split(';')[0]}")
 
 
 def _read_json(path: Path) -> Iterator[Row]:
@@ -215,6 +215,8 @@ def _read_json(path: Path) -> Iterator[Row]:
         ) from None
     except RecursionError:
         raise DataError("the JSON is nested too deeply to read") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise DataError(f"a value that cannot be read: {str(exc).split(';')[0]}") from None
 
 
 def _columns(document: object) -> Iterator[Row]:

@@ -6,12 +6,13 @@ import html
 import json
 import math
 import os
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .evaluation import Evaluation
-from .results import MetricResult, Status, Usage, _plain
+from .results import MetricResult, Status, Usage
 from .writers import write_text
 
 __all__ = [
@@ -345,8 +346,17 @@ def _evidence(row: MetricResult) -> str:
             + (", ".join(map(str, ranks)) if ranks else '<span class="miss">none</span>')
         )
     if not items:
-        items.append(html.escape(", ".join(f"{k}: {v}" for k, v in d.items())[:300]))
+        items.append(html.escape(", ".join(f"{k}: {_brief(v)}" for k, v in d.items())[:300]))
     return '<ul class="evidence">' + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 120, 120
+
+
+def _brief(value: Any) -> str:
+    """``value`` shortened for a page (safe on deep nesting): strings as they are."""
+    return value if isinstance(value, str) else _BRIEF.repr(value)
 
 
 def _score_class(row: MetricResult) -> str:
@@ -373,7 +383,7 @@ def _explorer_json(
             "status": row.status.value,
             "score": row.score,
             "reason": row.reason,
-            "details": _plain(row.details),
+            "details": row.to_dict()["details"],  # (safe on what JSON cannot hold)
         }
     samples = []
     for sample_id in rows:
@@ -386,7 +396,12 @@ def _explorer_json(
                     entry[name] = list(value) if isinstance(value, tuple) else value
         samples.append(entry)
     data = {"metrics": metrics, "samples": samples, "rows": rows}
-    return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+    text = json.dumps(data, ensure_ascii=False, default=repr)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a plugin's lone surrogate: escape everything instead
+        text = json.dumps(data, ensure_ascii=True, default=repr)
+    return text.replace("<", "\\u003c")
 
 
 _TOOLBAR = """<div class="toolbar">

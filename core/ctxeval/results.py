@@ -227,21 +227,31 @@ class MetricResult:
         return self.status is Status.OK
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as written to ``results.jsonl``."""
+        """The row as written to ``results.jsonl`` (details a plugin nested beyond reason are
+        replaced by a note saying so)."""
+        try:
+            details = _plain(self.details)
+        except RecursionError:
+            details = {"unwritable": "details nested too deeply to be written as JSON"}
         return {
             "sample_id": self.sample_id,
             "metric": self.metric,
             "status": self.status.value,
             "score": self.score,
             "reason": self.reason,
-            "details": _plain(self.details),
+            "details": details,
             "usage": self.usage.to_dict(),
         }
 
     def to_json(self) -> str:
         """:meth:`to_dict` as one line of JSON (UTF-8 text, no newline), as written to
         ``results.jsonl`` and journals."""
-        return _dumps(self.to_dict())
+        row = self.to_dict()
+        try:
+            return _dumps(row)
+        except (RecursionError, ValueError) as exc:  # details JSON cannot hold
+            row["details"] = {"unwritable": f"details could not be written as JSON: {exc}"}
+            return _dumps(row)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MetricResult:
@@ -344,6 +354,12 @@ class LazyDetails(Mapping[str, Any]):
         return (dict, (dict(self._get()),))
 
 
+def json_line(data: Any) -> str:
+    """``data`` as one line of JSON that can always be written: orjson, else json; what JSON
+    has no word for (a plugin's set or object) as its repr, a lone surrogate escaped."""
+    return _dumps(data)
+
+
 def _dumps(data: Any) -> str:
     """One line of JSON: orjson (several times faster), or json for what orjson refuses
     (integers beyond 64 bits)."""
@@ -351,8 +367,13 @@ def _dumps(data: Any) -> str:
 
     try:
         return orjson.dumps(data).decode("utf-8")
-    except TypeError:
-        return json.dumps(data, ensure_ascii=False)
+    except TypeError:  # orjson's JSONEncodeError too: a big int, a surrogate, a foreign type
+        pass
+    try:
+        return json.dumps(data, ensure_ascii=False).encode("utf-8").decode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        # what a plugin put in details that JSON has no word for: its repr, all ASCII
+        return json.dumps(data, ensure_ascii=True, default=repr)
 
 
 _ATOMS: frozenset[type] = frozenset((str, int, bool, type(None)))

@@ -16,7 +16,7 @@ from typing import Any
 from .errors import CtxevalError, DataError
 from .protocols import Metric
 from .results import MetricResult, Status
-from .sample import Sample
+from .sample import Sample, id_for_message
 
 __all__ = [
     "SampleInput",
@@ -42,9 +42,7 @@ def _to_sample(item: SampleInput, index: int) -> Sample:
         return Sample.from_dict(item)
     except DataError as exc:
         sample_id = item.get("id") if isinstance(item, Mapping) else None
-        raise exc.located(
-            sample_id=str(sample_id) if sample_id is not None else str(index)
-        ) from None
+        raise exc.located(sample_id=id_for_message(sample_id) or str(index)) from None
 
 
 def identify(item: SampleInput, index: int, seen_ids: set[str]) -> tuple[Sample, str]:
@@ -137,3 +135,18 @@ def failure(exc: BaseException, metric: Metric) -> MetricResult:
     if isinstance(first, CtxevalError):
         return MetricResult.error(f"{kind}: {first}{more}")
     return MetricResult.error(f"{kind} in metric {metric.name!r}: {first}{more}")
+
+
+def unreadable(
+    exc: DataError, index: int, seen_ids: set[str], metrics: Sequence[Metric]
+) -> list[MetricResult]:
+    """The error rows (one per metric) of a sample that could not be read (lenient runs): its
+    own id when it has a usable one not seen before, else its position."""
+    given = exc.sample_id
+    usable = given is not None and id_for_message(given) == given  # valid text, short
+    sample_id = given if usable and given is not None and given not in seen_ids else str(index)
+    while sample_id in seen_ids:
+        sample_id = f"{sample_id}#"
+    seen_ids.add(sample_id)
+    reason = f"the sample could not be read: {exc}"
+    return [MetricResult.error(reason).labelled(sample_id, m.name) for m in metrics]

@@ -22,13 +22,28 @@ import anyio
 from anyio.abc import ObjectSendStream, TaskGroup
 
 from .emission import Emitter
-from .errors import BudgetExceededError, CtxevalError, MissingExtraError, UnusableLLMError
+from .errors import (
+    BudgetExceededError,
+    CtxevalError,
+    DataError,
+    MissingExtraError,
+    UnusableLLMError,
+)
 from .fastpath import score_in_chunks
 from .journal import Journal, Previous, sample_digest
 from .progress import ProgressTracker
 from .protocols import Metric
 from .results import MetricResult
-from .rows import SampleInput, checked, failure, identify, leaves, method, missing_field_error
+from .rows import (
+    SampleInput,
+    checked,
+    failure,
+    identify,
+    leaves,
+    method,
+    missing_field_error,
+    unreadable,
+)
 from .sample import Sample
 from .scheduler import Scheduler
 
@@ -52,6 +67,7 @@ class Run:
         tracker: ProgressTracker,
         emitter: Emitter,
         metric_timeout: float | None,
+        lenient: bool = False,
     ) -> None:
         self.metrics = metrics
         self.scheduler = scheduler
@@ -62,6 +78,7 @@ class Run:
         self.tracker = tracker
         self.emitter = emitter
         self.metric_timeout = metric_timeout
+        self.lenient = lenient
         self.sync_score: list[Callable[[Sample], object] | None] = [
             method(m, "score") for m in metrics
         ]
@@ -108,6 +125,12 @@ class Run:
             each = len(self.metrics)
             digests = [d for d in map(sample_digest, samples) for _ in range(each)]
             self.journal.write_many(rows, digests)
+        self.tracker.add_many(rows)
+
+    def finish_rows_of_unreadable(self, rows: list[MetricResult]) -> None:
+        """Journal and count the error rows of a sample that could not be read."""
+        if self.journal is not None:
+            self.journal.write_many(rows, [""] * len(rows))
         self.tracker.add_many(rows)
 
     def score_now(
@@ -226,7 +249,17 @@ async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
     index = 0
     async for item in _iterate(samples):
         run.scheduler.check_budget()
-        sample, sample_id = identify(item, index, seen_ids)
+        try:
+            sample, sample_id = identify(item, index, seen_ids)
+        except DataError as exc:
+            if not run.lenient:
+                raise
+            await run.emitter.admit()
+            bad = unreadable(exc, index, seen_ids, run.metrics)
+            run.finish_rows_of_unreadable(bad)
+            await run.emitter.done(index, bad, eager=False)
+            index += 1
+            continue
         await run.emitter.admit()
         rows, waiting = run.score_now(sample, sample_id)
         if waiting:

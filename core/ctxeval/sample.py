@@ -12,10 +12,12 @@ field.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from .errors import DataError
 
@@ -36,13 +38,60 @@ FIELD_ALIASES: Final[Mapping[str, str]] = {
 """Older ragas field names and the names they stand for."""
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 60, 60, 40
+
+
+def _shown(value: object) -> str:
+    """``value`` for a message: short, and safe on absurd values (deep nesting, huge ints)."""
+    return _REPR.repr(value)
+
+
+def _is_valid(text: str) -> bool:
+    try:
+        _valid(text, "")
+    except DataError:
+        return False
+    return True
+
+
+def id_for_message(value: object) -> str | None:
+    """A sample's ``id`` as an error message may name it, whatever it holds (a huge integer,
+    a deep list), or None when it has none."""
+    if value is None:
+        return None
+    if isinstance(value, str) and len(value) <= 200 and _is_valid(value):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64:
+        return str(value)
+    return _shown(value)
+
+
 def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _valid(text: str, field: str, what: str = "the text") -> str:
+    """``text``, if it is valid Unicode (no lone surrogate, which no file can hold)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = ord(text[exc.start])
+            raise DataError(
+                f"{what} holds a lone surrogate (U+{code:04X} at character {exc.start}), "
+                "which is not valid Unicode",
+                field=field,
+                hint="fix the encoding where the text was produced (a cut surrogate pair)",
+            ) from None
+    return text
+
+
 def _text(value: object, field: str) -> str | None:
-    if value is None or isinstance(value, str):
+    if value is None:
         return value
+    if isinstance(value, str):
+        return _valid(value, field)
     raise DataError(f"expected a string, got {_type_name(value)}", field=field)
 
 
@@ -62,14 +111,30 @@ def _texts(value: object, field: str) -> tuple[str, ...] | None:
             raise DataError(
                 f"item {position} is {_type_name(item)}, expected a string", field=field
             )
+        if not item.isascii():
+            _valid(item, field, f"item {position}")
     return tuple(value)
 
 
-def _id_value(value: object) -> str | None:
+MAX_ID_LENGTH: Final = 10_000
+"""The longest ID (characters) a sample may hold."""
+
+
+def _id_value(value: object, field: str = "id") -> str | None:
     """A context or sample ID as a string, or None when it is not a str or an int."""
     if isinstance(value, str):
-        return value
+        if len(value) > MAX_ID_LENGTH:
+            raise DataError(
+                f"an ID of {len(value)} characters (at most {MAX_ID_LENGTH})", field=field
+            )
+        return value if value.isascii() else _valid(value, field, "an ID")
     if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 64:  # a 20-digit number is an ID; a 4 000-digit one is not
+            raise DataError(
+                f"an integer ID of {value.bit_length()} bits (at most 64); give long IDs "
+                "as strings",
+                field=field,
+            )
         return str(value)
     return None
 
@@ -122,15 +187,16 @@ def grades_of(ids: tuple[str, ...] | None) -> tuple[int, ...] | None:
 def _graded(value: Mapping[Any, Any], field: str) -> GradedIDs:
     ids, grades = [], []
     for key, grade in value.items():
-        as_id = _id_value(key)
+        as_id = _id_value(key, field)
         if as_id is None:
             raise DataError(
-                f"key {key!r} is {_type_name(key)}; IDs must be strings or integers", field=field
+                f"key {_shown(key)} is {_type_name(key)}; IDs must be strings or integers",
+                field=field,
             )
         if isinstance(grade, bool) or not isinstance(grade, int):
             raise DataError(
-                f"the grade of {as_id!r} is {_type_name(grade)} {grade!r}; grades are integers "
-                "(0 or less: judged not relevant)",
+                f"the grade of {as_id!r} is {_type_name(grade)} {_shown(grade)}; grades are "
+                "integers (0 or less: judged not relevant)",
                 field=field,
             )
         ids.append(as_id)
@@ -154,16 +220,17 @@ def _ids(value: object, field: str) -> tuple[str, ...] | None:
         raise DataError(
             f"expected a list of IDs, got a single {_type_name(value)}",
             field=field,
-            hint=f'wrap it in a list: "{field}": [{value!r}]',
+            hint=f'wrap it in a list: "{field}": [{_shown(value)}]',
         )
     if not isinstance(value, (list, tuple)):
         raise DataError(f"expected a list of IDs, got {_type_name(value)}", field=field)
     out = []
     for position, item in enumerate(value):
-        as_id = _id_value(item)
+        as_id = _id_value(item, field)
         if as_id is None:
             raise DataError(
-                f"item {position} is {_type_name(item)} {item!r}; IDs must be strings or integers",
+                f"item {position} is {_type_name(item)} {_shown(item)}; IDs must be strings or "
+                "integers",
                 field=field,
             )
         out.append(as_id)
@@ -205,7 +272,7 @@ def _sample_id(value: object) -> str | None:
     as_id = _id_value(value)
     if as_id is None:
         raise DataError(
-            f"expected a string or an integer, got {_type_name(value)} {value!r}", field="id"
+            f"expected a string or an integer, got {_type_name(value)} {_shown(value)}", field="id"
         )
     return as_id
 
@@ -213,6 +280,16 @@ def _sample_id(value: object) -> str | None:
 def _metadata(value: object) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise DataError(f"expected a mapping, got {_type_name(value)}", field="metadata")
+    if value:  # it goes to the report and the digest as JSON: it must be writable
+        try:
+            orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=repr)
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            raise DataError(
+                f"cannot be written as JSON ({exc})",
+                field="metadata",
+                hint="keep metadata to JSON values: strings of valid Unicode, numbers within "
+                "64 bits, nesting under 255 levels",
+            ) from None
     return value
 
 
@@ -274,7 +351,7 @@ class Sample:
         metadata: dict[str, Any] = {}
         for key, value in data.items():
             if not isinstance(key, str):
-                raise DataError(f"field names must be strings, got {_type_name(key)} {key!r}")
+                raise DataError(f"field names must be strings, got {_type_name(key)} {_shown(key)}")
             name = FIELD_ALIASES.get(key, key)
             if name in _FIELD_SET:
                 if name in fields:
@@ -324,6 +401,9 @@ _set_metadata: Final = Sample.metadata.__set__  # type: ignore[attr-defined,misc
 _new_sample: Final = object.__new__
 
 
+_ID_FIELDS: Final = frozenset({"retrieved_context_ids", "reference_context_ids"})
+
+
 def _prebuilt(data: dict[str, Any]) -> Sample | None:
     """The sample of ``data`` (sample fields only), built without the converters when every
     value already has its final type (strings, lists of strings: what a JSON line usually
@@ -337,10 +417,17 @@ def _prebuilt(data: dict[str, Any]) -> Sample | None:
             if name not in _LIST_FIELDS:
                 return None
             try:
-                "".join(value)  # C speed: raises TypeError unless every item is a str
+                joined = "".join(value)  # C speed: raises TypeError unless every item is a str
             except TypeError:
                 return None
-        elif value is not None and (type(value) is not str or name in _LIST_FIELDS):
+            if not joined.isascii() or (name in _ID_FIELDS and len(joined) > MAX_ID_LENGTH):
+                return None  # the converters check it (a lone surrogate, an absurd ID)
+        elif value is not None and (
+            type(value) is not str
+            or name in _LIST_FIELDS
+            or not value.isascii()
+            or (name == "id" and len(value) > MAX_ID_LENGTH)
+        ):
             return None
     sample: Sample = _new_sample(Sample)
     get = data.get
@@ -356,5 +443,5 @@ def _old_name(name: str) -> str:
 
 
 def _short(value: object, limit: int = 40) -> str:
-    text = repr(value)
+    text = _shown(value)
     return text if len(text) <= limit else text[: limit - 4] + "...)"

@@ -152,6 +152,10 @@ class RunSettings:
             journal, the run can be resumed).
         metric_timeout: seconds one metric may take on one sample, retries included, before its
             row becomes an ``error`` (a plugin that hangs cannot hold the run; None: no limit).
+        lenient: a sample that cannot be read (a value of the wrong type, text that is not
+            valid Unicode, an absurd ID, a duplicate id) becomes one ``error`` row per metric
+            that names the field and the reason, and the run goes on; without it (the default)
+            the first one stops the run with :class:`~ctxeval.DataError`.
     """
 
     limits: Limits | Mapping[str, Limits] | None = attrs.field(default=None, validator=_limits)
@@ -173,6 +177,7 @@ class RunSettings:
     metric_timeout: float | None = attrs.field(
         default=3600.0, validator=_setting(optional_positive_number)
     )
+    lenient: bool = attrs.field(default=False, validator=_setting(boolean))
 
     def __attrs_post_init__(self) -> None:
         if self.max_concurrency is not None and self.limits is not None:

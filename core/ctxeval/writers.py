@@ -32,6 +32,7 @@ import attrs
 
 from .base import Dependency
 from .evaluation import Evaluation
+from .results import json_line
 
 __all__ = [
     "CSVWriter",
@@ -52,7 +53,8 @@ def private_open(path: Path, *, newline: str | None = None) -> IO[str]:
     data and the judge's reasons."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(descriptor, 0o600)  # also when the file was there already
-    return os.fdopen(descriptor, "w", encoding="utf-8", newline=newline)
+    # a lone surrogate a plugin let through is written as \ud800 text, never a crash
+    return os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace", newline=newline)
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -117,7 +119,7 @@ def _flat(evaluation: Evaluation) -> list[dict[str, Any]]:
     for row in evaluation.results:
         record = row.to_dict()
         usage = record.pop("usage")
-        record["details"] = json.dumps(record["details"], ensure_ascii=False)
+        record["details"] = json_line(record["details"])
         record.update({key: usage[key] for key in _USAGE})
         records.append(record)
     return records
