@@ -108,3 +108,35 @@ async def test_id_matcher_plugin(anyio_backend: str) -> None:
     ctx = Scheduler(ctxeval.default_registry()).context()
     verdicts = await matcher.match(["b", "z"], ["a", "b", "b"], ctx)
     assert [(v.matched, v.evidence) for v in verdicts] == [(True, 1), (False, None)]
+
+
+@pytest.mark.parametrize(
+    ("measure", "size"), [("containment", 31_200), ("partial", 6_000), ("levenshtein", 1_000_000)]
+)
+def test_a_pair_past_a_measures_size_is_an_error_row_at_once(measure: str, size: int) -> None:
+    """30 KB against 30 KB with containment used to run for minutes, a 1 MB pair with
+    levenshtein 70 s: now an error row that says why, and the other samples are scored."""
+    import time
+
+    big = ("lorem ipsum " * (size // 12 + 1))[:size]
+    samples = [
+        {"reference_contexts": [big], "retrieved_contexts": [big]},
+        {"reference_contexts": ["abc"], "retrieved_contexts": ["abc"]},
+    ]
+    metric = ctxeval.get_metric("non_llm_context_recall", measure=measure)
+    started = time.monotonic()
+    big_row, small_row = ctxeval.evaluate(samples, [metric]).results
+    assert time.monotonic() - started < 10
+    assert big_row.status is ctxeval.Status.ERROR
+    assert "TextTooLargeError" in (big_row.reason or "")
+    assert "split the passages" in (big_row.reason or "")
+    assert small_row.score == 1.0
+
+
+def test_pairs_within_the_limits_are_scored_as_before() -> None:
+    from ctxeval.builtin.similarity import MAX_PARTIAL_CHARS, pair_similarity
+
+    text = "a" * MAX_PARTIAL_CHARS
+    assert pair_similarity("containment")(text, text) == 1.0
+    assert pair_similarity("levenshtein")("x" * 50_000, "x" * 50_000) == 1.0
+    assert pair_similarity("hamming")("x" * 1_000_000, "x" * 1_000_000) == 1.0  # linear: no cap
