@@ -231,3 +231,53 @@ def test_csv_list_cells_are_literals_only(tmp_path: Path, cell: str) -> None:
     path.write_text(f'id,contexts\ns1,"{cell}"\n', encoding="utf-8")
     with pytest.raises(DataError, match="a list field must hold a JSON array or a Python list"):
         list(load_samples(path))
+
+
+def test_csv_an_unterminated_quote_swallows_no_good_row(tmp_path: Path) -> None:
+    path = tmp_path / "u.csv"
+    path.write_text(
+        "id,retrieved_context_ids,reference_context_ids\n"
+        'g1,"[""a""]","[""a""]"\n'
+        'g2,"[""a""]","[""a""\n'  # the quote never closes
+        'g3,"[""a""]","[""a""]"\n'
+        'g4,"[""a""]","[""a""]"\n'
+    )
+    loaded = ctxeval.load_samples(path, strict=False)
+    assert [s.id for s in loaded] == ["g1", "g3", "g4"]
+    assert [e.line for e in loaded.errors] == [3]
+    assert "not valid CSV" in str(loaded.errors[0])
+
+
+def test_csv_a_byte_that_is_not_utf8_rejects_its_row_only_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "b.csv"
+    path.write_bytes(
+        b'id,retrieved_context_ids,reference_context_ids\ng1,"[""a""]","[""a""]"\n'
+        b'g2,"[""\xff""]","[""a""]"\ng3,"[""a""]","[""a""]"\n'
+    )
+    loaded = ctxeval.load_samples(path, strict=False)
+    assert [s.id for s in loaded] == ["g1", "g3"]
+    assert [e.line for e in loaded.errors] == [3]
+    assert "not valid UTF-8 at byte 7 of line 3" in str(loaded.errors[0])
+    with pytest.raises(ctxeval.DataError, match=r"b.csv:3: not valid UTF-8"):
+        list(ctxeval.load_samples(path))
+
+
+def test_csv_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text('id,retrieved_context_ids,id\ng1,"[""a""]",x\n')
+    with pytest.raises(ctxeval.DataError, match="column 'id' appears twice"):
+        list(ctxeval.load_samples(path, strict=False))
+
+
+def test_csv_line_numbers_count_physical_lines(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text(
+        "id,reference,retrieved_contexts\n"
+        'a,"two\nlines","[""x""]"\n'  # a legitimate quoted newline: lines 2-3
+        "b,ref,not a list\n"  # line 4
+        '\ufeffc,ref,"[""x""]"\n'
+    )
+    loaded = ctxeval.load_samples(path, strict=False)
+    samples = list(loaded)
+    assert samples[0].reference == "two\nlines"
+    assert [e.line for e in loaded.errors] == [4]

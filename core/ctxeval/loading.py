@@ -246,34 +246,109 @@ def _skip_space(text: str, position: int) -> int:
 
 
 def _read_csv(path: Path) -> Iterator[Row]:
+    """CSV rows with the physical line each starts on, read strictly: bad quoting, an
+    unterminated quote, a line that is not UTF-8 each make that row bad (and only that row:
+    reading goes on with the next line), and a header naming a column twice is refused."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with path.open("r", encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(_decoded_lines(handle))
-        if reader.fieldnames is None:
-            return
+    with path.open("rb") as handle:
+        lines = _CSVLines(handle)
+        header: list[str] | None = None
         while True:
-            start = reader.line_num + 1
-            try:
-                record = next(reader)
-            except StopIteration:
+            start, cells, problem = lines.record()
+            if start is None:
                 return
-            except csv.Error as exc:
-                yield start, _Bad(f"not valid CSV: {exc}")
-                return
-            yield start, _csv_row(record, reader.fieldnames)
+            if problem is not None:
+                if header is None:
+                    raise DataError(f"the header line is unreadable: {problem}", line=start)
+                yield start, _Bad(problem)
+                continue
+            assert cells is not None
+            if not cells:
+                continue  # a blank line
+            if header is None:
+                header = _csv_header(cells, start)
+                continue
+            record: dict[str | None, Any] = dict(zip(header, cells, strict=False))
+            if len(cells) > len(header):
+                record[None] = cells[len(header) :]
+            for name in header[len(cells) :]:
+                record[name] = None
+            yield start, _csv_row(record, header)
 
 
-def _decoded_lines(handle: IO[str]) -> Iterator[str]:
-    line = 0
-    while True:
-        line += 1
+def _csv_header(cells: list[str], line: int) -> list[str]:
+    seen: dict[str, int] = {}
+    for position, name in enumerate(cells, start=1):
+        if name in seen:
+            raise DataError(
+                f"column {name!r} appears twice in the header (columns {seen[name]} and "
+                f"{position}); one of the two would be lost",
+                line=line,
+                hint="rename or remove one of them",
+            )
+        seen[name] = position
+    return cells
+
+
+class _CSVLines:
+    """The physical lines of a CSV file, decoded one by one, parsed a record at a time; a
+    record that fails gives back all its lines but its first, so that reading goes on from
+    the line after it (an unterminated quote swallows nothing)."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+        self._pending: list[tuple[int, bytes]] = []  # lines given back, in order
+        self._number = 0
+
+    def _next_line(self) -> tuple[int, bytes] | None:
+        if self._pending:
+            return self._pending.pop(0)
+        raw = self._handle.readline()
+        if not raw:
+            return None
+        self._number += 1
+        if self._number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a byte-order mark
+        return self._number, raw
+
+    def record(self) -> tuple[int | None, list[str] | None, str | None]:
+        """``(first line, cells, None)``, ``(first line, None, problem)``, or
+        ``(None, None, None)`` at the end."""
+        taken: list[tuple[int, bytes]] = []
+        problem: list[str] = []
+
+        def feed() -> Iterator[str]:
+            while True:
+                line = self._next_line()
+                if line is None:
+                    return
+                taken.append(line)
+                number, raw = line
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    problem.append(f"not valid UTF-8 at byte {exc.start} of line {number}")
+                    return
+
+        reader = csv.reader(feed(), strict=True)
         try:
-            text = handle.readline()
-        except UnicodeDecodeError as exc:
-            raise DataError(f"not valid UTF-8 near line {line}: {exc.reason}") from None
-        if not text:
-            return
-        yield text
+            cells: list[str] = next(reader)
+        except StopIteration:
+            if not taken:
+                return None, None, None
+            if problem:
+                self._pending[:0] = taken[1:]
+                return taken[0][0], None, problem[0]
+            cells = []
+        except csv.Error as exc:
+            first = taken[0][0] if taken else self._number
+            self._pending[:0] = taken[1:]  # read again from the line after this row's first
+            what = "an unterminated quote" if "end of data" in str(exc) else str(exc)
+            return first, None, f"not valid CSV ({what}) in the row starting on this line"
+        if problem:  # the row ran into an undecodable line
+            self._pending[:0] = taken[1:]
+            return taken[0][0], None, problem[0]
+        return taken[0][0], cells, None
 
 
 def _csv_row(record: Mapping[str | None, Any], header: Any) -> Any:
