@@ -192,3 +192,41 @@ def test_details_json_cannot_hold_do_not_take_the_run_down(tmp_path: Path) -> No
         path = writer.write(ev, summary, tmp_path / "run", title="odd")
         path.read_bytes().decode("utf-8")  # written, and valid UTF-8
     assert len(journal.read_text(encoding="utf-8").splitlines()) == 5
+
+
+# Text with everything a Python str can hold: lone surrogates (category Cs) included.
+any_text = st.text(st.characters(codec=None, categories=None), max_size=12)
+hostile_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**200), max_value=2**200)
+    | st.floats()
+    | any_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text, inner, max_size=3),
+    max_leaves=8,
+)
+hostile_dicts = st.dictionaries(st.sampled_from(FIELDS) | any_text, hostile_values, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.lists(
+        st.one_of(hostile_dicts, good_rows, good_rows.map(lambda r: {**r, "id": "dup"})),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_evaluate_never_raises_on_hostile_dicts_when_lenient(data: list[Any]) -> None:
+    """Fuzz: whatever Python dicts come in, a lenient run gives every sample a row per metric,
+    scores every readable one, and every row can be written."""
+    metrics = ["id_mrr", "non_llm_context_recall"]
+    evaluation = ctxeval.evaluate(data, metrics, lenient=True)
+    assert len(evaluation.results) == len(data) * len(metrics)
+    for row in evaluation.results:
+        assert row.status in (Status.OK, Status.UNDEFINED, Status.ERROR)
+        if row.status is Status.OK:
+            assert row.score is not None
+            assert 0.0 <= row.score <= 1.0
+        row.to_json().encode("utf-8")
+    ids = [r.sample_id for r in evaluation.results[:: len(metrics)]]
+    assert len(set(ids)) == len(ids)  # one sample, one id: duplicates renamed, never merged
