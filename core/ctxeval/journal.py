@@ -137,8 +137,7 @@ class Journal:
     def write(self, row: MetricResult, digest: str) -> None:
         """Append ``row`` (of the sample with ``digest``) and flush it to the operating
         system."""
-        self._handle.write(_line(row, digest))
-        self._handle.flush()
+        self.write_many((row,), (digest,))
 
     def write_many(self, rows: Iterable[MetricResult], digests: Iterable[str]) -> None:
         """Append ``rows`` (each with its sample's digest) and flush them."""

@@ -165,10 +165,9 @@ class Gate:
         second 429 in a row, whatever is in flight.
         """
         self.rate_limited += 1
-        self.answered += 1
+        self.on_answer()
         if retry_after:
             self._retry_after_seen = retry_after
-        self.connect_failures = 0
         self._refusals_in_a_row += 1
         if self.limits.adaptive:
             level = self.in_flight if sent_with is None else sent_with

@@ -6,13 +6,13 @@ import html
 import json
 import math
 import os
-import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .evaluation import Evaluation
 from .results import MetricResult, Status, Usage
+from .text import brief
 from .writers import write_text
 
 __all__ = [
@@ -350,13 +350,9 @@ def _evidence(row: MetricResult) -> str:
     return '<ul class="evidence">' + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
-_BRIEF = reprlib.Repr()
-_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 120, 120
-
-
 def _brief(value: Any) -> str:
     """``value`` shortened for a page (safe on deep nesting): strings as they are."""
-    return value if isinstance(value, str) else _BRIEF.repr(value)
+    return value if isinstance(value, str) else brief(value, 120)
 
 
 def _score_class(row: MetricResult) -> str:

@@ -121,16 +121,21 @@ class Run:
     def finish_rows(self, rows: list[MetricResult], samples: list[Sample]) -> None:
         """Journal and count the finished rows of ``samples`` (sample by sample, metric by
         metric)."""
+        each = len(self.metrics)
         if self.journal is not None:
-            each = len(self.metrics)
             digests = [d for d in map(sample_digest, samples) for _ in range(each)]
-            self.journal.write_many(rows, digests)
-        self.tracker.add_many(rows)
+            self._finish(rows, digests)
+        else:
+            self.tracker.add_many(rows)
 
     def finish_rows_of_unreadable(self, rows: list[MetricResult]) -> None:
-        """Journal and count the error rows of a sample that could not be read."""
+        """Journal and count the error rows of a sample that could not be read (it has no
+        digest: a resume computes error rows again anyway)."""
+        self._finish(rows, [""] * len(rows))
+
+    def _finish(self, rows: list[MetricResult], digests: list[str]) -> None:
         if self.journal is not None:
-            self.journal.write_many(rows, [""] * len(rows))
+            self.journal.write_many(rows, digests)
         self.tracker.add_many(rows)
 
     def score_now(

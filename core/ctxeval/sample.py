@@ -12,7 +12,6 @@ field.
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -20,6 +19,7 @@ import attrs
 import orjson
 
 from .errors import DataError
+from .text import brief
 
 __all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "GradedIDs", "Sample", "grades_of"]
 
@@ -36,15 +36,6 @@ FIELD_ALIASES: Final[Mapping[str, str]] = {
     "contexts": "retrieved_contexts",
 }
 """Older ragas field names and the names they stand for."""
-
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 60, 60, 40
-
-
-def _shown(value: object) -> str:
-    """``value`` for a message: short, and safe on absurd values (deep nesting, huge ints)."""
-    return _REPR.repr(value)
 
 
 def _is_valid(text: str) -> bool:
@@ -64,7 +55,7 @@ def id_for_message(value: object) -> str | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64:
         return str(value)
-    return _shown(value)
+    return brief(value)
 
 
 def _type_name(value: object) -> str:
@@ -190,12 +181,12 @@ def _graded(value: Mapping[Any, Any], field: str) -> GradedIDs:
         as_id = _id_value(key, field)
         if as_id is None:
             raise DataError(
-                f"key {_shown(key)} is {_type_name(key)}; IDs must be strings or integers",
+                f"key {brief(key)} is {_type_name(key)}; IDs must be strings or integers",
                 field=field,
             )
         if isinstance(grade, bool) or not isinstance(grade, int):
             raise DataError(
-                f"the grade of {as_id!r} is {_type_name(grade)} {_shown(grade)}; grades are "
+                f"the grade of {as_id!r} is {_type_name(grade)} {brief(grade)}; grades are "
                 "integers (0 or less: judged not relevant)",
                 field=field,
             )
@@ -220,7 +211,7 @@ def _ids(value: object, field: str) -> tuple[str, ...] | None:
         raise DataError(
             f"expected a list of IDs, got a single {_type_name(value)}",
             field=field,
-            hint=f'wrap it in a list: "{field}": [{_shown(value)}]',
+            hint=f'wrap it in a list: "{field}": [{brief(value)}]',
         )
     if not isinstance(value, (list, tuple)):
         raise DataError(f"expected a list of IDs, got {_type_name(value)}", field=field)
@@ -229,7 +220,7 @@ def _ids(value: object, field: str) -> tuple[str, ...] | None:
         as_id = _id_value(item, field)
         if as_id is None:
             raise DataError(
-                f"item {position} is {_type_name(item)} {_shown(item)}; IDs must be strings or "
+                f"item {position} is {_type_name(item)} {brief(item)}; IDs must be strings or "
                 "integers",
                 field=field,
             )
@@ -272,7 +263,7 @@ def _sample_id(value: object) -> str | None:
     as_id = _id_value(value)
     if as_id is None:
         raise DataError(
-            f"expected a string or an integer, got {_type_name(value)} {_shown(value)}", field="id"
+            f"expected a string or an integer, got {_type_name(value)} {brief(value)}", field="id"
         )
     return as_id
 
@@ -351,7 +342,7 @@ class Sample:
         metadata: dict[str, Any] = {}
         for key, value in data.items():
             if not isinstance(key, str):
-                raise DataError(f"field names must be strings, got {_type_name(key)} {_shown(key)}")
+                raise DataError(f"field names must be strings, got {_type_name(key)} {brief(key)}")
             name = FIELD_ALIASES.get(key, key)
             if name in _FIELD_SET:
                 if name in fields:
@@ -443,5 +434,5 @@ def _old_name(name: str) -> str:
 
 
 def _short(value: object, limit: int = 40) -> str:
-    text = _shown(value)
+    text = brief(value)
     return text if len(text) <= limit else text[: limit - 4] + "...)"

@@ -41,6 +41,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def _log_retry(resource: str, attempt: int, exc: BaseException | None, sleep: float) -> None:
+    logger.info(
+        "%s: attempt %d failed (%s: %s); retrying in %.2f s",
+        resource, attempt, type(exc).__name__, exc, sleep,
+    )  # fmt: skip
+
+
 class _CallClock:
     """One call's retry state: the time it has taken (its attempts and the waits between
     them), and its failures since the resource last answered anyone else."""
@@ -269,10 +276,7 @@ class Scheduler:
             first_wait = self.backoff(clock.failed(gate), exc)
             if out_of_time(1, first_wait):
                 raise
-            logger.info(
-                "%s: attempt 1 failed (%s: %s); retrying in %.2f s",
-                resource, type(exc).__name__, exc, first_wait,
-            )  # fmt: skip
+            _log_retry(resource, 1, exc, first_wait)
         await anyio.sleep(first_wait)
         clock.spent += first_wait
         return await self._retry(attempt, should_retry, out_of_time, clock, gate, resource, meter)
@@ -302,10 +306,7 @@ class Scheduler:
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
             sleep = state.next_action.sleep if state.next_action is not None else 0.0
-            logger.info(
-                "%s: attempt %d failed (%s: %s); retrying in %.2f s",
-                resource, state.attempt_number + 1, type(exc).__name__, exc, sleep,
-            )  # fmt: skip
+            _log_retry(resource, state.attempt_number + 1, exc, sleep)
 
         async def sleep(seconds: float) -> None:
             await anyio.sleep(seconds)

@@ -348,14 +348,15 @@ class Batcher:
         return answers
 
     async def _call(self, ctx: RunContext, method: str, path: str, **arguments: Any) -> Any:
-        async def once() -> Any:
-            return orjson.loads(await self.transport.send(method, path, **arguments))
-
-        return await ctx.call(once, resource=self.config.resource)
+        """The JSON answer of one management request (through the scheduler's retries)."""
+        return orjson.loads(await self._send(ctx, method, path, **arguments))
 
     async def _download(self, ctx: RunContext, file_id: str) -> bytes:
-        async def once() -> bytes:
-            return await self.transport.send("GET", f"/files/{file_id}/content", limit=_FILE_LIMIT)
+        return await self._send(ctx, "GET", f"/files/{file_id}/content", limit=_FILE_LIMIT)
 
-        result: bytes = await ctx.call(once, resource=self.config.resource)
-        return result
+    async def _send(self, ctx: RunContext, method: str, path: str, **arguments: Any) -> bytes:
+        async def once() -> bytes:
+            return await self.transport.send(method, path, **arguments)
+
+        body: bytes = await ctx.call(once, resource=self.config.resource)
+        return body

@@ -21,7 +21,7 @@ method, called once per run before its first request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -101,33 +101,29 @@ class _Ready:
             await self.transport.aclose()
 
 
-def _make(config: LLMConfig, ctx: RunContext) -> _Ready:
+def _kind(config: LLMConfig, ctx: RunContext) -> tuple[str, Callable[[], _Ready]]:
+    """The run-wide key of ``config``'s transport and how to make it (one switch for both)."""
     chosen = config.chosen_transport()
+    transport = config.transport
     if chosen == "custom":
-        assert not isinstance(config.transport, str)
-        return _Ready(config.transport, owned=False)
+        assert not isinstance(transport, str)
+        return f"ctxeval_llm.custom:{id(transport)}", lambda: _Ready(transport, owned=False)
     if chosen == "callable":
-        return _Ready(CallableTransport(config))
+        key = f"ctxeval_llm.callable:{id(config.completion)}"
+        return key, lambda: _Ready(CallableTransport(config))
     if chosen == "openai":
-        limits = ctx.limits(config.resource)
-        return _Ready(OpenAITransport(config, max_connections=limits.max_concurrency))
-    return _Ready(LitellmTransport(config))
 
+        def openai() -> _Ready:  # the pool sized to the resource's concurrency
+            size = ctx.limits(config.resource).max_concurrency
+            return _Ready(OpenAITransport(config, max_connections=size))
 
-def _shared_key(config: LLMConfig) -> str:
-    chosen = config.chosen_transport()
-    if chosen == "custom":
-        return f"ctxeval_llm.custom:{id(config.transport)}"
-    if chosen == "callable":
-        return f"ctxeval_llm.callable:{id(config.completion)}"
-    if chosen == "openai":
-        return OpenAITransport.shared_key(config)
-    return LitellmTransport.shared_key(config)
+        return OpenAITransport.shared_key(config), openai
+    return LitellmTransport.shared_key(config), lambda: _Ready(LitellmTransport(config))
 
 
 async def transport_for(config: LLMConfig, ctx: RunContext) -> ChatTransport:
     """The run's transport for ``config`` (made on first use), once its readiness check
     (an optional ``async ready(ctx)`` method) has passed; raises what makes every request of
     the run fail (see the module's description)."""
-    holder = ctx.shared(_shared_key(config), lambda: _make(config, ctx))
+    holder = ctx.shared(*_kind(config, ctx))
     return await holder.check(ctx)
