@@ -2,8 +2,10 @@
 
 How the work is done:
 
-* Deterministic metrics (those with a synchronous ``score``) are called directly; when every
-  metric of the run is deterministic, samples go in chunks (:mod:`ctxeval.fastpath`).
+* Deterministic metrics (those with a synchronous ``score``) are called in the run's worker
+  thread, each call cut at ``metric_timeout`` (:mod:`ctxeval.worker`; with no timeout, in the
+  run's own thread); when every metric of the run is deterministic, samples go in chunks
+  (:mod:`ctxeval.fastpath`).
 * The others run concurrently, each sample in its own task, within the emitter's window of
   samples in flight. Their outside calls pass through the run's
   :class:`~ctxeval.scheduler.Scheduler` (limits, retries, timeouts, cost budget), each metric
@@ -46,8 +48,9 @@ from .rows import (
 )
 from .sample import Sample
 from .scheduler import Scheduler
+from .worker import TIMED_OUT, SyncWorker
 
-__all__ = ["Run", "produce"]
+__all__ = ["Run", "produce", "timed_out"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +95,44 @@ class Run:
         """The error that made every further call pointless (an unusable LLM, a missing
         package), when one did."""
         self.stop_scope: anyio.CancelScope | None = None
+        self.worker = SyncWorker()
+        """Where synchronous plugin calls are made (when there is a ``metric_timeout``)."""
+
+    def scorer(self, position: int) -> Callable[[Sample], object]:
+        """The ``score`` of the deterministic metric at ``position``."""
+        score = self.sync_score[position]
+        assert score is not None
+        return score
+
+    def batch_scorer(self, position: int) -> Callable[[Sequence[Sample]], Sequence[object]]:
+        """The ``score_batch`` of the metric at ``position``, which has one."""
+        batch = self.batch_score[position]
+        assert batch is not None
+        return batch
+
+    async def call_sync(
+        self, functions: Sequence[Callable[[Any], object]], arguments: Sequence[Any]
+    ) -> list[object]:
+        """``functions[i](arguments[i])`` for each ``i`` (synchronous plugin calls), each cut
+        at ``metric_timeout``: their results, the exceptions they raised, or
+        :data:`~ctxeval.worker.TIMED_OUT`."""
+        if self.metric_timeout is not None:
+            return await self.worker.run(functions, arguments, self.metric_timeout)
+        out: list[object] = []
+        for function, argument in zip(functions, arguments, strict=True):
+            try:  # no bound: in this thread, as the caller asked
+                out.append(function(argument))
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+    def outcome(self, result: object, metric: Metric) -> object:
+        """The result of a synchronous call, with its failure or time-out as an error row."""
+        if result is TIMED_OUT:
+            return timed_out(metric, self.metric_timeout)
+        if isinstance(result, BaseException):
+            return failure(result, metric)
+        return result
 
     def stop(self, exc: CtxevalError) -> None:
         """Stop the run at once: no request of it can succeed. The rows finished so far are
@@ -138,12 +179,15 @@ class Run:
             self.journal.write_many(rows, digests)
         self.tracker.add_many(rows)
 
-    def score_now(
+    async def score_now(
         self, sample: Sample, sample_id: str
     ) -> tuple[list[MetricResult | None], list[int]]:
-        """The rows that need no waiting, and the indexes of the metrics still to run."""
+        """The rows of the metrics that need no outside calls (resumed, lacking a field, or
+        deterministic), and the indexes of the metrics still to run."""
         rows: list[MetricResult | None] = [None] * len(self.metrics)
-        waiting = []
+        results: list[object] = [None] * len(self.metrics)
+        waiting: list[int] = []
+        deterministic: list[int] = []
         digest = self.digest(sample)
         for position, metric in enumerate(self.metrics):
             earlier = self.previous.get((sample_id, metric.name)) if self.previous else None
@@ -155,17 +199,21 @@ class Run:
                 self.stale += 1  # the sample changed under the same id: score it again
             missing = sample.missing(metric.requires)
             if missing:
-                row: object = missing_field_error(sample, metric, missing)
+                results[position] = missing_field_error(sample, metric, missing)
+            elif self.sync_score[position] is None:
+                waiting.append(position)
             else:
-                score = self.sync_score[position]
-                if score is None:
-                    waiting.append(position)
-                    continue
-                try:
-                    row = score(sample)
-                except Exception as exc:
-                    row = failure(exc, metric)
-            rows[position] = self.finish_row(checked(row, metric, sample_id), digest)
+                deterministic.append(position)
+        if deterministic:
+            made = await self.call_sync(
+                [self.scorer(p) for p in deterministic], [sample] * len(deterministic)
+            )
+            for position, result in zip(deterministic, made, strict=True):
+                results[position] = self.outcome(result, self.metrics[position])
+        for position, metric in enumerate(self.metrics):
+            if rows[position] is None and position not in waiting:
+                row = checked(results[position], metric, sample_id)
+                rows[position] = self.finish_row(row, digest)
         return rows, waiting
 
     async def score_later(
@@ -199,10 +247,7 @@ class Run:
                         self.budget_hit = budget  # raised to the reader once the rows are out
                     result = failure(exc, metric)
             if scope.cancelled_caught:
-                result = MetricResult.error(
-                    f"metric {metric.name!r} did not finish within {self.metric_timeout:g} s "
-                    "(metric_timeout); the plugin may hang"
-                )
+                result = timed_out(metric, self.metric_timeout)
             row = checked(result, metric, sample_id)
             spent = ctx.usage
             if spent is not None:
@@ -229,21 +274,28 @@ async def produce(
     as it is.
     """
     async with send:
-        async with anyio.create_task_group() as group:
-            run.stop_scope = group.cancel_scope
-            try:
-                await _read_samples(run, samples, group)
-            except BudgetExceededError as exc:  # the samples already started finish, then stop
-                run.failure = exc
-            except Exception as exc:  # handed to the reader as it is (not in an exception group)
-                run.failure = exc
-                group.cancel_scope.cancel()
-        if run.stopped is not None:
-            run.failure = run.stopped
-        if run.failure is None and run.budget_hit is not None:
-            run.failure = run.budget_hit
-        if run.failure is None or isinstance(run.failure, BudgetExceededError):
-            await run.emitter.flush()
+        try:
+            await _produce(run, samples)
+        finally:
+            run.worker.close()
+
+
+async def _produce(run: Run, samples: Iterable[SampleInput] | Any) -> None:
+    async with anyio.create_task_group() as group:
+        run.stop_scope = group.cancel_scope
+        try:
+            await _read_samples(run, samples, group)
+        except BudgetExceededError as exc:  # the samples already started finish, then stop
+            run.failure = exc
+        except Exception as exc:  # handed to the reader as it is (not in an exception group)
+            run.failure = exc
+            group.cancel_scope.cancel()
+    if run.stopped is not None:
+        run.failure = run.stopped
+    if run.failure is None and run.budget_hit is not None:
+        run.failure = run.budget_hit
+    if run.failure is None or isinstance(run.failure, BudgetExceededError):
+        await run.emitter.flush()
 
 
 async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
@@ -266,12 +318,20 @@ async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
             index += 1
             continue
         await run.emitter.admit()
-        rows, waiting = run.score_now(sample, sample_id)
+        rows, waiting = await run.score_now(sample, sample_id)
         if waiting:
             group.start_soon(run.score_later, index, sample, sample_id, rows, waiting)
         else:
             await run.emitter.done(index, rows, eager=False)  # type: ignore[arg-type]
         index += 1
+
+
+def timed_out(metric: Metric, timeout: float | None) -> MetricResult:
+    """The error row of a metric call cut at ``metric_timeout``."""
+    return MetricResult.error(
+        f"metric {metric.name!r} did not finish within {timeout:g} s (metric_timeout); "
+        "the plugin may hang"
+    )
 
 
 async def _iterate(samples: Any) -> AsyncIterator[SampleInput]:

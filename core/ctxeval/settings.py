@@ -151,7 +151,10 @@ class RunSettings:
             already started finish, and :class:`~ctxeval.BudgetExceededError` is raised; with a
             journal, the run can be resumed).
         metric_timeout: seconds one metric may take on one sample, retries included, before its
-            row becomes an ``error`` (a plugin that hangs cannot hold the run; None: no limit).
+            row becomes an ``error`` (a plugin that hangs cannot hold the run). Synchronous
+            plugin calls (``score``, ``score_batch``) are made in the run's worker thread and cut
+            there, within 1.5 x the timeout (:mod:`ctxeval.worker`). None: no limit, and those
+            calls are made in the caller's thread.
         lenient: a sample that cannot be read (a value of the wrong type, text that is not
             valid Unicode, an absurd ID, a duplicate id) becomes one ``error`` row per metric
             that names the field and the reason, and the run goes on; without it (the default)
