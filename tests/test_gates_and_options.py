@@ -143,6 +143,9 @@ def test_an_existing_run_folder_is_never_overwritten_silently(tmp_path: Path) ->
         (["--max-concurrency", "-1"], "--max-concurrency: must be a whole number >= 1, got -1"),
         (["--max-cost", "nan"], "--max-cost: must be a number >= 0, got nan"),
         (["--max-cost", "-2"], "--max-cost: must be a number >= 0, got -2"),
+        (["--metric-timeout", "0"], "--metric-timeout: must be None or a positive number"),
+        (["--metric-timeout", "nan"], "--metric-timeout: must be None or a positive number"),
+        (["--timeout", "-3"], "--timeout: must be None or a positive number, got -3.0"),
     ],
 )
 def test_options_are_checked_and_named(tmp_path: Path, args: list[str], message: str) -> None:

@@ -71,6 +71,7 @@ _OPTION_OF = {
     "max_concurrency": "--max-concurrency",
     "max_cost_usd": "--max-cost",
     "metric_timeout": "--metric-timeout",
+    "timeout": "--timeout",
 }
 
 BATCH_SAMPLES_IN_FLIGHT = 1_000_000
@@ -106,6 +107,7 @@ def _settings(
                 args.metric_timeout, run.get("metric_timeout"), None if batch else 3600.0
             ),
             samples_in_flight=BATCH_SAMPLES_IN_FLIGHT if batch else 256,
+            timeout=_first(args.timeout, 60.0),  # (checked even when no metric calls out)
         )
     except ConfigError as exc:
         message = str(exc)
