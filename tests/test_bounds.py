@@ -51,7 +51,7 @@ def swallower(release: threading.Event) -> Callable[[object], None]:
             try:
                 while not release.is_set():
                     pass
-            except BaseException:  # noqa: S110 - the hostile plugin under test
+            except BaseException:  # the hostile plugin under test
                 pass
 
     return swallow
@@ -268,8 +268,17 @@ def test_one_ctrl_c_stops_a_run_whose_plugin_never_returns(
     data.write_text("".join(json.dumps({"id": str(i)}) + "\n" for i in range(3000)))
     out = tmp_path / "run"
     process = subprocess.Popen(
-        [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m", "endless"]
-        + ["--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "ctxeval",
+            "evaluate",
+            str(data),
+            "-m",
+            "endless",
+            "--out",
+            str(out),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
