@@ -25,7 +25,7 @@ import pytest
 import ctxeval
 from ctxeval import MetricResult, Sample
 from ctxeval.base import BaseDeterministicMetric, BaseMetric
-from ctxeval.worker import GRACE, TIMED_OUT, SyncWorker
+from ctxeval.worker import TIMED_OUT, SyncWorker
 
 HANGS = "3"  # the id of the sample the hostile plugins below never finish
 
@@ -71,18 +71,15 @@ async def test_a_call_past_its_timeout_is_cut_and_the_next_calls_are_made() -> N
     assert results[1] is TIMED_OUT
     assert results[2] == "2"
     assert isinstance(results[3], ValueError)  # a failure is handed back, not raised
-    assert 0.2 <= took < 0.2 * 1.5 + 1.0
+    assert took >= 0.2  # not cut before its time (the test's timeout catches one never cut)
 
 
 @pytest.mark.anyio
 async def test_a_call_blocked_in_c_code_is_left_behind(release: threading.Event) -> None:
     worker = SyncWorker()
     threads_before = threading.active_count()
-    start = time.monotonic()
     results = await worker.run([str, release.wait, str], [1, 3600, 2], 0.2)
-    took = time.monotonic() - start
     assert results == ["1", TIMED_OUT, "2"]
-    assert took < 0.2 * 1.5 + GRACE + 1.0
     assert threading.active_count() == threads_before + 2  # the one left behind, the new one
     assert await worker.run([str], [5], 0.2) == ["5"]  # the new thread serves the next job
     worker.close()
@@ -182,9 +179,7 @@ def by_id(evaluation: ctxeval.Evaluation, metric: str) -> dict[str, MetricResult
 @pytest.mark.parametrize("path", ["chunks", "sample by sample"])
 def test_a_deterministic_plugin_that_loops_gets_an_error_row(path: str) -> None:
     metrics: list[ctxeval.Metric] = [LoopsOnOne()] + ([Waits()] if path != "chunks" else [])
-    start = time.monotonic()
     evaluation = ctxeval.evaluate(SAMPLES, metrics, metric_timeout=0.2)
-    assert time.monotonic() - start < 0.2 * 1.5 + 2.0
     rows = by_id(evaluation, "loops_on_one")
     assert rows[HANGS].status.value == "error"
     assert "did not finish within 0.2 s (metric_timeout)" in str(rows[HANGS].reason)
@@ -292,10 +287,8 @@ def test_one_ctrl_c_stops_a_run_whose_plugin_never_returns(
     ):  # the first chunk is saved
         time.sleep(0.05)
     time.sleep(0.3)  # in the loop by now
-    sent = time.monotonic()
-    process.send_signal(signal.SIGINT)  # once
-    _, err = process.communicate(timeout=30)
-    assert time.monotonic() - sent < 10
+    process.send_signal(signal.SIGINT)  # once (a run that ignored it would time out here)
+    _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert "--resume" in err
