@@ -6,7 +6,7 @@ import importlib.util
 
 from .errors import MissingExtraError
 
-__all__ = ["is_installed", "require_pyarrow"]
+__all__ = ["is_installed", "require_pyarrow", "require_ray"]
 
 
 def is_installed(module: str) -> bool:
@@ -27,3 +27,9 @@ def require_pandas(purpose: str) -> None:
     """Raise :class:`MissingExtraError` unless pandas is installed."""
     if not is_installed("pandas"):
         raise MissingExtraError(f"{purpose} needs pandas", install="pip install pandas")
+
+
+def require_ray(purpose: str) -> None:
+    """Raise :class:`MissingExtraError` unless Ray (with Ray Data) is installed."""
+    if not (is_installed("ray") and is_installed("ray.data") and is_installed("ctxeval_ray")):
+        raise MissingExtraError(f"{purpose} needs Ray", install="pip install 'ctxeval[ray]'")

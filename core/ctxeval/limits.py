@@ -18,6 +18,11 @@ serves:
   refused try waits out the last ``Retry-After`` (near the end of the work, a refused try would
   only make the run longer). With ``adaptive=False`` the limit stays, and two 429s in a
   row (no success in between) pause the resource.
+
+With :class:`SharedLimits` (``RunSettings(shared_limits=...)``), the concurrency, rates, pauses
+and cost cap are counted across every process that shares them (``ctxeval_ray``'s budget actor
+is one): each call also holds a lease from it while in flight, and the gate's own rate budgets
+are left to it.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Protocol, runtime_checkable
 
 import anyio
 import attrs
 
 from .validators import boolean, optional_positive_number, positive_int
 
-__all__ = ["Gate", "Limits", "TokenBucket"]
+__all__ = ["Gate", "Limits", "SharedLimits", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +63,46 @@ class Limits:
     adaptive: bool = attrs.field(default=True, validator=boolean)
 
 
-class TokenBucket:
-    """A budget of ``per_minute`` units that refills continuously; :meth:`take` waits for units."""
+@runtime_checkable
+class SharedLimits(Protocol):
+    """Limits shared with other processes: one budget for every worker of a cluster.
 
-    def __init__(self, per_minute: float) -> None:
-        self.capacity = float(per_minute)
-        self.rate = self.capacity / 60.0
+    A gate with shared limits asks them for a lease before each request is sent and gives it
+    back when the request ends; everything else stays per process (retries, the adaptive
+    concurrency below the shared cap). ``ctxeval_ray.SharedBudget`` is the implementation
+    behind a Ray actor; any object with these methods works.
+    """
+
+    async def acquire(self, resource: str, tokens: float) -> object:
+        """Wait until a request to ``resource`` (estimated at ``tokens`` tokens) fits every
+        sharer's limits: calls in flight, requests and tokens per minute, a pause. Returns a
+        lease for :meth:`release`; raises :class:`~ctxeval.BudgetExceededError` once the
+        shared cost cap is reached."""
+        ...
+
+    async def release(self, resource: str, lease: object) -> None:
+        """The request holding ``lease`` ended (whatever its outcome)."""
+        ...
+
+    def pause(self, resource: str, seconds: float) -> None:
+        """A ``Retry-After`` came back: every sharer waits ``seconds`` before its next request
+        to ``resource`` (returns at once; the pause applies as soon as it arrives)."""
+        ...
+
+    def spend(self, cost_usd: float) -> None:
+        """Count ``cost_usd`` against the shared cost cap (returns at once)."""
+        ...
+
+
+class TokenBucket:
+    """A budget of ``per_minute`` units that refills continuously; :meth:`take` waits for units.
+
+    It holds at most ``burst`` units (default: a minute's worth), and starts full.
+    """
+
+    def __init__(self, per_minute: float, burst: float | None = None) -> None:
+        self.capacity = float(per_minute if burst is None else burst)
+        self.rate = float(per_minute) / 60.0
         self._tokens = self.capacity
         self._stamp: float | None = None
         self._lock = anyio.Lock()
@@ -87,14 +127,23 @@ class TokenBucket:
 class Gate:
     """Every call to one resource passes through its gate (see the module's description)."""
 
-    def __init__(self, name: str, limits: Limits) -> None:
+    def __init__(self, name: str, limits: Limits, shared: SharedLimits | None = None) -> None:
         self.name = name
         self.limits = limits
+        self.shared = shared
+        """Limits shared with other processes, when there are (then they hold the rates)."""
         self._limiter = anyio.CapacityLimiter(limits.max_concurrency)
+        local_rates = shared is None
         self._requests = (
-            TokenBucket(limits.requests_per_minute) if limits.requests_per_minute else None
+            TokenBucket(limits.requests_per_minute)
+            if limits.requests_per_minute and local_rates
+            else None
         )
-        self._tokens = TokenBucket(limits.tokens_per_minute) if limits.tokens_per_minute else None
+        self._tokens = (
+            TokenBucket(limits.tokens_per_minute)
+            if limits.tokens_per_minute and local_rates
+            else None
+        )
         self._paused_until = -math.inf
         self._successes = 0
         self._refused_at = math.inf  # the concurrency a 429 last said was too much
@@ -139,12 +188,16 @@ class Gate:
         async with self._limiter:
             self._check_refused()
             await self._wait_for_pause()  # a 429 may have come in while we queued
+            lease = None if self.shared is None else await self.shared.acquire(self.name, tokens)
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
                 yield self.in_flight
             finally:
                 self.in_flight -= 1
+                if self.shared is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self.shared.release(self.name, lease)
 
     async def _wait_for_pause(self) -> None:
         while True:
@@ -168,6 +221,8 @@ class Gate:
         self.on_answer()
         if retry_after:
             self._retry_after_seen = retry_after
+            if self.shared is not None:  # every sharer waits it out
+                self.shared.pause(self.name, retry_after)
         self._refusals_in_a_row += 1
         if self.limits.adaptive:
             level = self.in_flight if sent_with is None else sent_with

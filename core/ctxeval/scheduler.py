@@ -97,6 +97,7 @@ class Scheduler:
         )
         """The folder of the run's journal, where plugins keep resumable state; None without
         a journal."""
+        self.shared_limits = settings.shared_limits
         self._gates: dict[str, Gate] = {}
         self._shared: dict[str, Any] = {}
         self.max_cost: float | None = settings.max_cost_usd
@@ -112,6 +113,8 @@ class Scheduler:
         """Count ``cost_usd`` (of a request with a known price) against the budget."""
         if cost_usd:
             self.spent += cost_usd
+            if self.shared_limits is not None:
+                self.shared_limits.spend(cost_usd)
 
     def check_budget(self) -> None:
         """Raise :class:`~ctxeval.BudgetExceededError` once the run has spent its
@@ -124,7 +127,7 @@ class Scheduler:
         gate = self._gates.get(resource)
         if gate is None:
             limits = self._limits.get(resource, self._limits["default"])
-            gate = self._gates[resource] = Gate(resource, limits)
+            gate = self._gates[resource] = Gate(resource, limits, self.shared_limits)
         return gate
 
     @property

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from .errors import ConfigError
-from .limits import Limits
+from .limits import Limits, SharedLimits
 from .progress import Progress
 from .validators import (
     Validator,
@@ -120,6 +120,14 @@ def _callable(instance: object, attribute: attrs.Attribute[Any], value: Any) -> 
         raise ConfigError(f"run setting {attribute.name} must be callable or None, got {value!r}")
 
 
+def _shared(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, SharedLimits):
+        raise ConfigError(
+            "run setting shared_limits must have async acquire() and release() and plain "
+            f"pause() and spend() (ctxeval.limits.SharedLimits), got {value!r}"
+        )
+
+
 def _retry(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, RetryPolicy):
         raise ConfigError(f"run setting retry must be a ctxeval.RetryPolicy, got {value!r}")
@@ -159,6 +167,9 @@ class RunSettings:
             valid Unicode, an absurd ID, a duplicate id) becomes one ``error`` row per metric
             that names the field and the reason, and the run goes on; without it (the default)
             the first one stops the run with :class:`~ctxeval.DataError`.
+        shared_limits: limits shared with other processes (:class:`~ctxeval.limits.SharedLimits`,
+            e.g. ``ctxeval_ray``'s budget actor): the calls in flight, the rates, the pauses
+            after a ``Retry-After`` and the cost cap are then counted across all of them.
     """
 
     limits: Limits | Mapping[str, Limits] | None = attrs.field(default=None, validator=_limits)
@@ -181,6 +192,9 @@ class RunSettings:
         default=3600.0, validator=_setting(optional_positive_number)
     )
     lenient: bool = attrs.field(default=False, validator=_setting(boolean))
+    shared_limits: SharedLimits | None = attrs.field(
+        default=None, validator=_shared, eq=False, repr=False
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.max_concurrency is not None and self.limits is not None:

@@ -17,7 +17,10 @@ A responder gets the parsed request body (a dict) and returns what to answer:
 
 ``faults=`` injects faults at random rates before the responder is asked (seeded, so a test is
 reproducible), and ``latency=`` delays every answer. ``max_in_flight=`` makes the server answer
-429 with ``Retry-After`` beyond that many requests at once, as a small provider would.
+429 with ``Retry-After`` beyond that many requests at once, as a small provider would;
+``requests_per_minute=`` answers 429 to requests beyond that rate (a bucket of one second's
+requests, as providers enforce a per-minute limit per second). ``arrivals`` holds each chat
+request's arrival time (``time.monotonic()``).
 
 It also speaks OpenAI's Batch API: ``POST /v1/files`` (multipart, ``purpose=batch``),
 ``POST /v1/batches``, ``GET /v1/batches/{id}`` and ``GET /v1/files/{id}/content``. A batch
@@ -77,6 +80,7 @@ class FakeOpenAI:
         faults: Mapping[str, float] | None = None,
         latency: float = 0.0,
         max_in_flight: int | None = None,
+        requests_per_minute: float | None = None,
         retry_after: float = 0.05,
         seed: int = 0,
         model: str = "fake-model",
@@ -89,6 +93,11 @@ class FakeOpenAI:
         self.faults = dict(faults or {})
         self.latency = latency
         self.max_in_flight = max_in_flight
+        self.requests_per_minute = requests_per_minute
+        self._rate_capacity = max(1.0, (requests_per_minute or 0) / 60)
+        self._rate_tokens = self._rate_capacity
+        self._rate_stamp = time.monotonic()
+        self.arrivals: list[float] = []
         self.retry_after = retry_after
         self.model = model
         self.models = models
@@ -118,6 +127,21 @@ class FakeOpenAI:
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def _over_rate(self) -> bool:
+        """Whether this request is beyond ``requests_per_minute`` (with the lock held)."""
+        if self.requests_per_minute is None:
+            return False
+        now = time.monotonic()
+        rate = self.requests_per_minute / 60
+        self._rate_tokens = min(
+            self._rate_capacity, self._rate_tokens + (now - self._rate_stamp) * rate
+        )
+        self._rate_stamp = now
+        if self._rate_tokens < 1:
+            return True
+        self._rate_tokens -= 1
+        return False
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -301,7 +325,9 @@ class FakeOpenAI:
             self.headers.append({k.lower(): v for k, v in handler.headers.items()})
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            self.arrivals.append(time.monotonic())
             over = self.max_in_flight is not None and self.in_flight > self.max_in_flight
+            over = self._over_rate() or over
         counted = True  # this request counts as in flight until its answer is sent
         try:
             refusal = self._refusal(request)

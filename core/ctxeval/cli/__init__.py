@@ -131,6 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="do not read or write the LLM answer cache"
     )
     ev.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: ADDRESS (auto: the one this machine is in), or a local "
+        "one when no ADDRESS is given; needs pip install 'ctxeval[ray]'",
+    )
+    ev.add_argument(
+        "--ray-workers", type=int, default=2, metavar="N", help="Ray workers (default 2)"
+    )
+    ev.add_argument(
         "--max-cost",
         type=float,
         metavar="USD",

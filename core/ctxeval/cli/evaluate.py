@@ -257,6 +257,42 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     return EXIT_OK
 
 
+def _on_ray(
+    args: argparse.Namespace, data: Any, metrics: list[Any], llm: Any, settings: RunSettings
+) -> tuple[Any, Any]:
+    """The run on Ray (``--ray [ADDRESS]``): ``ctxeval_ray.evaluate_on_ray`` with the same
+    settings, the LLM cache shared by the workers of this machine."""
+    import attrs
+
+    from ctxeval._optional import require_ray
+    from ctxeval.errors import BudgetExceededError
+
+    require_ray("--ray")
+    if args.batch:
+        raise UsageError("--ray and --batch do not go together (a batch needs no workers)")
+    if args.ray_workers < 1:
+        raise UsageError(f"--ray-workers: must be a whole number >= 1, got {args.ray_workers}")
+    from ctxeval_ray import evaluate_on_ray
+
+    cache = settings.cache
+    cache_path = getattr(cache, "path", None)
+    try:
+        evaluation = evaluate_on_ray(
+            data,
+            metrics,
+            llm=llm,
+            settings=attrs.evolve(settings, cache=None),
+            workers=args.ray_workers,
+            address=None if args.ray == "local" else args.ray,
+            cache_path=cache_path,
+        )
+    except BudgetExceededError as exc:
+        from ctxeval.evaluation import Evaluation
+
+        return Evaluation([], [m.name for m in metrics]), exc
+    return evaluation, None
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ctxeval.loading import load_samples
 
@@ -327,15 +363,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         cache = SQLiteCache(home / "ctxeval" / "llm.sqlite")
     settings = _settings(args, run, out=out, cache=cache)
-    total = len(samples) if trec else count_rows(path) if path.exists() else None
-    evaluation, stopped = run_with_progress(
-        samples,
-        metrics,
-        llm=llm,
-        settings=settings,
-        quiet=args.quiet,
-        total=None if total is None else total * len(metrics),
-    )
+    if args.ray:
+        evaluation, stopped = _on_ray(args, samples if trec else path, metrics, llm, settings)
+    else:
+        total = len(samples) if trec else count_rows(path) if path.exists() else None
+        evaluation, stopped = run_with_progress(
+            samples,
+            metrics,
+            llm=llm,
+            settings=settings,
+            quiet=args.quiet,
+            total=None if total is None else total * len(metrics),
+        )
     bad_rows = list(getattr(samples, "errors", ()))
     if not evaluation.results and not bad_rows and stopped is None:
         where = f"{args.qrels} and {args.run}" if trec else str(path)

@@ -1,0 +1,224 @@
+"""ctxeval on a local Ray cluster: one budget for every worker, the rows of one process, no row
+lost when a worker dies. Runs where the ``ray`` extra is installed (CI installs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ray", reason="the ray extra is not installed")
+
+import ctxeval
+from ctxeval import Limits
+from ctxeval_llm import LLMConfig
+from ctxeval_ray import evaluate_on_ray, score_dataset
+from fakes.openai_server import FakeOpenAI
+from llm_judge import Judge
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    import ray
+
+    from ctxeval_ray import ray_init
+
+    ray_init(None, num_cpus=2)
+    yield
+    ray.shutdown()
+
+
+def llm_samples(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"s{i}",
+            "user_input": f"question {i}",
+            "reference": f"answer {i}",
+            "retrieved_contexts": [f"context {i}"],
+            "retrieved_context_ids": [f"d{i}", f"d{i + 1}"],
+            "reference_context_ids": [f"d{i + 1}"],
+        }
+        for i in range(n)
+    ]
+
+
+def judge() -> Judge:
+    return Judge(verdicts={f"context {i}": int(i % 3 == 0) for i in range(1000)})
+
+
+def llm_for(server: FakeOpenAI) -> LLMConfig:
+    return LLMConfig(model="openai/judge", api_base=server.url, api_key="sk-ray")
+
+
+def rate_per_minute(arrivals: list[float]) -> float:
+    return (len(arrivals) - 1) / (max(arrivals) - min(arrivals)) * 60
+
+
+CAP = 4
+RPM = 600  # 10 requests a second
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_workers_share_one_budget(cluster: None, workers: int) -> None:
+    with FakeOpenAI(
+        judge(), latency=0.05, max_in_flight=CAP, requests_per_minute=RPM, retry_after=1
+    ) as server:
+        evaluation = evaluate_on_ray(
+            llm_samples(80),
+            ["context_precision"],
+            llm=llm_for(server),
+            workers=workers,
+            batch_size=10,
+            limits=Limits(max_concurrency=CAP, requests_per_minute=RPM),
+        )
+        assert all(r.status.value == "ok" for r in evaluation.results)
+        assert server.peak_in_flight <= CAP
+        assert 429 not in server.statuses
+        assert len(server.arrivals) == 80
+        assert RPM * 0.95 <= rate_per_minute(server.arrivals) <= RPM * 1.05
+
+
+def test_per_worker_limits_exceed_the_providers(cluster: None) -> None:
+    """The counter-example: each of 4 workers holding the limits on its own."""
+    with FakeOpenAI(
+        judge(), latency=0.05, max_in_flight=CAP, requests_per_minute=RPM, retry_after=1
+    ) as server:
+        evaluate_on_ray(
+            llm_samples(80),
+            ["context_precision"],
+            llm=llm_for(server),
+            workers=4,
+            batch_size=10,
+            limits=Limits(max_concurrency=CAP, requests_per_minute=RPM),
+            shared=False,
+        )
+        refused = server.statuses.count(429)
+        assert refused > 0 or server.peak_in_flight > CAP
+
+
+def test_rows_equal_a_single_process_run(cluster: None) -> None:
+    metrics = ["context_precision", "id_mrr", "id_based_context_recall"]
+    with FakeOpenAI(judge()) as server:
+        alone = ctxeval.evaluate(llm_samples(60), metrics, llm=llm_for(server))
+        spread = evaluate_on_ray(
+            llm_samples(60), metrics, llm=llm_for(server), workers=3, batch_size=7
+        )
+    assert [r.to_dict() for r in spread.results] == [r.to_dict() for r in alone.results]
+    assert spread.summary() == alone.summary()
+
+
+def test_a_dataset_in_rows_out(cluster: None) -> None:
+    import ray.data
+
+    dataset = ray.data.from_items(llm_samples(20))
+    rows = score_dataset(dataset, ["id_mrr"], workers=2, batch_size=5).take_all()
+    assert [r["sample_id"] for r in rows] == [f"s{i}" for i in range(20)]
+    assert {r["status"] for r in rows} == {"ok"}
+
+
+def test_a_jsonl_file_and_a_resume(cluster: None, tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in llm_samples(30)))
+    journal = tmp_path / "run" / "journal.jsonl"
+    first = evaluate_on_ray(data, ["id_mrr"], workers=2, batch_size=8, journal=journal)
+    assert len(first.results) == 30
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join(lines[:11]) + "\n")  # as if it stopped after 10 rows
+    resumed = evaluate_on_ray(
+        data, ["id_mrr"], workers=2, batch_size=8, journal=journal, resume=True
+    )
+    assert sorted((r.sample_id, r.score) for r in resumed.results) == sorted(
+        (r.sample_id, r.score) for r in first.results
+    )
+    assert len(journal.read_text().splitlines()) == 31
+
+
+def _map_workers() -> list[int]:
+    """The processes of Ray Data's map workers on this machine."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                title = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if title.startswith(b"ray::MapWorker"):
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").exists(), reason="finds the workers through /proc")
+def test_a_worker_killed_mid_run_loses_no_row(cluster: None, tmp_path: Path) -> None:
+    n = 60
+    with FakeOpenAI(judge(), latency=0.1) as server:
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            outcome["evaluation"] = evaluate_on_ray(
+                llm_samples(n),
+                ["context_precision"],
+                llm=llm_for(server),
+                workers=2,
+                batch_size=10,
+                max_concurrency=CAP,
+                cache_path=tmp_path / "llm.sqlite",
+                timeout=10,
+            )
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(server.requests) < 15:
+            time.sleep(0.01)
+        victims = _map_workers()
+        assert victims, "no map worker found"
+        os.kill(victims[0], signal.SIGKILL)
+        thread.join(timeout=240)
+        assert not thread.is_alive()
+        evaluation = outcome["evaluation"]
+    assert sorted(r.sample_id for r in evaluation.results) == sorted(f"s{i}" for i in range(n))
+    assert all(r.status.value == "ok" for r in evaluation.results)
+    assert len(server.requests) <= n + CAP  # only the calls in flight at the kill again
+
+
+def test_the_command_line_runs_on_ray(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in llm_samples(40)))
+
+    def run(*extra: str) -> list[dict[str, Any]]:
+        out = tmp_path / ("ray" if extra else "local")
+        metrics = ["-m", "id_mrr", "-m", "id_ndcg_at_k"]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ctxeval",
+                "evaluate",
+                str(data),
+                *metrics,
+                "-q",
+                "--out",
+                str(out),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert (out / "report.html").exists()
+        return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+    assert run("--ray", "--ray-workers", "2") == run()
