@@ -272,8 +272,7 @@ def _on_ray(
         raise UsageError("--ray and --batch do not go together (a batch needs no workers)")
     if args.ray_workers < 1:
         raise UsageError(f"--ray-workers: must be a whole number >= 1, got {args.ray_workers}")
-    from ctxeval_ray import evaluate_on_ray
-
+    evaluate_on_ray = _ray_runner()
     cache = settings.cache
     cache_path = getattr(cache, "path", None)
     try:
@@ -291,6 +290,19 @@ def _on_ray(
 
         return Evaluation([], [m.name for m in metrics]), exc
     return evaluation, None
+
+
+def _ray_runner() -> Any:
+    """``evaluate_on_ray`` of the installed Ray runner, found like every plugin: through its
+    entry point (group ``ctxeval.runners``, name ``ray``)."""
+    import importlib.metadata
+
+    from ctxeval.errors import MissingExtraError
+
+    for point in importlib.metadata.entry_points(group="ctxeval.runners"):
+        if point.name == "ray":
+            return point.load()
+    raise MissingExtraError("--ray needs Ray", install="pip install 'ctxeval[ray]'")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
