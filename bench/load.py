@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -35,7 +36,8 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write_data(path: Path, n: int) -> None:
+def rows(n: int) -> Iterator[dict[str, object]]:
+    """``n`` samples with ID lists and texts (the same for every run: seeded)."""
     rng = random.Random(3)
     words = [
         "paris",
@@ -49,18 +51,22 @@ def write_data(path: Path, n: int) -> None:
         "history",
         "science",
     ]
+    for i in range(n):
+        ref = [f"d{rng.randint(0, 200)}" for _ in range(3)]
+        ret = [f"d{rng.randint(0, 200)}" for _ in range(8)]
+        passage = " ".join(rng.choice(words) for _ in range(25))
+        yield {
+            "id": str(i),
+            "retrieved_context_ids": ret,
+            "reference_context_ids": ref,
+            "retrieved_contexts": [passage, " ".join(rng.choice(words) for _ in range(25))],
+            "reference_contexts": [passage[: len(passage) // 2]],
+        }
+
+
+def write_data(path: Path, n: int) -> None:
     with path.open("w") as handle:
-        for i in range(n):
-            ref = [f"d{rng.randint(0, 200)}" for _ in range(3)]
-            ret = [f"d{rng.randint(0, 200)}" for _ in range(8)]
-            passage = " ".join(rng.choice(words) for _ in range(25))
-            row = {
-                "id": str(i),
-                "retrieved_context_ids": ret,
-                "reference_context_ids": ref,
-                "retrieved_contexts": [passage, " ".join(rng.choice(words) for _ in range(25))],
-                "reference_contexts": [passage[: len(passage) // 2]],
-            }
+        for row in rows(n):
             handle.write(json.dumps(row) + "\n")
 
 

@@ -17,29 +17,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import random
 import statistics
 import time
 from collections.abc import Callable
 
 import attrs
+from load import rows as sample_rows  # (a script beside this one)
 
 import ctxeval
 from ctxeval import MetricResult, Sample
 from ctxeval.base import BaseMetric
-
-WORDS = [
-    "paris",
-    "france",
-    "tower",
-    "river",
-    "museum",
-    "capital",
-    "city",
-    "art",
-    "history",
-    "science",
-]
 
 
 @attrs.frozen(kw_only=True)
@@ -57,23 +44,6 @@ class Overlap(BaseMetric):
         return MetricResult.ok(sum(r in reference for r in retrieved) / len(reference) / 8)
 
 
-def samples(n: int) -> list[dict[str, object]]:
-    rng = random.Random(3)
-    out = []
-    for i in range(n):
-        passage = " ".join(rng.choice(WORDS) for _ in range(25))
-        out.append(
-            {
-                "id": str(i),
-                "retrieved_context_ids": [f"d{rng.randint(0, 200)}" for _ in range(8)],
-                "reference_context_ids": [f"d{rng.randint(0, 200)}" for _ in range(3)],
-                "retrieved_contexts": [passage, " ".join(rng.choice(WORDS) for _ in range(25))],
-                "reference_contexts": [passage[: len(passage) // 2]],
-            }
-        )
-    return out
-
-
 def timed(run: Callable[[], ctxeval.Evaluation], rows: int) -> float:
     gc.collect()  # (the rows of the run before)
     start = time.perf_counter()
@@ -88,7 +58,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
-    data = samples(args.samples)
+    data = list(sample_rows(args.samples))  # the samples of bench/load.py
     kinds: dict[str, list[str | ctxeval.Metric]] = {
         "ID metrics (3), score_batch": [
             "id_based_context_precision",

@@ -31,5 +31,5 @@ def require_pandas(purpose: str) -> None:
 
 def require_ray(purpose: str) -> None:
     """Raise :class:`MissingExtraError` unless Ray (with Ray Data) is installed."""
-    if not (is_installed("ray") and is_installed("ray.data") and is_installed("ctxeval_ray")):
+    if not (is_installed("ray") and is_installed("ray.data")):
         raise MissingExtraError(f"{purpose} needs Ray", install="pip install 'ctxeval[ray]'")

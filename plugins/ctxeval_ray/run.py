@@ -173,11 +173,7 @@ def score_dataset(
     run_settings = RunSettings.build(settings, **overrides)
     resolved = resolve_metrics(list(metrics), default_registry())
     if budget is None and shared:
-        budget = SharedBudget.start(
-            run_settings.resource_limits,
-            max_cost_usd=run_settings.max_cost_usd,
-            lease_seconds=_lease_seconds(run_settings),
-        )
+        budget = _start_budget(run_settings)
     worker_settings = attrs.evolve(
         run_settings,
         journal=None,
@@ -201,10 +197,15 @@ def score_dataset(
     )
 
 
-def _lease_seconds(settings: RunSettings) -> float:
-    """How long a request may hold its lease: its attempt's timeout (an attempt never holds
-    its slot longer), plus a margin."""
-    return (settings.timeout or 3600.0) + 5.0
+def _start_budget(settings: RunSettings) -> SharedBudget:
+    """The cluster's one budget for ``settings``' limits and cost cap. A request holds its
+    lease at most its attempt's timeout (an attempt never holds its slot longer), plus a
+    margin."""
+    return SharedBudget.start(
+        settings.resource_limits,
+        max_cost_usd=settings.max_cost_usd,
+        lease_seconds=(settings.timeout or 3600.0) + 5.0,
+    )
 
 
 def evaluate_on_ray(
@@ -243,15 +244,7 @@ def evaluate_on_ray(
     dataset = read_dataset(data)
     if previous:
         dataset = dataset.filter(_NotDone(previous, names))
-    budget = (
-        SharedBudget.start(
-            run_settings.resource_limits,
-            max_cost_usd=run_settings.max_cost_usd,
-            lease_seconds=_lease_seconds(run_settings),
-        )
-        if shared
-        else None
-    )
+    budget = _start_budget(run_settings) if shared else None
     rows_ds = score_dataset(
         dataset,
         resolved,
