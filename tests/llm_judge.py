@@ -20,6 +20,7 @@ def prompt_name(request: Mapping[str, Any]) -> str:
         ("usefulness_batch", "Judge every numbered context"),
         ("usefulness", "You judge whether a retrieved context"),
         ("attribution", "split the answer into its statements"),
+        ("attribution_given", "numbered statements, decide for each statement"),
         ("entity_presence", "For each numbered entity"),
     ]:
         if marker in system:
@@ -39,6 +40,7 @@ class Judge:
         verdicts: context -> 0/1 (usefulness).
         attributions: reference -> list of 0/1, one per statement.
         presence: entity -> 0/1.
+        statements: statement -> 0/1 (attribution of statements already split).
     """
 
     def __init__(
@@ -48,12 +50,14 @@ class Judge:
         verdicts: Mapping[str, int] | None = None,
         attributions: Mapping[str, Sequence[int]] | None = None,
         presence: Mapping[str, int] | None = None,
+        statements: Mapping[str, int] | None = None,
         fallback: Callable[[Mapping[str, Any]], str | Reply] | None = None,
     ) -> None:
         self.entities = dict(entities or {})
         self.verdicts = dict(verdicts or {})
         self.attributions = dict(attributions or {})
         self.presence = dict(presence or {})
+        self.statements = dict(statements or {})
         self.fallback = fallback
 
     def __call__(self, request: dict[str, Any]) -> str | Reply:
@@ -88,6 +92,17 @@ class Judge:
                     "classifications": [
                         {"statement": f"s{i}", "reason": "scripted", "attributed": f}
                         for i, f in enumerate(flags)
+                    ]
+                }
+            )
+        if name == "attribution_given":
+            listing = text.split("\nStatements:\n", 1)[1]
+            statements = [re.sub(r"^\[\d+\] ", "", line) for line in listing.split("\n")]
+            return json.dumps(
+                {
+                    "verdicts": [
+                        {"reason": "scripted", "attributed": self.statements.get(s, 1)}
+                        for s in statements
                     ]
                 }
             )

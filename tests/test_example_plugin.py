@@ -76,7 +76,12 @@ def test_example_plugin_is_discovered_and_runs(installed: Path) -> None:
     first, second, details = result["fuzzy"]
     assert first == 0.5
     assert second == 0.75
-    assert details == {"found": ["Gustave", "Eiffel", "tower"], "missing": ["designed"]}
+    # (flags: the verdict of each judged unit, in order, as every judged row gives them)
+    assert details == {
+        "found": ["Gustave", "Eiffel", "tower"],
+        "missing": ["designed"],
+        "flags": [1, 1, 0, 1],
+    }
 
 
 def test_without_installing_it_the_plugin_is_unknown() -> None:

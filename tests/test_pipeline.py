@@ -165,7 +165,11 @@ def test_split_and_attribute_is_a_part_kind_third_parties_use() -> None:
     sample = {**EIFFEL, "reference": "Paris is nice. Rome is old."}
     [row] = ctxeval.evaluate([sample], [metric]).results
     assert row.score == 0.5
-    assert row.details == {"found": ["Paris is nice"], "missing": ["Rome is old"]}
+    assert row.details == {
+        "found": ["Paris is nice"],
+        "missing": ["Rome is old"],
+        "flags": [1, 0],  # what every judged row gives: each unit's verdict, in order
+    }
     # degenerate inputs are decided without calling the part
     blank, empty = ctxeval.evaluate(
         [{**EIFFEL, "id": "a", "reference": " "}, {**EIFFEL, "id": "b", "retrieved_contexts": []}],

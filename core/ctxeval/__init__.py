@@ -7,6 +7,8 @@ The public surface, all importable from ``ctxeval``:
   :class:`Evaluation`, and the run's settings :class:`RunSettings` (with :class:`Limits`,
   :class:`RetryPolicy`) and its :class:`Progress` events;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`;
+* the judge: people's :class:`Labels` (``evaluate(..., labels=)``) and what
+  ``Evaluation.trust()`` says of each judge, a :class:`JudgeTrust` (:mod:`ctxeval.trust`);
 * plugins: the protocols :class:`Metric`, :class:`Extractor`, :class:`Matcher`,
   :class:`RunContext`, the values :class:`Unit` and :class:`Verdict`, the :class:`Registry`,
   :func:`plugins`, :func:`default_registry`, and the score rules in :mod:`ctxeval.policy`.
@@ -49,6 +51,7 @@ from .errors import (
     UnusableLLMError,
 )
 from .evaluation import Evaluation, MetricSummary
+from .labels import Labels
 from .limits import Limits
 from .loading import SampleStream, load_samples
 from .progress import Progress
@@ -68,6 +71,7 @@ from .rowstream import RowStream
 from .sample import Sample
 from .settings import RetryPolicy, RunSettings
 from .trec import load_trec
+from .trust import JudgeTrust
 
 __all__ = [
     "AuthenticationError",
@@ -87,6 +91,8 @@ __all__ = [
     "Extractor",
     "FatalCallError",
     "InvalidResultError",
+    "JudgeTrust",
+    "Labels",
     "Limits",
     "MalformedOutputError",
     "Matcher",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import AsyncIterator, Iterable, Sequence, Sized
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +27,8 @@ from .emission import BATCH_ROWS, Emitter
 from .errors import ConfigError, DataError, MissingExtraError, UnusableLLMError
 from .evaluation import Evaluation
 from .journal import Journal, Previous
+from .labels import Labels
+from .pipeline import PipelineMetric
 from .progress import ProgressTracker
 from .protocols import Metric
 from .registry import PluginInfo, Registry, default_registry
@@ -36,6 +39,7 @@ from .rowstream import RowStream
 from .runner import Run, produce
 from .scheduler import Scheduler
 from .settings import RunSettings
+from .trust import resolve_label_metrics
 
 __all__ = ["aevaluate", "evaluate", "get_metric", "plugins", "stream"]
 
@@ -163,6 +167,7 @@ async def aevaluate(
     llm: Any = None,
     registry: Registry | None = None,
     settings: RunSettings | None = None,
+    labels: Labels | str | os.PathLike[str] | None = None,
     **overrides: Any,
 ) -> Evaluation:
     """Score every sample with every metric, inside a running anyio/asyncio/trio program.
@@ -175,6 +180,9 @@ async def aevaluate(
         registry: resolve names here instead of the default registry.
         settings: how the run goes (limits, retries, timeouts, journal, cache, cost cap,
             progress): a :class:`~ctxeval.RunSettings`.
+        labels: people's labels of judged items (a :class:`~ctxeval.Labels` or its file),
+            read and checked before anything is scored; ``Evaluation.trust()`` then compares
+            each judge with them and corrects its mean (see "How far to trust the judge").
         **overrides: any field of :class:`~ctxeval.RunSettings` (``max_concurrency=8``,
             ``journal="run.jsonl"``...), in place of the same field of ``settings``.
 
@@ -186,13 +194,20 @@ async def aevaluate(
             setting.
         DataError: a sample dict is malformed, or two samples share an id.
     """
+    resolved = resolve_metrics(metrics, registry or default_registry())
+    names = [m.name for m in resolved]
+    if labels is not None:
+        labels = resolve_label_metrics(
+            labels if isinstance(labels, Labels) else Labels.load(labels), names, registry
+        )
     async with stream(
-        samples, metrics, llm=llm, registry=registry, settings=settings, **overrides
+        samples, resolved, llm=llm, registry=registry, settings=settings, **overrides
     ) as rows:
         collected = []
         async for batch in rows.batches():
             collected.extend(batch)
-    return Evaluation(collected, rows.metrics)
+    formulas = {m.name: m.pipeline.formula for m in resolved if isinstance(m, PipelineMetric)}
+    return Evaluation(collected, rows.metrics, labels=labels, formulas=formulas)
 
 
 def evaluate(

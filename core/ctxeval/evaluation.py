@@ -7,13 +7,17 @@ import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .labels import Labels
 from .results import MetricResult, Status, Usage
 from .sample import Sample
 from .stats import mean_ci
+
+if TYPE_CHECKING:
+    from .trust import JudgeTrust
 
 __all__ = ["Evaluation", "MetricSummary"]
 
@@ -97,13 +101,19 @@ class Evaluation:
         metrics: Sequence[str],
         *,
         samples: Mapping[str, Sample] | None = None,
+        labels: Labels | None = None,
+        formulas: Mapping[str, Any] | None = None,
     ) -> None:
         self.results: tuple[MetricResult, ...] = tuple(results)
         self.metrics: tuple[str, ...] = tuple(metrics)
         self.samples: Mapping[str, Sample] = samples or {}
         """The scored samples by id, when the caller kept them (the command line does): the
         report shows their texts beside the evidence."""
+        self.labels: Labels | None = labels
+        """People's labels of judged items, when the run was given some (``labels=``)."""
+        self._formulas: Mapping[str, Any] = formulas or {}
         self._summary: dict[str, MetricSummary] | None = None
+        self._trust: dict[str, JudgeTrust] | None = None
 
     def __len__(self) -> int:
         return len(self.results)
@@ -132,6 +142,52 @@ class Evaluation:
                 by_metric.setdefault(row.metric, []).append(row)
             self._summary = {metric: _summarize(metric, rows) for metric, rows in by_metric.items()}
         return dict(self._summary)
+
+    def trust(self, labels: Labels | str | os.PathLike[str] | None = None) -> dict[str, JudgeTrust]:
+        """How far to trust each judged metric's judge (see :mod:`ctxeval.trust`): agreement
+        with people's labels and the mean corrected by them (PPI), flip rates over repeats,
+        agreement within a jury. Only metrics with something to report are in it.
+
+        Args:
+            labels: people's labels (a :class:`~ctxeval.Labels` or a file); by default those
+                the run was given.
+        """
+        from .trust import judge_trust
+
+        if labels is None:
+            if self._trust is None:
+                self._trust = judge_trust(self, self.labels, formulas=self._formulas)
+            return dict(self._trust)
+        if not isinstance(labels, Labels):
+            labels = Labels.load(labels)
+        return judge_trust(self, labels, formulas=self._formulas)
+
+    def with_labels(
+        self,
+        labels: Labels | str | os.PathLike[str] | None,
+        *,
+        formulas: Mapping[str, Any] | None = None,
+    ) -> Evaluation:
+        """The same rows with people's labels attached (``Evaluation.from_jsonl(path)`` of an
+        earlier run, say): :meth:`trust`, ``summary.json`` and the report then use them.
+
+        Raises:
+            DataError: the labels file is malformed (file, line and field named).
+            ConfigError: labels for a metric the run does not score.
+        """
+        from .trust import resolve_label_metrics
+
+        if labels is not None and not isinstance(labels, Labels):
+            labels = Labels.load(labels)
+        if labels is not None:
+            labels = resolve_label_metrics(labels, self.metrics)
+        return Evaluation(
+            self.results,
+            self.metrics,
+            samples=self.samples,
+            labels=labels,
+            formulas=formulas or self._formulas,
+        )
 
     @property
     def usage(self) -> Usage:

@@ -281,7 +281,8 @@ class Pipeline:
                 found.append(side.attributor)
         if self.matcher is not None:
             found.append(self.matcher)
-        return tuple(dict.fromkeys(found))
+        # one entry per object (by identity: a part holding an unhashable option is a part)
+        return tuple({id(part): part for part in found}.values())
 
     # --- the two sides ---------------------------------------------------------------------
 
@@ -357,6 +358,25 @@ class Pipeline:
         ]
 
 
+def judged_details(judgement: Judgement, formula: Formula) -> dict[str, Any]:
+    """What a judged row adds to its details, for comparing the judge with people
+    (:mod:`ctxeval.trust`): ``flags``, the verdict (0 or 1) of each judged item in order, as
+    the formula scored them; ``n_reference`` where the formula judges the retrieved items (the
+    formula's other input); ``votes`` for the items a :class:`~ctxeval.plugin.Panel` judged
+    more than once (each with its ``index``)."""
+    out: dict[str, Any] = {"flags": [int(v.matched) for v in judgement.verdicts]}
+    if formula.judged == "retrieved":
+        out["n_reference"] = len(judgement.reference)
+    votes = [
+        {"index": index, **v.votes.to_dict()}
+        for index, v in enumerate(judgement.verdicts)
+        if v.votes is not None
+    ]
+    if votes:
+        out["votes"] = votes
+    return out
+
+
 def _blank_reason(side: Extracted | SplitAndAttribute) -> str:
     return side.blank or f"{side.what} (the {side.field} is empty)"
 
@@ -428,11 +448,14 @@ class PipelineMetric(BaseMetric):
     def details_of(self, judgement: Judgement) -> dict[str, Any]:
         """The row's details: :meth:`settings`, the formula's evidence, :meth:`evidence`."""
         flags = judgement.flags
-        return {
+        details = {
             **self.settings(),
             **self.pipeline.formula.evidence(flags),
             **self.evidence(judgement),
         }
+        if not self.pipeline.deterministic:
+            details.update(judged_details(judgement, self.pipeline.formula))
+        return details
 
     def result_of(self, judgement: Judgement) -> MetricResult:
         """The row for ``judgement``, through the formula (with an empty reference, the
@@ -476,8 +499,9 @@ class PipelineMetric(BaseMetric):
             report = getattr(part, "provenance", None)
             if report is not None:
                 said = report(ctx)
-                if said is not None and said not in judges:
-                    judges.append(said)
+                for one in said if isinstance(said, list) else [said]:
+                    if one is not None and one not in judges:
+                        judges.append(one)
         return {"ctxeval": __version__, "judges": judges} if judges else None
 
     def _decided_early(self, sample: Sample) -> MetricResult | None:

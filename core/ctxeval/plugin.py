@@ -17,6 +17,11 @@ What is here:
   :class:`SplitAndAttribute`, the :class:`Judgement` a metric's evidence is made from, and
   :func:`compose`; the formulas are in :mod:`policy` (``policy.Recall()``,
   ``policy.NDCGAtK(k=10)``...);
+* judging more than once: :class:`Panel` (repeats and juries of judges, a matcher and
+  attributor itself), the :class:`JudgeContext` it hands each judgement (``repeat``,
+  ``temperature``), the :class:`Votes` each of its verdicts carries, :func:`majority`, and
+  for a metric's options :func:`judge_part` with the fields ``judges_option()``,
+  ``repeats_option()``, ``jury_option()``, ``temperature_option()``;
 * other plugins, bound when yours is built: :func:`get_extractor`, :func:`get_matcher`;
 * the protocols: :class:`Metric`, :class:`DeterministicMetric`, :class:`BatchMetric`,
   :class:`Extractor`, :class:`Matcher`, :class:`DeterministicMatcher`, :class:`Attributor`,
@@ -80,6 +85,17 @@ from .errors import (
 )
 from .evaluation import Evaluation
 from .failures import Kind, classify, error_for_status, retry_after_of, status_of
+from .judging import (
+    DEFAULT_REPEAT_TEMPERATURE,
+    JudgeContext,
+    Panel,
+    judge_name,
+    judge_part,
+    judges_option,
+    jury_option,
+    repeats_option,
+    temperature_option,
+)
 from .limits import Limits
 from .pipeline import (
     DeterministicPipelineMetric,
@@ -105,7 +121,9 @@ from .protocols import (
     RunContext,
     Unit,
     Verdict,
+    Votes,
     Writer,
+    majority,
 )
 from .registry import EXTRACTORS, MATCHERS, building_registry
 from .results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, ok_row
@@ -113,6 +131,7 @@ from .sample import SAMPLE_FIELDS, Sample
 from .text import normalize_entity, normalize_words
 
 __all__ = [
+    "DEFAULT_REPEAT_TEMPERATURE",
     "NO_USAGE",
     "SAMPLE_FIELDS",
     "Attributor",
@@ -143,6 +162,7 @@ __all__ = [
     "FatalCallError",
     "InvalidResultError",
     "Items",
+    "JudgeContext",
     "Judgement",
     "Kind",
     "LLMProvider",
@@ -155,6 +175,7 @@ __all__ = [
     "MissingCredentialsError",
     "MissingExtraError",
     "ModelNotFoundError",
+    "Panel",
     "Pipeline",
     "PipelineMetric",
     "PluginConflictError",
@@ -171,6 +192,7 @@ __all__ = [
     "UnusableLLMError",
     "Usage",
     "Verdict",
+    "Votes",
     "Writer",
     "__version__",
     "cache_key",
@@ -179,14 +201,21 @@ __all__ = [
     "error_for_status",
     "get_extractor",
     "get_matcher",
+    "judge_name",
+    "judge_part",
+    "judges_option",
+    "jury_option",
+    "majority",
     "membership_verdicts",
     "normalize_entity",
     "normalize_words",
     "ok_row",
     "options_of",
     "policy",
+    "repeats_option",
     "retry_after_of",
     "status_of",
+    "temperature_option",
     "validators",
 ]
 

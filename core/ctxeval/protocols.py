@@ -52,7 +52,9 @@ __all__ = [
     "RunContext",
     "Unit",
     "Verdict",
+    "Votes",
     "Writer",
+    "majority",
 ]
 
 T = TypeVar("T")
@@ -83,12 +85,56 @@ class Verdict:
         score: the similarity or confidence behind the decision, in [0, 1], when there is one.
         evidence: index of the candidate that supports the item (the best one), if any.
         reason: the matcher's explanation, when it gives one (an LLM judge does).
+        votes: the judgements behind the verdict when a :class:`~ctxeval.plugin.Panel`
+            judged the item more than once (repeats, or a jury of judges); None otherwise.
     """
 
     matched: bool
     score: float | None = None
     evidence: int | None = None
     reason: str | None = None
+    votes: Votes | None = None
+
+
+@attrs.frozen(slots=True)
+class Votes:
+    """The judgements behind one verdict of a :class:`~ctxeval.plugin.Panel`.
+
+    Attributes:
+        judges: ``(judge name, verdicts)`` pairs, in the panel's order; each judge's verdicts
+            are 0 or 1, one per repeat (a judge that was not asked is left out).
+        escalated: the item went to the panel's last judge (the ``escalate`` rule) because
+            the first ones were unsure or disagreed.
+    """
+
+    judges: tuple[tuple[str, tuple[int, ...]], ...]
+    escalated: bool = False
+
+    @property
+    def unsure(self) -> bool:
+        """True when some judge's repeats did not all agree."""
+        return any(len(set(votes)) > 1 for _, votes in self.judges)
+
+    @property
+    def disagree(self) -> bool:
+        """True when the judges' own verdicts (each judge's majority) differ."""
+        return len({majority(votes) for _, votes in self.judges}) > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judges": {name: list(votes) for name, votes in self.judges},
+            "unsure": self.unsure,
+            "disagree": self.disagree,
+            "escalated": self.escalated,
+        }
+
+
+def majority(votes: Sequence[int]) -> int:
+    """The verdict most of ``votes`` give; a tie goes to the first vote."""
+    ones = sum(votes)
+    if 2 * ones == len(votes):
+        return votes[0]
+    return int(2 * ones > len(votes))
 
 
 @runtime_checkable

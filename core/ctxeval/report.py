@@ -28,12 +28,17 @@ __all__ = [
 def summary_dict(
     evaluation: Evaluation, *, extra: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Per metric: mean, n_ok, n_undefined, n_error, the 95% CI and its method, usage; usage
+    """Per metric: mean, n_ok, n_undefined, n_error, the 95% CI and its method, usage, and for
+    a judged metric with something to say about its judge, ``judge`` (agreement with people's
+    labels, the corrected mean, repeatability, the jury: :meth:`Evaluation.trust`); usage
     totals. The numbers are :meth:`Evaluation.summary`'s."""
     metrics = {}
+    trust = evaluation.trust()
     for name, summary in evaluation.summary().items():
         entry = summary.to_dict()
         del entry["metric"]
+        if name in trust:
+            entry["judge"] = trust[name].to_dict()
         metrics[name] = entry
     out: dict[str, Any] = {"metrics": metrics, "usage": evaluation.usage.to_dict()}
     out.update(extra or {})
@@ -517,6 +522,106 @@ _SAMPLE_TEXTS = (
 )  # fmt: skip
 
 
+def _votes_text(votes: Mapping[str, Sequence[int]]) -> str:
+    return "; ".join(
+        f"{html.escape(name)}: {' '.join(str(v) for v in said)}" for name, said in votes.items()
+    )
+
+
+def _item_table(items: Sequence[Mapping[str, Any]], total: int, what: str) -> str:
+    if not items:
+        return ""
+    body = "".join(
+        f"<tr><td><code>{html.escape(str(i['sample_id']))}</code></td>"
+        f"<td class='num'>{i['index']}</td><td>{_votes_text(i['votes'])}</td></tr>"
+        for i in items
+    )
+    more = f"<p class='muted'>{total - len(items)} more in summary.json / results.jsonl.</p>"
+    return (
+        f"<details><summary>{total} {what}</summary><table class='trust-items'>"
+        f"<tr><th>sample</th><th class='num'>item</th><th>votes (1 = yes)</th></tr>{body}"
+        f"</table>{more if total > len(items) else ''}</details>"
+    )
+
+
+def _trust_section(summary: Mapping[str, Any]) -> str:
+    """The "How far to trust the judge" section: per judged metric, agreement with people's
+    labels and the corrected mean, repeatability with the unsure items, the jury with its
+    disagreements and each judge's cost ("" when no metric has any)."""
+    parts = []
+    for name, info in summary["metrics"].items():
+        judge = info.get("judge")
+        if not judge:
+            continue
+        cells = []
+        agreement, corrected = judge.get("agreement"), judge.get("corrected")
+        if agreement:
+            ci = agreement["kappa_ci95"]
+            c = agreement["confusion"]
+            cells.append(
+                f"<tr><th>judge vs people</th><td>{agreement['n_items']} items of "
+                f"{agreement['n_samples']} samples · accuracy {_fmt(agreement['accuracy'])} · "
+                f"balanced accuracy {_fmt(agreement['balanced_accuracy'])} · Cohen's kappa "
+                f"<b>{_fmt(agreement['kappa'])}</b>"
+                + (f" (95% CI {ci[0]:.3f} – {ci[1]:.3f})" if ci else "")
+                + f"<br><span class='muted'>judge 1 / people 1: {c['tp']} · judge 1 / people 0: "
+                f"{c['fp']} · judge 0 / people 1: {c['fn']} · both 0: {c['tn']}</span></td></tr>"
+            )
+        if corrected:
+            low, high = corrected["ci95"]
+            cells.append(
+                f"<tr><th>mean</th><td>{_fmt(corrected['judged_mean'])} as judged → "
+                f"<b>{corrected['mean']:.3f}</b> corrected (95% CI {low:.3f} – {high:.3f}); "
+                f"<span class='muted'>{corrected['n_labelled']} labelled samples (their mean by "
+                f"the people: {corrected['human_mean']:.3f}), {corrected['n_unlabelled']} "
+                f"unlabelled; PPI++ weight {corrected['weight']:.2f}</span></td></tr>"
+            )
+        for reason, count in (judge.get("skipped_labels") or {}).items():
+            cells.append(
+                f"<tr><th>labels not used</th><td>{count}: {html.escape(reason)}</td></tr>"
+            )
+        repeats = judge.get("repeatability")
+        if repeats:
+            cells.append(
+                f"<tr><th>repeats</th><td>{repeats['n_items']} items judged more than once · "
+                f"flip rate {_fmt(repeats['flip_rate'])} · two judgements differ "
+                f"{_fmt(repeats['disagreement'])}"
+                + _item_table(
+                    repeats["unsure"], repeats["n_unsure"], "items the judge is unsure about"
+                )
+                + "</td></tr>"
+            )
+        jury = judge.get("jury")
+        if jury:
+            pairs = " · ".join(
+                f"{html.escape(p['a'])} vs {html.escape(p['b'])}: agree {_fmt(p['agreement'])} "
+                f"on {p['n']}, kappa {_fmt(p['kappa'])}"
+                for p in jury["pairs"]
+            )
+            costs = " · ".join(
+                f"{html.escape(n)}: {u['requests']} requests, "
+                + ("cost unknown" if u.get("cost_usd") is None else f"${u['cost_usd']:.4f}")
+                for n, u in jury["usage"].items()
+            )
+            cells.append(
+                f"<tr><th>jury</th><td>{pairs}<br>{jury['n_escalated']} escalated · {costs}"
+                + _item_table(jury["disagreements"], jury["n_disagreements"], "disagreements")
+                + "</td></tr>"
+            )
+        parts.append(
+            f"<h3><code>{html.escape(name)}</code></h3><table class='trust'>{''.join(cells)}</table>"
+        )
+    if not parts:
+        return ""
+    return (
+        "<h2 id='judge'>How far to trust the judge</h2>"
+        + "".join(parts)
+        + "<p class='muted'>Kappa: agreement beyond chance (1 perfect, 0 chance). The corrected "
+        "mean uses the people's labels to remove the judge's bias (prediction-powered "
+        "inference); its interval is honest where the judged mean's is not.</p>"
+    )
+
+
 def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: str) -> str:
     """The report as one self-contained HTML page (no outside resources): the summary, the
     score distributions, and every sample with its texts and each metric's evidence beside
@@ -580,6 +685,7 @@ def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: 
 {"".join(rows)}</table>
 <p class="muted">Means are over <code>ok</code> rows; <code>undefined</code> rows (nothing to recall,
 nothing retrieved) are counted apart, never as zero. Confidence intervals: percentile bootstrap.</p>
+{_trust_section(summary)}
 <h2>Score distributions</h2><div class="cards">{"".join(cards)}</div>
 <h2>Every sample, with its evidence</h2>
 {_TOOLBAR}

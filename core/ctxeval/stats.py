@@ -1,4 +1,5 @@
-"""Confidence intervals and paired comparisons of runs, by bootstrap (numpy)."""
+"""Confidence intervals and paired comparisons of runs, by bootstrap (numpy); a judge's
+agreement with people (Cohen's kappa) and the mean corrected by their labels (PPI)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from typing import Any
 __all__ = [
     "BOOTSTRAP_METHOD",
     "NORMAL_METHOD",
+    "PPI_METHOD",
     "bootstrap_ci",
+    "cohen_kappa",
     "holm",
+    "kappa_ci",
     "mean_ci",
     "paired_bootstrap",
+    "ppi_mean",
     "randomization_test",
 ]
 
@@ -166,3 +171,115 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (m - rank) * p))
         adjusted[index] = running
     return adjusted
+
+
+# --- a judge against people ---------------------------------------------------------------
+
+Z95 = 1.959963984540054
+"""The 0.975 quantile of the standard normal distribution."""
+
+PPI_METHOD = "prediction-powered inference (PPI++, power-tuned), normal interval"
+"""How the corrected mean and its interval are computed (the name written beside them)."""
+
+
+def cohen_kappa(tp: int, fp: int, fn: int, tn: int) -> float | None:
+    """Cohen's kappa of two binary raters from their confusion counts (``tp``: both 1,
+    ``tn``: both 0, ``fp``/``fn``: the first says 1/0 and the second the other): observed
+    agreement beyond chance, ``(p_o - p_e) / (1 - p_e)``. None when chance agreement is 1
+    (both raters gave one same class throughout: kappa is not defined)."""
+    n = tp + fp + fn + tn
+    if n == 0:
+        return None
+    observed = (tp + tn) / n
+    chance = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
+    if chance >= 1.0:
+        return None
+    return (observed - chance) / (1.0 - chance)
+
+
+def kappa_ci(
+    counts: Sequence[tuple[int, int, int, int]],
+    *,
+    resamples: int = _RESAMPLES,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float] | None:
+    """The 95% percentile-bootstrap interval of Cohen's kappa, resampling *samples* (each a
+    ``(tp, fp, fn, tn)`` of its items): the items of one sample are not independent, so the
+    sample is the unit resampled. Resamples where kappa is not defined are left out. None
+    with fewer than 2 samples or no defined kappa."""
+    import numpy as np
+
+    n = len(counts)
+    if n < 2:
+        return None
+    table = np.asarray(counts, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    kappas: list[Any] = []
+    for start in range(0, resamples, _CHUNK):
+        count = min(_CHUNK, resamples - start)
+        sums = table[rng.integers(0, n, size=(count, n))].sum(axis=1)
+        tp, fp, fn, tn = sums.T
+        total = sums.sum(axis=1)
+        observed = (tp + tn) / total
+        chance = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (total * total)
+        defined = chance < 1.0
+        kappas.append((observed[defined] - chance[defined]) / (1.0 - chance[defined]))
+    values = np.concatenate(kappas)
+    if values.size == 0:
+        return None
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def ppi_mean(
+    human: Sequence[float], judged: Sequence[float], unlabelled: Sequence[float]
+) -> dict[str, float] | None:
+    """The mean of a score corrected by people's labels: prediction-powered inference
+    (Angelopoulos et al., Science 2023) with power tuning (PPI++, Angelopoulos, Duchi and
+    Zrnic 2023), as ``ppi_py.ppi_mean_ci`` computes it.
+
+    Args:
+        human: the score of each labelled sample, from the people's labels.
+        judged: the judge's score of the same samples, in the same order.
+        unlabelled: the judge's score of the samples nobody labelled.
+
+    Returns:
+        ``mean`` (``λ·mean(unlabelled) + mean(human - λ·judged)``), ``ci95_low`` and
+        ``ci95_high`` (normal interval, clipped to [0, 1]), ``lambda`` (the power-tuning weight
+        in [0, 1]: 0 ignores the judge, 1 is classic PPI), and the counts ``n_labelled`` and
+        ``n_unlabelled``; None with fewer than 2 labelled samples.
+    """
+    import numpy as np
+
+    n, big_n = len(human), len(unlabelled)
+    if len(judged) != n:
+        raise ValueError("human and judged scores must pair up")
+    if n < 2:
+        return None
+    y = np.asarray(human, dtype=np.float64)
+    f = np.asarray(judged, dtype=np.float64)
+    u = np.asarray(unlabelled, dtype=np.float64)
+    if big_n < 2:
+        lam = 0.0
+    else:
+        every = np.concatenate([f, u])
+        spread = float(every.var(ddof=1))
+        covariance = float(np.cov(y, f, ddof=1)[0, 1])
+        lam = 0.0 if spread == 0.0 else covariance / ((1 + n / big_n) * spread)
+        lam = min(1.0, max(0.0, lam))
+    rectified = y - lam * f
+    mean = float(rectified.mean()) + (lam * float(u.mean()) if big_n else 0.0)
+    variance = float(rectified.var(ddof=1)) / n
+    if lam and big_n >= 2:
+        variance += lam * lam * float(u.var(ddof=1)) / big_n
+    half = Z95 * math.sqrt(variance)
+    return {
+        "mean": mean,
+        "ci95_low": max(0.0, mean - half),
+        "ci95_high": min(1.0, mean + half),
+        "lambda": lam,
+        "n_labelled": n,
+        "n_unlabelled": big_n,
+    }

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import attrs
+
 from ctxeval.plugin import (
     BadRequestError,
     CallError,
@@ -106,25 +108,35 @@ class LLMClient:
         scheduler retries a few times.
         """
         config = self.config
-        canonical = self.request(prompt, variables)  # the cache key's form, whatever the mode
+        # a panel's repeated judgement (ctxeval.plugin.JudgeContext): its own temperature and
+        # its own cache entry (and, in a batch, its own line)
+        repeat: int = getattr(ctx, "repeat", 0)
+        temperature: float | None = getattr(ctx, "temperature", None)
+        if temperature is not None and temperature != config.temperature:
+            config = attrs.evolve(config, temperature=temperature)
+        canonical = request_body(config, prompt, variables, OutputMode(config).mode)
         cache = ctx.cache
         key = None
         if cache is not None:
-            key = cache_key(
-                model=config.model,
-                endpoint=config.endpoint,
-                messages=canonical["messages"],
-                params={k: v for k, v in canonical.items() if k not in ("messages", "model")},
-                schema=prompt.schema,
-                prompt=f"{prompt.name}@{prompt.version}",
-            )
+            parts: dict[str, Any] = {
+                "model": config.model,
+                "endpoint": config.endpoint,
+                "messages": canonical["messages"],
+                "params": {k: v for k, v in canonical.items() if k not in ("messages", "model")},
+                "schema": prompt.schema,
+                "prompt": f"{prompt.name}@{prompt.version}",
+            }
+            if repeat:
+                parts["repeat"] = repeat
+            key = cache_key(**parts)
             hit = cache.get(key)
             if hit is not None:
                 ctx.add_usage(Usage(cache_hits=1))
                 return prompt.check(hit, expect)
         transport = await transport_for(config, ctx)
         if config.batch and isinstance(transport, OpenAITransport):
-            answered = await self._from_batch(ctx, transport, prompt, canonical, expect)
+            line = {**canonical, "seed": repeat} if repeat else canonical
+            answered = await self._from_batch(ctx, transport, prompt, line, expect)
             if answered is not None:
                 raw, answer = answered
                 if cache is not None and key is not None:

@@ -28,7 +28,12 @@ from ctxeval.plugin import (
     SplitAndAttribute,
     Unit,
     Verdict,
+    judge_part,
+    judges_option,
+    jury_option,
     policy,
+    repeats_option,
+    temperature_option,
     validators,
 )
 
@@ -240,7 +245,7 @@ class StatementAttributor:
 
     @property
     def fingerprint_data(self) -> str:
-        return _versions(prompts.ATTRIBUTION)
+        return _versions(prompts.ATTRIBUTION, prompts.ATTRIBUTION_GIVEN)
 
     def provenance(self, ctx: RunContext) -> dict[str, Any]:
         return _provenance(self.llm, ctx, prompts.ATTRIBUTION)
@@ -255,6 +260,23 @@ class StatementAttributor:
             "answer": text,
         }
         return [_size(prompts.ATTRIBUTION, variables)]
+
+    async def match(
+        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
+    ) -> list[Verdict]:
+        """Judge statements already split (a panel's further judgements of the statements
+        its first judge split): one request for all of them."""
+        if not items:
+            return []
+        listing = "\n".join(f"[{i}] {s}" for i, s in enumerate(items, start=1))
+        verdicts = await ask(
+            ctx,
+            self.llm,
+            prompts.ATTRIBUTION_GIVEN,
+            {"question": _question(ctx), "context": "\n".join(candidates), "statements": listing},
+            expect=len(items),
+        )
+        return [Verdict(v["attributed"] == 1, None, None, v["reason"]) for v in verdicts]
 
     async def attribute(
         self, text: str, candidates: Sequence[str], ctx: RunContext
@@ -285,6 +307,15 @@ class _LLMPrecision(PipelineMetric):
     """The LLM (default: the run's ``llm=``)."""
     batch: bool = attrs.field(default=False, validator=validators.boolean)
     """Judge all chunks of a sample in one request instead of one request per chunk."""
+    judges: tuple[Any, ...] = judges_option()
+    """A jury: two or more LLMs (model strings, settings or callables) in place of ``llm``."""
+    repeats: int = repeats_option()
+    """Judgements per judge and chunk (the majority verdict is used; flips are reported)."""
+    jury: str = jury_option()
+    """How a jury's verdicts combine: ``majority`` or ``escalate`` (the last judge only where
+    the first ones are unsure or disagree)."""
+    repeat_temperature: float = temperature_option()
+    """The temperature of repeated judgements (``repeats`` > 1)."""
 
     def build(self) -> Pipeline:
         return Pipeline(
@@ -293,7 +324,14 @@ class _LLMPrecision(PipelineMetric):
                 what=f"{self.answer_field} text to judge the chunks against",
             ),
             retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
-            matcher=LLMRelevanceJudge(batch=self.batch, llm=self.llm),
+            matcher=judge_part(
+                lambda llm: LLMRelevanceJudge(batch=self.batch, llm=llm),
+                llm=self.llm,
+                judges=self.judges,
+                repeats=self.repeats,
+                rule=self.jury,
+                temperature=self.repeat_temperature,
+            ),
             formula=policy.AveragePrecision(),
         )
 
@@ -336,12 +374,28 @@ class LLMContextRecall(PipelineMetric):
     requires = ("user_input", "reference", "retrieved_contexts")
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
     llm: Any = attrs.field(default=None, repr=False)
+    """The LLM (default: the run's ``llm=``)."""
+    judges: tuple[Any, ...] = judges_option()
+    """A jury: two or more LLMs in place of ``llm``; the first splits the reference."""
+    repeats: int = repeats_option()
+    """Judgements per judge and statement (the majority verdict is used)."""
+    jury: str = jury_option()
+    """How a jury's verdicts combine: ``majority`` or ``escalate``."""
+    repeat_temperature: float = temperature_option()
+    """The temperature of repeated judgements (``repeats`` > 1)."""
 
     def build(self) -> Pipeline:
         return Pipeline(
             reference=SplitAndAttribute(
                 field="reference",
-                attributor=StatementAttributor(llm=self.llm),
+                attributor=judge_part(
+                    lambda llm: StatementAttributor(llm=llm),
+                    llm=self.llm,
+                    judges=self.judges,
+                    repeats=self.repeats,
+                    rule=self.jury,
+                    temperature=self.repeat_temperature,
+                ),
                 what="reference statements",
             ),
             retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),

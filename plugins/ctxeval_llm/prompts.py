@@ -17,6 +17,7 @@ from ctxeval.plugin import MalformedOutputError
 
 __all__ = [
     "ATTRIBUTION",
+    "ATTRIBUTION_GIVEN",
     "ENTITIES",
     "ENTITY_PRESENCE",
     "USEFULNESS",
@@ -309,6 +310,69 @@ ATTRIBUTION = Prompt(
         ),
     ),
     check=_check_attribution,
+)
+
+
+def _check_attribution_given(value: Any, expected: int | None) -> list[dict[str, Any]]:
+    obj = _object(value, ("verdicts",), "the answer")
+    items = _list(obj["verdicts"], "verdicts", expected)
+    out = []
+    for i, item in enumerate(items):
+        entry = _object(item, ("reason", "attributed"), f"verdict {i}")
+        out.append(
+            {
+                "reason": _text(entry["reason"], f"reason {i}"),
+                "attributed": _binary(entry["attributed"], f"attributed {i}"),
+            }
+        )
+    return out
+
+
+ATTRIBUTION_GIVEN = Prompt(
+    name="attribution_given",
+    version=1,
+    system=(
+        "Given a question, a context and numbered statements, decide for each statement "
+        "whether it can be attributed to the context: attributed 1 if the context supports "
+        "it, 0 if it does not. Give a short reason for each, one verdict per statement, in "
+        "their order."
+    ),
+    user="Question: {question}\nContext: {context}\nStatements:\n{statements}",
+    schema={
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "reason": {"type": "string"},
+                        "attributed": {"type": "integer", "enum": [0, 1]},
+                    },
+                    "required": ["reason", "attributed"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["verdicts"],
+        "additionalProperties": False,
+    },
+    examples=(
+        (
+            {
+                "question": "Where is France and what is its capital?",
+                "context": "France, in Western Europe, encompasses medieval cities, alpine villages and Mediterranean beaches. The country is also renowned for its wines.",
+                "statements": "[1] France is in Western Europe.\n[2] Its capital is Paris.",
+            },
+            {
+                "verdicts": [
+                    {"reason": "The context says France is in Western Europe.", "attributed": 1},
+                    {"reason": "The context does not mention the capital.", "attributed": 0},
+                ]
+            },
+        ),
+    ),
+    check=_check_attribution_given,
 )
 
 

@@ -33,10 +33,15 @@ from ctxeval.plugin import (
     Verdict,
     get_extractor,
     get_matcher,
+    judge_part,
+    judges_option,
+    jury_option,
     membership_verdicts,
     normalize_entity,
     normalize_words,
     policy,
+    repeats_option,
+    temperature_option,
     validators,
 )
 
@@ -122,6 +127,11 @@ class ContextEntityRecall(PipelineMetric):
             matcher.
         matcher_options: options for the matcher (e.g. ``{"threshold": 0.85}`` for ``fuzzy``).
         llm: the LLM for the ``llm`` extractor or matcher (default: the run's ``llm=``).
+        judges: a jury of LLMs for the ``llm`` matcher, in place of ``llm`` (the extractor
+            then uses the run's ``llm=``).
+        repeats: judgements per judge and entity, majority verdict used (``llm`` matcher).
+        jury: ``majority`` or ``escalate`` (see :class:`ctxeval.plugin.Panel`).
+        repeat_temperature: the temperature of repeated judgements.
     """
 
     registry_name: ClassVar[str] = "context_entity_recall"
@@ -135,6 +145,10 @@ class ContextEntityRecall(PipelineMetric):
     matcher: str = attrs.field(default="containment", validator=validators.text)
     matcher_options: Mapping[str, Any] = attrs.field(factory=dict, validator=_options)
     llm: Any = attrs.field(default=None, repr=False)
+    judges: tuple[Any, ...] = judges_option()
+    repeats: int = repeats_option()
+    jury: str = jury_option()
+    repeat_temperature: float = temperature_option()
 
     def build(self) -> Pipeline:
         extractor = get_extractor(self.extractor, llm=self.llm, **self.extractor_options)
@@ -145,6 +159,11 @@ class ContextEntityRecall(PipelineMetric):
             distinct=normalize_entity,
         )
         if self.mode == "intersection":
+            if self.judges or self.repeats > 1:
+                raise ValueError(
+                    "judges and repeats judge entities with a matcher: use mode='verify' "
+                    "with matcher='llm'"
+                )
             return Pipeline(
                 reference=attrs.evolve(reference, compare_by="key"),
                 retrieved=Extracted(
@@ -160,7 +179,14 @@ class ContextEntityRecall(PipelineMetric):
         return Pipeline(
             reference=reference,
             retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
-            matcher=get_matcher(self.matcher, llm=self.llm, **self.matcher_options),
+            matcher=judge_part(
+                lambda llm: get_matcher(self.matcher, llm=llm, **self.matcher_options),
+                llm=self.llm,
+                judges=self.judges,
+                repeats=self.repeats,
+                rule=self.jury,
+                temperature=self.repeat_temperature,
+            ),
             formula=policy.Recall(),
         )
 

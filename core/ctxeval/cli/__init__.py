@@ -166,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="what --fail-under compares: the mean, or the lower bound of its 95%% CI",
     )
     ev.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="people's labels of judged items (JSONL/CSV): the judge's agreement with them "
+        "and the mean corrected by them (PPI) are reported",
+    )
+    ev.add_argument(
         "--dry-run",
         action="store_true",
         help="count the LLM calls and estimate the cost; send nothing",

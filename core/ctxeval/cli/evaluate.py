@@ -22,6 +22,7 @@ from .render import (
     fail,
     print_errors,
     print_summary,
+    print_trust,
 )
 from .specs import build_metrics, count_rows, parse_metric, read_run_file
 
@@ -45,6 +46,27 @@ def _llm(args: argparse.Namespace, run: dict[str, Any]) -> tuple[Any, Any]:
     model = args.model or run.get("model")
     if not model:
         return None, None
+    return _configure(args, run, model)
+
+
+def _with_judges(
+    specs: list[tuple[str, dict[str, Any]]], args: argparse.Namespace, run: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """``specs`` with each judge given by model name (a metric's ``judges`` option) made by
+    the run's provider, with ``--api-base`` and the run file's ``[llm]`` settings, as
+    ``--model`` is."""
+    out = []
+    for name, options in specs:
+        judges = options.get("judges")
+        if isinstance(judges, list) and any(isinstance(j, str) for j in judges):
+            made = [_configure(args, run, j)[0] if isinstance(j, str) else j for j in judges]
+            options = {**options, "judges": made}
+        out.append((name, options))
+    return out
+
+
+def _configure(args: argparse.Namespace, run: dict[str, Any], model: str) -> tuple[Any, Any]:
+    """The LLM settings of ``model`` made by the run's provider, and the provider."""
     provider = llm_provider(args.provider or run.get("provider") or DEFAULT_PROVIDER)
     settings = dict(run.get("llm", {}))
     if args.timeout is not None:
@@ -63,7 +85,7 @@ def _llm(args: argparse.Namespace, run: dict[str, Any]) -> tuple[Any, Any]:
 RUN_FILE_KEYS = (
     "data", "metrics", "out", "model", "api_base", "provider", "llm", "lenient", "no_cache",
     "max_concurrency", "max_cost", "qrels", "run", "complete", "trec_eval_averaging",
-    "fail_under", "batch", "metric_timeout",
+    "fail_under", "batch", "metric_timeout", "labels",
 )  # fmt: skip
 """The keys a run file (``--config``) may hold."""
 
@@ -203,6 +225,21 @@ def _formats(names: Sequence[str], out: Any) -> list[str]:
     for name in names:
         registry.get_writer(name)  # raises for an unknown or unavailable writer
     return [n for n in dict.fromkeys(names) if n not in DEFAULT_FORMATS]
+
+
+def _labels(path: str | None, metrics: Sequence[Any]) -> Any:
+    """People's labels from ``--labels``, read and checked before anything is scored."""
+    if not path:
+        return None
+    from ctxeval.labels import Labels
+    from ctxeval.trust import resolve_label_metrics
+
+    return resolve_label_metrics(Labels.load(path), [m.name for m in metrics])
+
+
+def _formulas(metrics: Sequence[Any]) -> dict[str, Any]:
+    """Each pipeline metric's formula by row name (people's labels are scored through it)."""
+    return {m.name: m.pipeline.formula for m in metrics if getattr(m, "pipeline", None) is not None}
 
 
 def _needs_llm(metrics: Sequence[Any]) -> bool:
@@ -347,9 +384,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         import logging
 
         logging.getLogger("ctxeval.progress").setLevel(logging.INFO)
-    metrics = build_metrics(specs)
+    metrics = build_metrics(_with_judges(specs, args, run))
     if args.trec_eval_averaging:
         metrics = [_with_trec_eval_averaging(m) for m in metrics]
+    labels = _labels(args.labels or run.get("labels"), metrics)
     if trec:
         from ctxeval.trec import load_trec
 
@@ -387,6 +425,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             quiet=args.quiet,
             total=None if total is None else total * len(metrics),
         )
+    if labels is not None:
+        evaluation = evaluation.with_labels(labels, formulas=_formulas(metrics))
     bad_rows = list(getattr(samples, "errors", ()))
     if not evaluation.results and not bad_rows and stopped is None:
         where = f"{args.qrels} and {args.run}" if trec else str(path)
@@ -419,6 +459,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     if not args.quiet:
         print_summary(summary, stdout)
+        print_trust(summary, stdout)
         print_errors(evaluation.results, stdout)
         if out:
             for kind in ("results", "summary", "report", *formats):
