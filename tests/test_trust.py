@@ -179,11 +179,14 @@ def test_labels_load_in_both_forms_and_from_csv(tmp_path: Path) -> None:
     jsonl.write_text(
         '{"sample_id": "a", "metric": "context_precision", "labels": [1, 0, true]}\n\n'
         '{"sample_id": 7, "metric": "context_recall", "index": 2, "label": false}\n'
+        '{"sample_id": 7, "metric": "context_recall", "index": 3, "label": null}\n'
+        '{"sample_id": "b", "metric": "context_recall", "labels": [null, 1]}\n'
     )
     labels = Labels.load(jsonl)
     assert labels.items == {
         ("context_precision", "a"): {0: 1, 1: 0, 2: 1},
         ("context_recall", "7"): {2: 0},
+        ("context_recall", "b"): {1: 1},  # null: not labelled yet
     }
     assert labels.lines["context_recall", "7", 2] == 3  # the file's own line, blanks counted
     csv_file = tmp_path / "labels.csv"
@@ -536,3 +539,28 @@ def test_a_metric_with_its_own_llm_settings_object_is_judged(server: FakeOpenAI)
     assert provenance["judges"] == [
         {"model": "openai/judge", "endpoint": server.url, "prompts": ["usefulness@1"]}
     ]
+
+
+def test_entity_recall_rows_are_checked_against_people_entity_by_entity() -> None:
+    """The entity recall seed's worked example (2/3 with spaCy), each reference entity's
+    verdict compared with a person's (Gustave Eiffel is not in the context; Paris and 1889
+    are)."""
+    pytest.importorskip("spacy")
+    from seed_data import EIFFEL_CONTEXT, EIFFEL_REFERENCE
+
+    sample = {"id": "eiffel", "reference": EIFFEL_REFERENCE, "retrieved_contexts": [EIFFEL_CONTEXT]}
+    metric = ctxeval.get_metric("context_entity_recall", extractor="spacy")
+    ev = ctxeval.evaluate([sample], [metric])
+    row = ev.results[0]
+    entities, flags = row.details["reference_entities"], row.details["flags"]
+    assert row.score == pytest.approx(2 / 3)
+    assert flags == [0, 1, 1]
+    assert entities[0] == "Gustave Eiffel"
+    labels = Labels.from_records(
+        [{"sample_id": "eiffel", "metric": "context_entity_recall", "labels": [0, 1, 1]}]
+    )
+    a = ev.with_labels(labels).trust()["context_entity_recall"].agreement
+    assert a is not None
+    assert (a.tp, a.fp, a.fn, a.tn) == (2, 0, 0, 1)
+    assert a.accuracy == 1.0
+    assert a.kappa == 1.0

@@ -15,7 +15,8 @@ or all the labels of one sample at once::
 
     {"sample_id": "q17", "metric": "context_precision", "labels": [1, 0, 0, 1]}
 
-``metric`` may be an alias (``context_precision``); ``label`` is 0/1 or false/true.
+``metric`` may be an alias (``context_precision``); ``label`` is 0/1 or false/true, or null
+for an item not labelled yet (a sheet being filled in).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ _TRUE = (True, 1, "1", "true", "yes")
 _FALSE = (False, 0, "0", "false", "no")
 
 
-def _flag(value: Any, where: dict[str, Any], field: str) -> int:
+def _flag(value: Any, where: dict[str, Any], field: str) -> int | None:
+    if value is None:
+        return None  # not labelled yet (a sheet being filled in)
     folded = value.strip().lower() if isinstance(value, str) else value
     if folded in _TRUE and not isinstance(folded, float):
         return 1
@@ -134,9 +137,12 @@ class Labels:
                     raise DataError(
                         "labels is a list of 0/1, one per item in order", field="labels", **where
                     )
-                given = [(i, _flag(v, where, "labels")) for i, v in enumerate(values)]
+                flags = [(i, _flag(v, where, "labels")) for i, v in enumerate(values)]
+                given = [(i, f) for i, f in flags if f is not None]
             elif "index" in record and "label" in record:
-                given = [(_index(record["index"], where), _flag(record["label"], where, "label"))]
+                flag = _flag(record["label"], where, "label")
+                index = _index(record["index"], where)
+                given = [] if flag is None else [(index, flag)]
             else:
                 raise DataError(
                     "a label needs index and label (one item), or labels (a list, every item)",

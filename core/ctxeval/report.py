@@ -201,12 +201,15 @@ _EXPLORER_JS = r"""
       if (!r) continue;
       if (r.status !== "ok") { lines.push(`<div class="rowline"><b>${esc(m)}</b>: ${r.status} — ${esc(r.reason || "")}</div>`); continue; }
       const d = r.details || {};
+      const votesAt = {};
+      if (Array.isArray(d.votes)) for (const v of d.votes) votesAt[v.index] = " · votes " + Object.entries(v.judges).map(([n, said]) => `${n} ${said.join(" ")}`).join("; ") + (v.escalated ? " (escalated)" : "") + (v.unsure ? " · unsure" : "") + (v.disagree ? " · judges disagree" : "");
       if (Array.isArray(d.verdicts)) {
         const side = d.judged === "reference" ? onRef : onChunk;
         for (const v of d.verdicts) {
           const ok = v.matched !== undefined ? v.matched : v.verdict === 1;
           let why = v.reason || (v.similarity !== undefined && v.similarity !== null ? "similarity " + fmt(v.similarity) : "");
           if (d.judged === "reference" && v.evidence !== null && v.evidence !== undefined) why += ` (best: chunk ${v.evidence + 1})`;
+          why += votesAt[v.index] || "";
           if (side[v.index]) side[v.index].push(badge(ok, m, why));
         }
       }
@@ -214,7 +217,7 @@ _EXPLORER_JS = r"""
       if (Array.isArray(d.irrelevant)) for (const i of d.irrelevant) (onId[i] = onId[i] || []).push(badge(false, m, "not relevant"));
       if (Array.isArray(d.missing) && d.missing.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> missing: ${d.missing.map((x) => `<span class="badge no">${esc(x)}</span>`).join("")}</div>`);
       if (Array.isArray(d.found) && d.found.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> found: ${d.found.map((x) => `<span class="badge yes">${esc(x)}</span>`).join("")}</div>`);
-      if (Array.isArray(d.statements)) for (const st of d.statements) lines.push(`<div class="rowline">${badge(st.attributed === 1, m, "")} ${esc(st.statement)} <span class="why">${esc(st.reason || "")}</span></div>`);
+      if (Array.isArray(d.statements)) d.statements.forEach((st, i) => lines.push(`<div class="rowline">${badge(st.attributed === 1, m, "")} ${esc(st.statement)} <span class="why">${esc((st.reason || "") + (votesAt[i] || ""))}</span></div>`));
       if (d.relevant_ranks) lines.push(`<div class="rowline"><b>${esc(m)}</b>: relevant at ranks ${d.relevant_ranks.length ? d.relevant_ranks.join(", ") : "none"}${d.k ? " (top " + d.k + ")" : ""}</div>`);
       else if ("first_relevant_rank" in d) lines.push(`<div class="rowline"><b>${esc(m)}</b>: first relevant at rank ${d.first_relevant_rank === null ? "none" : d.first_relevant_rank}</div>`);
     }
