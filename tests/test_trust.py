@@ -23,7 +23,7 @@ from ctxeval.cache import MemoryCache
 from ctxeval.errors import ConfigError, DataError
 from ctxeval.plugin import Panel, Verdict, majority, policy
 from ctxeval.stats import cohen_kappa, ppi_mean
-from ctxeval.trust import Agreement
+from ctxeval.trust import Agreement, label_sheet
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI
 from llm_judge import prompt_name, user_text
@@ -520,11 +520,16 @@ def test_a_dry_run_counts_every_repeat_and_judge(tmp_path: Path, capsys: Any) ->
 
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join(json.dumps(s) for s in pool(4, 3, 0.5)) + "\n")
-    spec = 'context_precision:judges=["openai/a","openai/b","openai/c"],repeats=3,jury=escalate'
-    argv = ["evaluate", str(data), "-m", spec, "--dry-run", "--api-base", "http://127.0.0.1:9/v1"]
-    assert main(argv) == 0
-    # 12 chunks: two cheap judges x 3 repeats, and the strong one at most once each
-    assert "84 LLM calls" in capsys.readouterr().out
+    judges = '["openai/gpt-4o-mini","openai/gpt-4.1-mini","openai/gpt-4o"]'
+    spec = f"context_precision:judges={judges},repeats=3,jury=escalate"
+    assert main(["evaluate", str(data), "-m", spec, "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    # 12 chunks: two cheap judges x 3 repeats, and the strong one at most once each, each
+    # judge priced at its own model's price
+    assert "84 LLM calls; estimated cost: $" in said
+    assert "openai/gpt-4o-mini: 36 calls, $" in said
+    assert "openai/gpt-4.1-mini: 36 calls, $" in said
+    assert "openai/gpt-4o: 12 calls, $" in said
 
 
 def test_a_metric_with_its_own_llm_settings_object_is_judged(server: FakeOpenAI) -> None:
@@ -564,3 +569,46 @@ def test_entity_recall_rows_are_checked_against_people_entity_by_entity() -> Non
     assert (a.tp, a.fp, a.fn, a.tn) == (2, 0, 0, 1)
     assert a.accuracy == 1.0
     assert a.kappa == 1.0
+
+
+def test_a_label_sheet_drawn_from_a_run_and_filled_in_is_a_labels_file(
+    server: FakeOpenAI, tmp_path: Path, capsys: Any
+) -> None:
+    from ctxeval.cli import main
+    from ctxeval.report import write_outputs
+
+    server.responder = ErringJudge(fp=0.1, fn=0.2)
+    samples = pool(40, 3, base_rate=0.5, seed=13)
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps(s) for s in samples) + "\n")
+    ev = ctxeval.evaluate(samples, ["context_precision"], llm=judge(server), retry=FAST)
+    write_outputs(ev, tmp_path / "run", title="t")
+    argv = ["label-sheet", str(tmp_path / "run"), "-m", "context_precision", "-n", "10"]
+    assert main([*argv, "--data", str(data)]) == 0
+    sheet_path = tmp_path / "run" / "label-sheet.jsonl"
+    assert "30 items of 10 samples to label" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:  # never overwritten
+        main([*argv, "--data", str(data)])
+    assert refused.value.code == 2
+    sheet = [json.loads(line) for line in sheet_path.read_text().splitlines()]
+    by_id = {s["id"]: s for s in samples}
+    for record in sheet:
+        sample = by_id[record["sample_id"]]
+        assert record["item"] == sample["retrieved_contexts"][record["index"]]
+        assert record["question"] == sample["user_input"]
+        assert record["label"] is None
+        assert "verdict" not in record
+    # the same draw for the same seed; a labels file once filled in (one item left blank)
+    again = label_sheet(ev, PRECISION, samples={}, n=10)
+    assert [(r["sample_id"], r["index"]) for r in again] == [
+        (r["sample_id"], r["index"]) for r in sheet
+    ]
+    for record in sheet[1:]:
+        record["label"] = truth_of(record["item"])
+    sheet_path.write_text("\n".join(json.dumps(r) for r in sheet) + "\n")
+    trust = ev.with_labels(sheet_path).trust()[PRECISION]
+    assert trust.agreement is not None
+    assert trust.agreement.n_items == 29
+    assert trust.corrected is not None
+    assert trust.corrected.n_labelled == 9
+    assert trust.skipped == {"sample partly labelled (agreement only, not the corrected mean)": 1}

@@ -231,13 +231,27 @@ class Panel:
     ) -> list[int]:
         """The prompt sizes of the requests judging ``items`` would send: every judge's, times
         its repeats (``escalate``: as if every item went to the last judge, an upper bound)."""
-        sizes: list[int] = []
+        return [
+            size
+            for _, sizes in self.estimate_calls_by_judge(items, candidates, sample)
+            for size in sizes
+        ]
+
+    def estimate_calls_by_judge(
+        self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[tuple[str | None, list[int]]]:
+        """:meth:`estimate_calls` judge by judge: each judge's model (its ``llm``'s name; None
+        for the run's) with the sizes of its requests."""
+        out: list[tuple[str | None, list[int]]] = []
         for name, judge in self._named():
             estimate = getattr(judge, "estimate_calls", None)
-            if estimate is not None:
-                times = 1 if self._once(name) else self.repeats
-                sizes += estimate(items, candidates, sample) * times
-        return sizes
+            if estimate is None:
+                continue
+            times = 1 if self._once(name) else self.repeats
+            own = getattr(judge, "llm", None)
+            model = judge_name(own) if own is not None else None
+            out.append((model, list(estimate(items, candidates, sample)) * times))
+        return out
 
     def _named(self) -> list[tuple[str, Any]]:
         return list(zip(self.names, self.judges, strict=True))

@@ -38,6 +38,7 @@ import attrs
 
 from ._version import __version__
 from .base import BaseMetric
+from .judging import judge_name
 from .policy import Formula
 from .protocols import (
     Attributor,
@@ -601,6 +602,30 @@ class PipelineMetric(BaseMetric):
         the parts estimate them (parts without ``estimate_calls`` send none): an extractor's
         ``estimate_calls(texts)``, a matcher's ``estimate_calls(items, candidates, sample)``,
         an attributor's ``estimate_calls(text, candidates, sample)``."""
+        return [
+            size for part, args in self._estimated(sample) for size in part.estimate_calls(*args)
+        ]
+
+    def estimate_calls_by_model(self, sample: Sample) -> dict[str | None, list[int]]:
+        """:meth:`estimate_calls` by the model that would answer (None: the run's ``llm=``),
+        so that a dry run prices each judge of a jury at its own price. A part that knows its
+        judges apart says so with ``estimate_calls_by_judge`` (a :class:`~ctxeval.plugin.Panel`
+        does); another part's model is its own ``llm``, else the run's."""
+        out: dict[str | None, list[int]] = {}
+        for part, args in self._estimated(sample):
+            by_judge = getattr(part, "estimate_calls_by_judge", None)
+            if by_judge is not None:
+                for model, sizes in by_judge(*args):
+                    out.setdefault(model, []).extend(sizes)
+                continue
+            own = getattr(part, "llm", None)
+            model = judge_name(own) if own is not None else None
+            out.setdefault(model, []).extend(part.estimate_calls(*args))
+        return out
+
+    def _estimated(self, sample: Sample) -> list[tuple[Any, tuple[Any, ...]]]:
+        """Each part that estimates its calls, with the arguments its ``estimate_calls``
+        takes for ``sample``; none when ``sample`` is decided without calls."""
         p = self.pipeline
         if self._decided_early(sample) is not None:
             return []
@@ -609,30 +634,28 @@ class PipelineMetric(BaseMetric):
             return []
         if isinstance(retrieved_side, Items) and not retrieved_side.read(sample):
             return []
-        sizes: list[int] = []
+        out: list[tuple[Any, tuple[Any, ...]]] = []
         if isinstance(reference_side, SplitAndAttribute):
-            estimate = getattr(reference_side.attributor, "estimate_calls", None)
+            attributor = reference_side.attributor
             candidates = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
-            if estimate is not None:
+            if hasattr(attributor, "estimate_calls"):
                 text = field_text(sample, reference_side.field)
-                sizes += estimate(text, candidates, sample)
-            return sizes
+                out.append((attributor, (text, candidates, sample)))
+            return out
         texts: dict[int, tuple[Extractor, list[str]]] = {}
         for side in (reference_side, retrieved_side):
             if isinstance(side, Extracted):
                 entry = texts.setdefault(id(side.extractor), (side.extractor, []))
                 entry[1].append(side.source_text(sample))
         for extractor, side_texts in texts.values():
-            estimate = getattr(extractor, "estimate_calls", None)
-            if estimate is not None:
-                sizes += estimate(side_texts)
-        estimate = getattr(p.matcher, "estimate_calls", None)
-        if estimate is not None:
+            if hasattr(extractor, "estimate_calls"):
+                out.append((extractor, (side_texts,)))
+        if hasattr(p.matcher, "estimate_calls"):
             # the judged items of an extracted side are not known before extracting
             reference = reference_side.read(sample) if isinstance(reference_side, Items) else []
             retrieved = retrieved_side.read(sample) if isinstance(retrieved_side, Items) else []
-            sizes += estimate(*p.pairs(reference, retrieved), sample)
-        return sizes
+            out.append((p.matcher, (*p.pairs(reference, retrieved), sample)))
+        return out
 
 
 @attrs.frozen(kw_only=True)

@@ -6,6 +6,7 @@
     ctxeval metrics [--json]
     ctxeval plugins [--json]
     ctxeval compare RUN RUN [RUN ...] [--json | --markdown]
+    ctxeval label-sheet RUN -m METRIC [--data DATA] [-n N] [-o FILE]
     ctxeval demo [--out DIR]
 
 Exit codes: 0 when every row is ok or undefined and every ``--fail-under`` gate holds, 1 when
@@ -15,7 +16,8 @@ interrupted.
 
 Modules: :mod:`.render` (console, errors, the summary table), :mod:`.specs` (metric specs and
 run files), :mod:`.progress` (a run with its live progress view), and one per command:
-:mod:`.evaluate`, :mod:`.metrics`, :mod:`.plugins`, :mod:`.compare`, :mod:`.demo`.
+:mod:`.evaluate`, :mod:`.metrics`, :mod:`.plugins`, :mod:`.compare`, :mod:`.label_sheet`,
+:mod:`.demo`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ examples:
   ctxeval evaluate --qrels qrels.txt --run run.txt -m nDCG@10 -m AP -m P@5
   ctxeval evaluate traces.jsonl -m id_mrr -m P@5 --fail-under id_mrr=0.6 --gate-on ci-low
   ctxeval compare run1 run2
+  ctxeval label-sheet run2 -m context_precision --data traces.jsonl -n 150
+  ctxeval evaluate traces.jsonl -m context_precision --model openai/gpt-4o-mini \
+      --labels run2/label-sheet.jsonl --out run3
 
 metric options go after a colon, comma-separated: NAME:key=value,key=value
 (values are read as JSON when they parse, e.g. k=5, batch=true, labels=["PERSON","GPE"])
@@ -215,6 +220,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="random sign flips of the randomisation test (exact up to 16 samples)",
     )
     co.set_defaults(command_module="compare")
+
+    ls = commands.add_parser(
+        "label-sheet",
+        help="draw samples of a run for people to label (the judge's items, label null)",
+    )
+    ls.add_argument("run", metavar="RUN", help="a run folder (or its results.jsonl)")
+    ls.add_argument("-m", "--metric", required=True, help="the LLM-judged metric to label")
+    ls.add_argument(
+        "--data", metavar="DATA", help="the samples file: shows each question and chunk text"
+    )
+    ls.add_argument("-n", type=int, default=150, metavar="N", help="samples to draw (default 150)")
+    ls.add_argument("--seed", type=int, default=0, help="the draw's seed (default 0)")
+    ls.add_argument("-o", "--output", metavar="FILE", help="where to write (RUN/label-sheet.jsonl)")
+    ls.set_defaults(command_module="label_sheet")
 
     de = commands.add_parser(
         "demo", help="score the bundled demo dataset (no LLM) and write a report"

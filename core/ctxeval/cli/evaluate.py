@@ -248,20 +248,37 @@ def _needs_llm(metrics: Sequence[Any]) -> bool:
 
 
 def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out: Any) -> int:
+    """Count the LLM calls of the run and estimate their tokens and cost, each judge's calls
+    priced at its own model's price (a metric's own ``llm`` or jury; else ``--model``)."""
+    from rich.markup import escape
     from rich.table import Table
 
-    calls: dict[str, int] = {m.name: 0 for m in metrics}
-    chars: dict[str, int] = {m.name: 0 for m in metrics}
+    run_model = getattr(llm, "model", None)
+    by_metric: dict[str, dict[str | None, list[int]]] = {m.name: {} for m in metrics}
     n = 0
     for sample in samples:
         n += 1
         for metric in metrics:
-            estimate = getattr(metric, "estimate_calls", None)
-            if estimate is None:
-                continue
-            sizes = estimate(sample)
-            calls[metric.name] += len(sizes)
-            chars[metric.name] += sum(sizes)
+            by_model = getattr(metric, "estimate_calls_by_model", None)
+            if by_model is not None:
+                estimates = by_model(sample)
+            else:
+                estimate = getattr(metric, "estimate_calls", None)
+                estimates = {None: estimate(sample)} if estimate is not None else {}
+            for model, sizes in estimates.items():
+                # calls: count, characters
+                tally = by_metric[metric.name].setdefault(model or run_model, [0, 0])
+                tally[0] += len(sizes)
+                tally[1] += sum(sizes)
+
+    def price(model: str | None, calls: int, chars: int) -> float | None:
+        if not calls:
+            return 0.0
+        if provider is None or not model:
+            return None
+        cost: float | None = provider.estimate_cost(model, math.ceil(chars / 4), 60 * calls)
+        return cost
+
     table = Table(title=f"dry run: {n} samples, nothing sent")
     table.add_column(
         "metric", no_wrap=True, min_width=max((len(m.name) for m in metrics), default=6)
@@ -269,27 +286,40 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     for column in ("LLM calls", "prompt tokens (est.)", "cost USD (est.)"):
         table.add_column(column, justify="right")
     total_cost: float | None = 0.0
-    model = getattr(llm, "model", None)
+    per_model: dict[str | None, list[int]] = {}
     for metric in metrics:
-        prompt_tokens = math.ceil(chars[metric.name] / 4)
-        completion = 60 * calls[metric.name]
+        models = by_metric[metric.name]
+        calls = sum(t[0] for t in models.values())
+        chars = sum(t[1] for t in models.values())
         cost: float | None = 0.0
-        if calls[metric.name]:
-            priced = provider is not None and model
-            cost = provider.estimate_cost(model, prompt_tokens, completion) if priced else None
+        for model, (model_calls, model_chars) in models.items():
+            priced = price(model, model_calls, model_chars)
+            cost = None if priced is None or cost is None else cost + priced
+            kept = per_model.setdefault(model, [0, 0])
+            kept[0] += model_calls
+            kept[1] += model_chars
         total_cost = None if cost is None or total_cost is None else total_cost + cost
         table.add_row(
             metric.name,
-            str(calls[metric.name]),
-            str(prompt_tokens),
+            str(calls),
+            str(math.ceil(chars / 4)),
             "unknown" if cost is None else f"{cost:.4f}",
         )
     out.print(table)
-    total = sum(calls.values())
+    judges = {m: t for m, t in per_model.items() if t[0]}
+    if len(judges) > 1:
+        for model, (calls, chars) in judges.items():
+            priced = price(model, calls, chars)
+            out.print(
+                f"  {escape(model or 'the run LLM')}: {calls} calls, "
+                + ("cost unknown" if priced is None else f"${priced:.4f}"),
+                soft_wrap=True,
+            )
+    total = sum(t[0] for t in per_model.values())
     out.print(
         f"{total} LLM calls; estimated cost: "
         + ("unknown (model not in the price table)" if total_cost is None else f"${total_cost:.4f}")
-        + " (tokens estimated as characters / 4, 60 answer tokens per call)"
+        + " (tokens: characters / 4, 60 per answer)"
     )
     return EXIT_OK
 
@@ -399,6 +429,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         samples = load_samples(path, strict=strict)
     stdout = console()
     if args.dry_run:
+        provider = provider or llm_provider(
+            args.provider or run.get("provider") or DEFAULT_PROVIDER
+        )
         return _dry_run(samples, metrics, llm, provider, stdout)
     if _needs_llm(metrics) and llm is None:
         raise UsageError("these metrics need an LLM: add --model (e.g. --model openai/gpt-4o-mini)")

@@ -1,0 +1,65 @@
+"""``ctxeval label-sheet``: the items people should label, drawn from a finished run.
+
+It draws ``-n`` samples at random (seeded) among a judged metric's ``ok`` rows and writes one
+JSONL line per judged item with ``label`` null: fill in 0 or 1 and give the file back to
+``ctxeval evaluate --labels`` (or ``Evaluation.with_labels``). With ``--data``, each line also
+shows the question and the chunk's text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from pathlib import Path
+
+from ctxeval.errors import CtxevalError
+
+from .render import EXIT_OK, UsageError, console
+
+__all__ = ["cmd_label_sheet"]
+
+
+def cmd_label_sheet(args: argparse.Namespace) -> int:
+    from ctxeval.evaluation import Evaluation
+    from ctxeval.registry import default_registry
+    from ctxeval.trust import label_sheet
+
+    folder = Path(args.run)
+    results = folder / "results.jsonl" if folder.is_dir() else folder
+    if not results.exists():
+        raise UsageError(f"{results}: no results here (give a run folder or its results.jsonl)")
+    evaluation = Evaluation.from_jsonl(results)
+    metric = args.metric
+    if metric not in evaluation.metrics:
+        with contextlib.suppress(CtxevalError):
+            metric = default_registry().get_metric(metric).name
+    if metric not in evaluation.metrics:
+        raise UsageError(
+            f"{results}: no metric {args.metric!r}; the run has: {', '.join(evaluation.metrics)}"
+        )
+    samples = {}
+    if args.data:
+        from ctxeval.loading import load_samples
+
+        samples = {s.id: s for s in load_samples(args.data) if s.id is not None}
+    out = Path(args.output) if args.output else results.parent / "label-sheet.jsonl"
+    if out.exists():
+        raise UsageError(f"{out} exists: fill that one in, or give another file with -o")
+    if args.n < 1:
+        raise UsageError(f"-n: the number of samples to label is at least 1, got {args.n}")
+    sheet = label_sheet(evaluation, metric, samples=samples, n=args.n, seed=args.seed)
+    with out.open("w", encoding="utf-8") as handle:
+        for record in sheet:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    drawn = len({r["sample_id"] for r in sheet})
+    unknown = sum(r["item"] is None for r in sheet)
+    say = console()
+    say.print(f"{len(sheet)} items of {drawn} samples to label: {out}", soft_wrap=True)
+    if unknown:
+        say.print(
+            f"[yellow]{unknown} item texts unknown[/]: give the data file with --data",
+            soft_wrap=True,
+        )
+    say.print("fill in each label with 1 or 0, then: ctxeval evaluate ... --labels FILE")
+    return EXIT_OK
