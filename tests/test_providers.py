@@ -231,6 +231,13 @@ async def test_random_refusals_do_not_lower_the_concurrency() -> None:
     capped.in_flight = 5
     capped.on_rate_limit(1.0)  # never answered with 5 in flight: it caps calls in flight
     assert capped.concurrency == 4
+    burst = Gate("b", Limits(max_concurrency=16))
+    burst.in_flight = 16
+    burst.on_success(sent_with=14)  # a lucky call of a burst the resource capped
+    burst.on_rate_limit(0.05, sent_with=12)  # as often taken as refused: may be at random
+    assert burst.concurrency == 16
+    burst.on_rate_limit(0.05, sent_with=11)  # refused more often than taken: a cap
+    assert burst.concurrency == 10
 
 
 def test_a_capped_provider_is_held_at_its_cap_without_lost_rows() -> None:

@@ -7,9 +7,10 @@ serves:
 * optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
 * overload: the call that got a 429 waits its ``Retry-After`` out before its retry (without
   holding a slot), and, unless the resource lately answered calls with as many in flight as
-  there are now, the allowed concurrency drops to the calls it is still taking (the others in
-  flight): a provider that caps the calls in flight is held at its cap, while refusals at
-  random (a busy shared provider) leave the concurrency alone. A second 429 in a
+  there are now (as many taken as refused, of the latest calls), the allowed concurrency drops
+  to the calls it is still taking (the others in flight): a provider that caps the calls in
+  flight is held at its cap, while refusals at random (a busy shared provider) leave the
+  concurrency alone. A second 429 in a
   row to a call that was alone in flight (the resource refuses everyone, as when a quota is
   spent) makes every new call wait the ``Retry-After`` out too;
 * adaptive concurrency: each run of successes as long as the current limit raises it by one,
@@ -164,7 +165,8 @@ class Gate:
         """Calls that succeeded."""
         self.connect_failures = 0
         """Connection failures in a row (reset by any answer)."""
-        self._recent_levels: deque[int] = deque(maxlen=max(8, 2 * limits.max_concurrency))
+        self._recent: deque[tuple[int, bool]] = deque(maxlen=max(8, 2 * limits.max_concurrency))
+        """The latest answers: the calls in flight with each, and whether it was taken."""
 
     @property
     def concurrency(self) -> int:
@@ -211,8 +213,9 @@ class Gate:
         :meth:`slot` yielded for it: the calls in flight when it was sent).
 
         Adaptive limits drop below what the resource refused (the calls in flight when the
-        refused call was sent), unless the resource lately answered a call with as many in
-        flight: then the refusal was not about concurrency, and the limit stays. If this call
+        refused call was sent), unless, of the latest calls sent with as many in flight or
+        more, the resource took at least as many as it refused: then the refusal was not about
+        concurrency, and the limit stays. If this call
         was alone in flight and the last answer was a 429 too, the resource refuses everyone:
         new calls wait ``retry_after`` out. Fixed limits (``adaptive=False``) pause on the
         second 429 in a row, whatever is in flight.
@@ -226,9 +229,12 @@ class Gate:
         self._refusals_in_a_row += 1
         if self.limits.adaptive:
             level = self.in_flight if sent_with is None else sent_with
+            self._recent.append((level, False))
             taken = max(1, level - 1)
-            took_as_many = any(ok >= level for ok in self._recent_levels)
-            if taken < self.concurrency and not took_as_many:
+            # the resource takes as many when, lately, calls sent with as many in flight were
+            # taken at least as often as refused (a lucky call of a capped burst does not count)
+            took = sum(1 if ok else -1 for at, ok in self._recent if at >= level)
+            if taken < self.concurrency and took < 0:
                 self._successes = 0  # the climb back starts again from here
                 self._refused_at = level
                 self._limiter.total_tokens = taken
@@ -279,7 +285,7 @@ class Gate:
                 seconds if not self._call_seconds else 0.9 * self._call_seconds + 0.1 * seconds
             )
         level = self.in_flight if sent_with is None else min(sent_with, self.in_flight)
-        self._recent_levels.append(level)
+        self._recent.append((level, True))
         self._refusals_in_a_row = 0
         if not self.limits.adaptive or self.concurrency >= self.limits.max_concurrency:
             return
