@@ -612,3 +612,21 @@ def test_a_label_sheet_drawn_from_a_run_and_filled_in_is_a_labels_file(
     assert trust.corrected is not None
     assert trust.corrected.n_labelled == 9
     assert trust.skipped == {"sample partly labelled (agreement only, not the corrected mean)": 1}
+
+
+def test_trust_leaves_the_evidence_of_deterministic_rows_uncomputed() -> None:
+    """summary.json asks every run what it says of its judges; the fast path's rows have no
+    judge, and their evidence (computed when read) must stay unread."""
+    from ctxeval.report import summary_dict
+    from ctxeval.results import LazyDetails
+
+    rows = [
+        {"id": str(i), "retrieved_context_ids": ["a", "b", str(i)], "reference_context_ids": ["a"]}
+        for i in range(3000)
+    ]
+    ev = ctxeval.evaluate(rows, ["id_based_context_precision", "id_mrr"])
+    lazy = [r.details for r in ev.results if isinstance(r.details, LazyDetails)]
+    assert len(lazy) == len(ev.results)
+    assert ev.trust() == {}
+    assert "judge" not in summary_dict(ev)["metrics"]["id_mrr"]
+    assert all(d._value is None for d in lazy)  # not one computed

@@ -31,7 +31,7 @@ import attrs
 from .errors import ConfigError
 from .labels import Labels
 from .protocols import majority
-from .results import MetricResult, Status, Usage
+from .results import LazyDetails, MetricResult, Status, Usage
 from .stats import PPI_METHOD, cohen_kappa, kappa_ci, ppi_mean
 
 if TYPE_CHECKING:
@@ -238,7 +238,13 @@ class JudgeTrust:
 
 
 def _details(row: MetricResult) -> Mapping[str, Any]:
-    return row.details or {}
+    """The row's details, or nothing for a row of the deterministic fast path: its evidence
+    is computed only when read (no judge, no votes), and reading every row of a large run
+    would cost seconds."""
+    details = row.details
+    if isinstance(details, LazyDetails) or not details:
+        return {}
+    return details
 
 
 def _votes_of(entry: Mapping[str, Any]) -> dict[str, list[int]]:
