@@ -28,7 +28,6 @@ from .errors import ConfigError, DataError, MissingExtraError, UnusableLLMError
 from .evaluation import Evaluation
 from .journal import Journal, Previous
 from .labels import Labels
-from .pipeline import PipelineMetric
 from .progress import ProgressTracker
 from .protocols import Metric
 from .registry import PluginInfo, Registry, default_registry
@@ -39,7 +38,7 @@ from .rowstream import RowStream
 from .runner import Run, produce
 from .scheduler import Scheduler
 from .settings import RunSettings
-from .trust import resolve_label_metrics
+from .trust import formulas_of, resolve_label_metrics
 
 __all__ = ["aevaluate", "evaluate", "get_metric", "plugins", "stream"]
 
@@ -197,17 +196,14 @@ async def aevaluate(
     resolved = resolve_metrics(metrics, registry or default_registry())
     names = [m.name for m in resolved]
     if labels is not None:
-        labels = resolve_label_metrics(
-            labels if isinstance(labels, Labels) else Labels.load(labels), names, registry
-        )
+        labels = resolve_label_metrics(labels, names, registry)
     async with stream(
         samples, resolved, llm=llm, registry=registry, settings=settings, **overrides
     ) as rows:
         collected = []
         async for batch in rows.batches():
             collected.extend(batch)
-    formulas = {m.name: m.pipeline.formula for m in resolved if isinstance(m, PipelineMetric)}
-    return Evaluation(collected, rows.metrics, labels=labels, formulas=formulas)
+    return Evaluation(collected, rows.metrics, labels=labels, formulas=formulas_of(resolved))
 
 
 def evaluate(

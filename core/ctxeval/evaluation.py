@@ -154,13 +154,11 @@ class Evaluation:
         """
         from .trust import judge_trust
 
-        if labels is None:
-            if self._trust is None:
-                self._trust = judge_trust(self, self.labels, formulas=self._formulas)
-            return dict(self._trust)
-        if not isinstance(labels, Labels):
-            labels = Labels.load(labels)
-        return judge_trust(self, labels, formulas=self._formulas)
+        if labels is not None:
+            return self.with_labels(labels).trust()
+        if self._trust is None:
+            self._trust = judge_trust(self, self.labels, formulas=self._formulas)
+        return dict(self._trust)
 
     def with_labels(
         self,
@@ -177,8 +175,6 @@ class Evaluation:
         """
         from .trust import resolve_label_metrics
 
-        if labels is not None and not isinstance(labels, Labels):
-            labels = Labels.load(labels)
         if labels is not None:
             labels = resolve_label_metrics(labels, self.metrics)
         return Evaluation(

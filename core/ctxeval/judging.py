@@ -343,7 +343,7 @@ class Panel:
         await self._ask(jobs, items, candidates, ctx, asked)
         panel = list(first_round)
         if self.rule == "majority":
-            return [self._combine(i, panel, asked, escalated=False) for i in range(len(items))]
+            return [self._combine(i, panel, asked) for i in range(len(items))]
         votes = [self._votes(i, panel, asked) for i in range(len(items))]
         escalate = [i for i, v in enumerate(votes) if v.unsure or v.disagree]
         last = len(self.judges) - 1
@@ -362,7 +362,7 @@ class Panel:
                     ),
                 )
         return [
-            decided[i] if i in decided else self._combine(i, panel, asked, escalated=False)
+            decided[i] if i in decided else self._combine(i, panel, asked)
             for i in range(len(items))
         ]
 
@@ -384,8 +384,6 @@ class Panel:
         item: int,
         judges: Sequence[int],
         asked: dict[tuple[int, int], list[Verdict]],
-        *,
-        escalated: bool,
     ) -> Verdict:
         votes = self._votes(item, judges, asked)
         own = [majority(v) for _, v in votes.judges]

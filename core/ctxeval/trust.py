@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ import attrs
 
 from .errors import ConfigError
 from .labels import Labels
+from .pipeline import Pipeline
 from .protocols import majority
 from .results import LazyDetails, MetricResult, Status, Usage
 from .stats import PPI_METHOD, cohen_kappa, kappa_ci, ppi_mean
@@ -44,6 +46,7 @@ __all__ = [
     "JudgeTrust",
     "Jury",
     "Repeatability",
+    "formulas_of",
     "judge_trust",
     "label_sheet",
     "resolve_label_metrics",
@@ -403,17 +406,32 @@ def _against_labels(
     return agreement, corrected, skipped
 
 
+def formulas_of(metrics: Sequence[Any]) -> dict[str, Any]:
+    """Each pipeline metric's formula by row name (people's labels are scored through it)."""
+    formulas = {}
+    for metric in metrics:
+        pipeline = getattr(metric, "pipeline", None)
+        if isinstance(pipeline, Pipeline):
+            formulas[metric.name] = pipeline.formula
+    return formulas
+
+
 def resolve_label_metrics(
-    labels: Labels, metrics: Sequence[str], registry: Registry | None = None
+    labels: Labels | str | os.PathLike[str],
+    metrics: Sequence[str],
+    registry: Registry | None = None,
 ) -> Labels:
-    """``labels`` with each metric name as the run's rows name it (an alias such as
-    ``context_precision`` becomes ``llm_context_precision_with_reference``).
+    """``labels`` (read first when a file) with each metric name as the run's rows name it
+    (an alias such as ``context_precision`` becomes ``llm_context_precision_with_reference``).
 
     Raises:
+        DataError: the labels file is malformed (file, line and field named).
         ConfigError: labels for a metric the run does not score.
     """
     from .registry import default_registry
 
+    if not isinstance(labels, Labels):
+        labels = Labels.load(labels)
     registry = registry or default_registry()
     names: dict[str, str] = {}
     for name in labels.metrics:

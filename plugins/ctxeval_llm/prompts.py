@@ -238,22 +238,42 @@ USEFULNESS_BATCH = Prompt(
 # --- statement attribution (context recall) -----------------------------------------------
 
 
+_ATTRIBUTED: dict[str, Any] = {
+    "reason": {"type": "string"},
+    "attributed": {"type": "integer", "enum": [0, 1]},
+}
+"""The judgement of one statement (the properties of an answer's item)."""
+
+
+def _statement_schema(*, with_statement: bool) -> dict[str, Any]:
+    properties = {"statement": {"type": "string"}, **_ATTRIBUTED} if with_statement else _ATTRIBUTED
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _check_attributed(item: Any, i: int, keys: tuple[str, ...], where: str) -> dict[str, Any]:
+    """One judged statement of an answer: ``keys`` present, the texts strings, ``attributed``
+    exactly 0 or 1."""
+    entry = _object(item, keys, f"{where} {i}")
+    return {
+        key: _binary(entry[key], f"{key} {i}")
+        if key == "attributed"
+        else _text(entry[key], f"{key} {i}")
+        for key in keys
+    }
+
+
 def _check_attribution(value: Any, expected: int | None) -> list[dict[str, Any]]:
     obj = _object(value, ("classifications",), "the answer")
     items = _list(obj["classifications"], "classifications", None)
     if not items:
         raise MalformedOutputError("classifications is empty; the answer has statements")
-    out = []
-    for i, item in enumerate(items):
-        entry = _object(item, ("statement", "reason", "attributed"), f"classification {i}")
-        out.append(
-            {
-                "statement": _text(entry["statement"], f"statement {i}"),
-                "reason": _text(entry["reason"], f"reason {i}"),
-                "attributed": _binary(entry["attributed"], f"attributed {i}"),
-            }
-        )
-    return out
+    keys = ("statement", "reason", "attributed")
+    return [_check_attributed(item, i, keys, "classification") for i, item in enumerate(items)]
 
 
 ATTRIBUTION = Prompt(
@@ -271,16 +291,7 @@ ATTRIBUTION = Prompt(
         "properties": {
             "classifications": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "statement": {"type": "string"},
-                        "reason": {"type": "string"},
-                        "attributed": {"type": "integer", "enum": [0, 1]},
-                    },
-                    "required": ["statement", "reason", "attributed"],
-                    "additionalProperties": False,
-                },
+                "items": _statement_schema(with_statement=True),
             }
         },
         "required": ["classifications"],
@@ -316,16 +327,8 @@ ATTRIBUTION = Prompt(
 def _check_attribution_given(value: Any, expected: int | None) -> list[dict[str, Any]]:
     obj = _object(value, ("verdicts",), "the answer")
     items = _list(obj["verdicts"], "verdicts", expected)
-    out = []
-    for i, item in enumerate(items):
-        entry = _object(item, ("reason", "attributed"), f"verdict {i}")
-        out.append(
-            {
-                "reason": _text(entry["reason"], f"reason {i}"),
-                "attributed": _binary(entry["attributed"], f"attributed {i}"),
-            }
-        )
-    return out
+    keys = ("reason", "attributed")
+    return [_check_attributed(item, i, keys, "verdict") for i, item in enumerate(items)]
 
 
 ATTRIBUTION_GIVEN = Prompt(
@@ -343,15 +346,7 @@ ATTRIBUTION_GIVEN = Prompt(
         "properties": {
             "verdicts": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "reason": {"type": "string"},
-                        "attributed": {"type": "integer", "enum": [0, 1]},
-                    },
-                    "required": ["reason", "attributed"],
-                    "additionalProperties": False,
-                },
+                "items": _statement_schema(with_statement=False),
             }
         },
         "required": ["verdicts"],

@@ -231,15 +231,9 @@ def _labels(path: str | None, metrics: Sequence[Any]) -> Any:
     """People's labels from ``--labels``, read and checked before anything is scored."""
     if not path:
         return None
-    from ctxeval.labels import Labels
     from ctxeval.trust import resolve_label_metrics
 
-    return resolve_label_metrics(Labels.load(path), [m.name for m in metrics])
-
-
-def _formulas(metrics: Sequence[Any]) -> dict[str, Any]:
-    """Each pipeline metric's formula by row name (people's labels are scored through it)."""
-    return {m.name: m.pipeline.formula for m in metrics if getattr(m, "pipeline", None) is not None}
+    return resolve_label_metrics(path, [m.name for m in metrics])
 
 
 def _needs_llm(metrics: Sequence[Any]) -> bool:
@@ -459,7 +453,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             total=None if total is None else total * len(metrics),
         )
     if labels is not None:
-        evaluation = evaluation.with_labels(labels, formulas=_formulas(metrics))
+        from ctxeval.trust import formulas_of
+
+        evaluation = evaluation.with_labels(labels, formulas=formulas_of(metrics))
     bad_rows = list(getattr(samples, "errors", ()))
     if not evaluation.results and not bad_rows and stopped is None:
         where = f"{args.qrels} and {args.run}" if trec else str(path)
