@@ -21,12 +21,24 @@ from hypothesis import strategies as st
 import ctxeval
 from ctxeval import MetricResult, Sample, Status, policy
 from ctxeval.base import BaseDeterministicMetric
+from ctxeval.bridge import run_sync
 from ctxeval.builtin.similarity import MEASURES, pair_similarity, similarity_matrix
+from ctxeval.columns import RowBlock
+from ctxeval.plugin import Items, compose
 from ctxeval.results import LazyDetails
 from ctxeval.sample import _prebuilt
+from ctxeval_ids.matcher import IDMatcher
 from test_properties import metric_lists, samples
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+graded_samples = st.fixed_dictionaries(
+    {
+        "retrieved_context_ids": st.lists(st.sampled_from("abcdefg"), max_size=8),
+        "reference_context_ids": st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 3)),
+    }
+)
+"""Samples whose reference IDs carry grades (0 judged not relevant)."""
 
 
 @FAST
@@ -237,3 +249,113 @@ def test_rows_serialise_to_one_json_line_whatever_their_details() -> None:
     assert json.loads(line)["details"] == {"big": 2**70, "nan": None, "tuple": [1, "é"], "3": "ok"}
     plain = MetricResult.ok(1.0, details={"ids": ["a"]}).labelled("s2", "m")
     assert json.loads(plain.to_json()) == plain.to_dict()
+
+
+@FAST
+@given(
+    batch=st.lists(st.one_of(samples, graded_samples), min_size=1, max_size=7),
+    metrics=metric_lists(),
+    k=st.integers(1, 4),
+)
+def test_a_run_gives_every_row_as_score_gives_it(
+    batch: list[dict[str, Any]], metrics: list, k: int
+) -> None:
+    """The fast path judges a chunk once per group of metrics that judge alike and keeps
+    their rows as columns: each row read from the run equals the row ``score`` gives."""
+    metrics = [
+        *metrics,
+        ctxeval.get_metric("id_precision_at_k", k=k, name="p_again"),  # a group of its own k
+        ctxeval.get_metric("id_r_precision"),
+        ctxeval.get_metric("id_bpref"),
+        ctxeval.get_metric("id_ndcg_at_k", k=k, relevance_level=2, name="ndcg_level_2"),
+        ctxeval.get_metric("id_based_context_recall", trec_eval_averaging=True, name="r_trec"),
+    ]
+    evaluation = ctxeval.evaluate(batch, metrics)
+    built = [Sample.from_dict(row) for row in batch]
+    expected = []
+    for i, sample in enumerate(built):
+        for metric in metrics:
+            missing = sample.missing(metric.requires)
+            if missing:
+                expected.append(None)
+                continue
+            expected.append(metric.score(sample).labelled(str(i), metric.name))
+    assert len(evaluation) == len(expected)
+    for row, plain in zip(evaluation.results, expected, strict=True):
+        if plain is None:
+            assert row.status is Status.ERROR
+            assert "requires" in (row.reason or "")
+            continue
+        assert (row.sample_id, row.metric, row.status, row.reason) == (
+            plain.sample_id, plain.metric, plain.status, plain.reason,
+        )  # fmt: skip
+        assert row.score == plain.score  # to the last bit: the same formula on the same flags
+        assert row.to_dict()["details"] == plain.to_dict()["details"]
+
+
+@FAST
+@given(batch=st.lists(samples, min_size=0, max_size=7), metrics=metric_lists())
+def test_what_is_read_from_the_columns_equals_what_the_rows_say(
+    batch: list[dict[str, Any]], metrics: list
+) -> None:
+    """Summary, scores, length and ``ok`` of a run read its columns without building rows;
+    they equal what the built rows give."""
+    fast = ctxeval.evaluate(batch, metrics)
+    rows = ctxeval.Evaluation(fast.results, fast.metrics)  # the same rows, built
+    assert len(fast) == len(rows)
+    assert fast.summary() == rows.summary()
+    assert fast.ok == rows.ok
+    assert fast.usage == rows.usage
+    for name in fast.metrics:
+        assert fast.scores(name) == rows.scores(name)
+
+
+def test_a_row_block_reads_as_the_list_of_its_rows() -> None:
+    metrics = [ctxeval.get_metric("id_mrr"), ctxeval.get_metric("id_based_context_precision")]
+    data = [
+        {"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["b"]},
+        {"retrieved_context_ids": [], "reference_context_ids": ["b"]},
+        {"reference_context_ids": ["b"]},
+    ]
+
+    async def parts() -> list[Any]:
+        async with ctxeval.stream(data, metrics) as rows:
+            return [part async for part in rows.parts()]
+
+    (block,) = run_sync(parts)
+    assert isinstance(block, RowBlock)
+    built = list(block)
+    assert len(block) == 6
+    assert [block[i] for i in range(6)] == built
+    assert block[-1] == built[-1]
+    assert block[1:5] == built[1:5]
+    assert [r.score for r in built[:2]] == [0.5, 0.5]
+    assert built[2].status is Status.OK  # nothing retrieved: MRR is 0
+    assert built[3].status is Status.UNDEFINED
+    assert built[4].status is Status.ERROR
+    with pytest.raises(IndexError):
+        block[6]
+    assert block.tally().errors == 2
+    assert pickle.loads(pickle.dumps(built)) == built
+
+
+class _Flaky(IDMatcher):
+    """An ID matcher whose batch form fails: the run falls back to sample by sample."""
+
+    def match_batch(self, pairs: Any) -> list[list[bool]]:
+        raise RuntimeError("no batches today")
+
+
+def test_a_group_whose_shared_batch_fails_is_scored_sample_by_sample() -> None:
+    parts = {
+        "reference": Items(field="reference_context_ids", what="reference IDs"),
+        "retrieved": Items(field="retrieved_context_ids", what="retrieved IDs"),
+        "matcher": _Flaky(),
+        "formula": policy.Precision(),
+    }
+    metrics = [compose("p1", **parts), compose("p2", **parts)]
+    assert metrics[0].judging_key() == metrics[1].judging_key()
+    data = [{"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["b"]}] * 3
+    data = [{**row, "id": str(i)} for i, row in enumerate(data)]
+    evaluation = ctxeval.evaluate(data, metrics)
+    assert [r.score for r in evaluation.results] == [0.5] * 6

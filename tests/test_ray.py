@@ -60,7 +60,22 @@ def llm_for(server: FakeOpenAI) -> LLMConfig:
 
 
 def rate_per_minute(arrivals: list[float]) -> float:
-    return (len(arrivals) - 1) / (max(arrivals) - min(arrivals)) * 60
+    """The steady rate of ``arrivals``: the least-squares slope of the request count over time
+    (requests a minute). Unlike ``(n - 1) / span`` it does not read a first request that
+    arrived late (a worker still starting) as a faster rate."""
+    times = sorted(arrivals)
+    n = len(times)
+    mean_t = sum(times) / n
+    mean_i = (n - 1) / 2
+    covariance = sum((t - mean_t) * (i - mean_i) for i, t in enumerate(times))
+    variance = sum((t - mean_t) ** 2 for t in times)
+    return covariance / variance * 60
+
+
+def test_the_rate_is_read_from_the_slope() -> None:
+    assert rate_per_minute([i / 10 for i in range(80)]) == pytest.approx(600)
+    late_first = [0.0] + [0.5 + i / 10 for i in range(79)]  # (n - 1) / span says 632
+    assert rate_per_minute(late_first) == pytest.approx(600, rel=0.02)
 
 
 CAP = 4
@@ -85,6 +100,33 @@ def test_workers_share_one_budget(cluster: None, workers: int) -> None:
         assert 429 not in server.statuses
         assert len(server.arrivals) == 80
         assert RPM * 0.95 <= rate_per_minute(server.arrivals) <= RPM * 1.05
+
+
+def test_the_cost_cap_stops_every_worker(cluster: None) -> None:
+    """The cluster's one cost cap: once the workers together have spent it, no worker sends
+    another request (those already in flight finish: at most ``max_concurrency`` of them)."""
+    model = "openai/gpt-4o-mini"  # priced from litellm's local cost map
+    with FakeOpenAI(judge(), latency=0.05) as server:
+        llm = LLMConfig(model=model, api_base=server.url, api_key="sk-ray")
+        one = ctxeval.evaluate(llm_samples(1), ["context_precision"], llm=llm)
+        per_request = one.usage.cost_usd
+        assert per_request > 0
+        before = server.count
+        cap = 10.5 * per_request
+        with pytest.raises(ctxeval.BudgetExceededError) as stopped:
+            evaluate_on_ray(
+                llm_samples(80),
+                ["context_precision"],
+                llm=llm,
+                workers=2,
+                batch_size=10,
+                limits=Limits(max_concurrency=2),
+                max_cost_usd=cap,
+            )
+        sent = server.count - before
+        assert 11 <= sent <= 11 + 2  # the cap, and at most the calls in flight when it was hit
+        # (prompts differ by a token or two between samples: costs by a few percent)
+        assert cap <= stopped.value.spent <= sent * per_request * 1.05
 
 
 def test_per_worker_limits_exceed_the_providers(cluster: None) -> None:

@@ -103,7 +103,7 @@ async def stream(
         if previous:
             logger.info("%s: resuming; %d row(s) already done", journal.path, len(previous))
     in_flight = run_settings.samples_in_flight
-    send, receive = anyio.create_memory_object_stream[list[MetricResult]](
+    send, receive = anyio.create_memory_object_stream[Sequence[MetricResult]](
         max_buffer_size=max(1, in_flight * len(resolved) // BATCH_ROWS)
     )
     run = Run(
@@ -117,7 +117,7 @@ async def stream(
         run_settings.lenient,
     )
 
-    async def batches() -> AsyncIterator[list[MetricResult]]:
+    async def batches() -> AsyncIterator[Sequence[MetricResult]]:
         async with receive:
             async for batch in receive:
                 yield batch
@@ -200,10 +200,8 @@ async def aevaluate(
     async with stream(
         samples, resolved, llm=llm, registry=registry, settings=settings, **overrides
     ) as rows:
-        collected = []
-        async for batch in rows.batches():
-            collected.extend(batch)
-    return Evaluation(collected, rows.metrics, labels=labels, formulas=formulas_of(resolved))
+        parts = [batch async for batch in rows.parts()]
+    return Evaluation.of_parts(parts, rows.metrics, labels=labels, formulas=formulas_of(resolved))
 
 
 def evaluate(

@@ -9,6 +9,7 @@ started and not yet emitted, so memory stays bounded even behind one slow sample
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import anyio
 from anyio.abc import ObjectSendStream
@@ -26,7 +27,9 @@ _BATCH_SECONDS = 0.05
 class Emitter:
     """Emits the rows of finished samples in input order (see the module's description)."""
 
-    def __init__(self, send: ObjectSendStream[list[MetricResult]], samples_in_flight: int) -> None:
+    def __init__(
+        self, send: ObjectSendStream[Sequence[MetricResult]], samples_in_flight: int
+    ) -> None:
         self._send = send
         self._window = anyio.Semaphore(samples_in_flight)
         self._finished: dict[int, list[MetricResult]] = {}
@@ -71,9 +74,9 @@ class Emitter:
         finally:
             self._emitting = False
 
-    async def send_now(self, rows: list[MetricResult]) -> None:
+    async def send_now(self, rows: Sequence[MetricResult]) -> None:
         """Send ``rows`` at once, bypassing the window (the deterministic fast path's chunks,
-        which are complete and in order)."""
+        which are complete and in order: a :class:`~ctxeval.columns.RowBlock` each)."""
         if rows:
             await self._send.send(rows)
 

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .columns import Tally, metrics_of, scores_of, tally, tally_of
 from .labels import Labels
-from .results import MetricResult, Status, Usage
+from .results import MetricResult, Usage
 from .sample import Sample
 from .stats import mean_ci
 
@@ -64,12 +65,8 @@ class MetricSummary:
         }
 
 
-def _summarize(metric: str, rows: Sequence[MetricResult]) -> MetricSummary:
-    scores = [r.score for r in rows if r.status is Status.OK and r.score is not None]
-    usage = Usage()
-    for row in rows:
-        if not row.usage.is_zero:
-            usage = usage + row.usage
+def _summarize(metric: str, all_scores: Sequence[float | None], counts: Tally) -> MetricSummary:
+    scores = [s for s in all_scores if s is not None]
     n = len(scores)
     mean = math.fsum(scores) / n if n else None
     interval = mean_ci(scores)
@@ -78,10 +75,10 @@ def _summarize(metric: str, rows: Sequence[MetricResult]) -> MetricSummary:
         metric=metric,
         mean=mean,
         n_ok=n,
-        n_undefined=sum(r.status is Status.UNDEFINED for r in rows),
-        n_error=sum(r.status is Status.ERROR for r in rows),
+        n_undefined=counts.undefined,
+        n_error=counts.errors,
         ci95=ci95,
-        usage=usage,
+        usage=counts.usage,
         ci95_method=method,
     )
 
@@ -104,7 +101,8 @@ class Evaluation:
         labels: Labels | None = None,
         formulas: Mapping[str, Any] | None = None,
     ) -> None:
-        self.results: tuple[MetricResult, ...] = tuple(results)
+        self._parts: tuple[Sequence[MetricResult], ...] = (tuple(results),)
+        self._results: tuple[MetricResult, ...] | None = self._parts[0]
         self.metrics: tuple[str, ...] = tuple(metrics)
         self.samples: Mapping[str, Sample] = samples or {}
         """The scored samples by id, when the caller kept them (the command line does): the
@@ -115,14 +113,42 @@ class Evaluation:
         self._summary: dict[str, MetricSummary] | None = None
         self._trust: dict[str, JudgeTrust] | None = None
 
+    @classmethod
+    def of_parts(
+        cls,
+        parts: Sequence[Sequence[MetricResult]],
+        metrics: Sequence[str],
+        *,
+        samples: Mapping[str, Sample] | None = None,
+        labels: Labels | None = None,
+        formulas: Mapping[str, Any] | None = None,
+    ) -> Evaluation:
+        """An evaluation of the rows of ``parts`` (read-only sequences of rows, in order:
+        what :meth:`RowStream.parts <ctxeval.RowStream.parts>` gives). The rows of
+        :class:`~ctxeval.columns.RowBlock` parts are built only when :attr:`results` is
+        first read; :meth:`summary`, :meth:`scores`, ``len`` and :attr:`ok` read the
+        columns."""
+        evaluation = cls((), metrics, samples=samples, labels=labels, formulas=formulas)
+        evaluation._parts = tuple(parts)
+        evaluation._results = None
+        return evaluation
+
+    @property
+    def results(self) -> tuple[MetricResult, ...]:
+        """The rows, in input order (sample by sample, metric by metric)."""
+        if self._results is None:
+            self._results = tuple(row for part in self._parts for row in part)
+            self._parts = (self._results,)
+        return self._results
+
     def __len__(self) -> int:
-        return len(self.results)
+        return sum(map(len, self._parts))
 
     def __iter__(self) -> Iterator[MetricResult]:
         return iter(self.results)
 
     def __repr__(self) -> str:
-        return f"<Evaluation {len(self.results)} rows, metrics={list(self.metrics)}>"
+        return f"<Evaluation {len(self)} rows, metrics={list(self.metrics)}>"
 
     def rows(self, metric: str) -> list[MetricResult]:
         """The rows of one metric, in input order."""
@@ -131,16 +157,20 @@ class Evaluation:
 
     def scores(self, metric: str) -> list[float | None]:
         """The scores of one metric in input order (None for undefined and error rows)."""
-        return [r.score for r in self.rows(metric)]
+        self._check_metric(metric)
+        return scores_of(self._parts, metric)
 
     def summary(self) -> dict[str, MetricSummary]:
         """Per metric: mean, n_ok, n_undefined, n_error, 95% CI (and how it was computed) and
         usage; computed once (the rows do not change)."""
         if self._summary is None:
-            by_metric: dict[str, list[MetricResult]] = {m: [] for m in self.metrics}
-            for row in self.results:
-                by_metric.setdefault(row.metric, []).append(row)
-            self._summary = {metric: _summarize(metric, rows) for metric, rows in by_metric.items()}
+            names = list(dict.fromkeys([*self.metrics, *metrics_of(self._parts)]))
+            self._summary = {
+                metric: _summarize(
+                    metric, scores_of(self._parts, metric), tally_of(self._parts, metric)
+                )
+                for metric in names
+            }
         return dict(self._summary)
 
     def trust(self, labels: Labels | str | os.PathLike[str] | None = None) -> dict[str, JudgeTrust]:
@@ -177,8 +207,8 @@ class Evaluation:
 
         if labels is not None:
             labels = resolve_label_metrics(labels, self.metrics)
-        return Evaluation(
-            self.results,
+        return Evaluation.of_parts(
+            self._parts,
             self.metrics,
             samples=self.samples,
             labels=labels,
@@ -189,15 +219,16 @@ class Evaluation:
     def usage(self) -> Usage:
         """What the whole run cost."""
         total = Usage()
-        for row in self.results:
-            if not row.usage.is_zero:
-                total = total + row.usage
+        for part in self._parts:
+            counts = tally(part)
+            if not counts.usage.is_zero:
+                total = total + counts.usage
         return total
 
     @property
     def ok(self) -> bool:
         """True when no row is an error."""
-        return all(r.status is not Status.ERROR for r in self.results)
+        return all(tally(part).errors == 0 for part in self._parts)
 
     def to_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write one JSON object per row (``results.jsonl`` format); returns the path."""

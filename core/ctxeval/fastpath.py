@@ -12,6 +12,7 @@ See docs/decisions/0002-deterministic-fast-path.md.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import logging
@@ -19,7 +20,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from .columns import Column, RowBlock
 from .errors import DataError
+from .pipeline import DeterministicPipelineMetric
 from .protocols import Metric
 from .results import MetricResult
 from .rows import (
@@ -74,10 +77,13 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
                     index += 1
             except Exception as exc:  # the rows of the samples before the bad one still go out
                 error = exc
-            rows = await score_chunk(run, chunk, ids) if chunk else []
-            width = len(run.metrics)
-            for position, rows_of_bad in reversed(bad):  # in input order among the others
-                rows[position * width : position * width] = rows_of_bad
+            rows: Sequence[MetricResult] = await score_chunk(run, chunk, ids) if chunk else []
+            if bad:
+                mixed = list(rows)
+                width = len(run.metrics)
+                for position, rows_of_bad in reversed(bad):  # in input order among the others
+                    mixed[position * width : position * width] = rows_of_bad
+                rows = mixed
         await run.emitter.send_now(rows)
         if error is not None:
             raise error
@@ -85,31 +91,59 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
             return
 
 
-async def score_chunk(run: Run, samples: list[Sample], ids: list[str]) -> list[MetricResult]:
+async def score_chunk(run: Run, samples: list[Sample], ids: list[str]) -> RowBlock:
     """Every row of ``samples``, in emission order (sample by sample, metric by metric).
 
-    The calls go to the run's worker in one hand-over for the ``score_batch`` of every
-    metric, and one more, when needed, for the metrics scored sample by sample.
+    The calls go to the run's worker in one hand-over for the batches (one per group of
+    metrics that judge alike, see :meth:`~ctxeval.pipeline.DeterministicPipelineMetric.judging_key`,
+    and one per other ``score_batch``), and one more, when needed, for the metrics scored
+    sample by sample.
     """
+    size = len(samples)
     missing: dict[tuple[str, ...], list[int]] = {}  # per `requires`: samples lacking some
-    columns: list[list[MetricResult | None]] = []
+    columns = [Column(metric.name, size) for metric in run.metrics]
     todo: list[tuple[list[int], list[Sample]]] = []  # per metric: positions and samples to score
-    for metric in run.metrics:
-        column, ready = _lacking_fields(metric, samples, ids, missing)
-        columns.append(column)
-        todo.append((ready, samples if len(ready) == len(samples) else [samples[i] for i in ready]))
-    results: list[Sequence[object] | None] = [None] * len(run.metrics)
-    batched = [
-        position
-        for position, (_, some) in enumerate(todo)
-        if some and run.batch_score[position] is not None
+    for metric, column in zip(run.metrics, columns, strict=True):
+        ready = _lacking_fields(metric, samples, ids, missing, column)
+        todo.append((ready, samples if len(ready) == size else [samples[i] for i in ready]))
+    groups: dict[tuple[object, ...], list[int]] = {}  # metrics judging alike, by judging key
+    batched: list[int] = []  # the others with a score_batch
+    for position, (_, some) in enumerate(todo):
+        if not some or run.batch_score[position] is None:
+            continue
+        key = run.judging_keys[position]
+        if key is None:
+            batched.append(position)
+        else:
+            groups.setdefault((key, tuple(run.metrics[position].requires)), []).append(position)
+    calls: list[Callable[[list[Sample]], object]] = [
+        functools.partial(_score_group, run, group, columns, todo[group[0]][0], ids)
+        for group in groups.values()
     ]
-    made = await run.call_sync(
-        [run.batch_scorer(p) for p in batched], [todo[p][1] for p in batched]
-    )
-    for position, outcome in zip(batched, made, strict=True):
+    calls += [run.batch_scorer(p) for p in batched]
+    inputs = [todo[group[0]][1] for group in groups.values()] + [todo[p][1] for p in batched]
+    made = await run.call_sync(calls, inputs)
+    results: list[Sequence[object] | None] = [None] * len(run.metrics)
+    for position, outcome in zip(batched, made[len(groups) :], strict=True):
         results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
-    one_by_one = [p for p, (_, some) in enumerate(todo) if some and results[p] is None]
+    scored: set[int] = set()  # the metrics whose column a group filled
+    retry: list[int] = []
+    for group, outcome in zip(groups.values(), made, strict=False):
+        if isinstance(outcome, list):
+            for position, column in zip(group, outcome, strict=True):
+                columns[position] = column
+            scored.update(group)
+        else:
+            retry += _group_failed(run, group, outcome, len(todo[group[0]][1]))
+    if retry:  # the metrics of a failed group: each its own score_batch
+        made = await run.call_sync(
+            [run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry]
+        )
+        for position, outcome in zip(retry, made, strict=True):
+            results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
+    one_by_one = [
+        p for p, (_, some) in enumerate(todo) if some and results[p] is None and p not in scored
+    ]
     functions: list[Callable[[Sample], object]] = []
     arguments: list[Sample] = []
     for position in one_by_one:
@@ -123,16 +157,59 @@ async def score_chunk(run: Run, samples: list[Sample], ids: list[str]) -> list[M
         results[position] = [run.outcome(result, metric) for result in made[start:end]]
         start = end
     for position, metric in enumerate(run.metrics):
-        column, (ready, _) = columns[position], todo[position]
-        for i, result in zip(ready, results[position] or (), strict=True):
-            column[i] = checked(result, metric, ids[i])
-    rows: list[MetricResult] = [
-        row  # (every slot is filled by now)
-        for per_sample in zip(*columns, strict=True)
-        for row in per_sample
-    ]
-    run.finish_rows(rows, samples)
-    return rows
+        some_results = results[position]
+        if some_results is None:
+            continue
+        rows = columns[position].rows
+        for i, result in zip(todo[position][0], some_results, strict=True):
+            rows[i] = checked(result, metric, ids[i])
+    block = RowBlock(ids, samples, columns)
+    run.finish_rows(block, samples)
+    return block
+
+
+def _score_group(
+    run: Run,
+    group: list[int],
+    columns: list[Column],
+    positions: list[int],
+    ids: list[str],
+    samples: list[Sample],
+) -> list[Column]:
+    """The columns of the metrics at ``group`` (equal judging keys), ``samples`` judged once
+    for all of them (in the run's worker thread; the rows of samples lacking a field are
+    copied from ``columns``, which it does not change)."""
+    metrics = [run.metrics[p] for p in group]
+    first = metrics[0]
+    assert isinstance(first, DeterministicPipelineMetric)
+    judged = first.judge_batch(samples)
+    if judged is None:
+        raise TypeError(f"metric {first.name}: a judging key but no batch judgement")
+    out: list[Column] = []
+    for position, metric in zip(group, metrics, strict=True):
+        assert isinstance(metric, DeterministicPipelineMetric)
+        column = Column(metric.name, len(columns[position]))
+        column.rows.update(columns[position].rows)
+        metric.fill_column(column, samples, judged, positions, ids)
+        out.append(column)
+    return out
+
+
+def _group_failed(run: Run, group: list[int], outcome: object, expected: int) -> list[int]:
+    """The metrics of a group whose shared batch failed or was cut: the positions to try
+    with their own ``score_batch`` (none when it was cut: those score one by one)."""
+    names = ", ".join(run.metrics[p].name for p in group)
+    if outcome is TIMED_OUT:
+        logger.warning(
+            "metrics %s: a batch did not finish within %g s (metric_timeout) for %d "
+            "sample(s); scoring sample by sample from now on",
+            names, run.metric_timeout, expected,
+        )  # fmt: skip
+        for position in group:
+            run.batch_score[position] = None
+        return []
+    logger.debug("metrics %s: the shared batch failed (%r); each its own", names, outcome)
+    return list(group)
 
 
 def _lacking_fields(
@@ -140,20 +217,20 @@ def _lacking_fields(
     samples: list[Sample],
     ids: list[str],
     missing: dict[tuple[str, ...], list[int]],
-) -> tuple[list[MetricResult | None], list[int]]:
-    """The column of ``metric`` with the error rows of the samples lacking a field it
-    requires, and the positions of the others."""
+    column: Column,
+) -> list[int]:
+    """Put the error rows of the samples lacking a field ``metric`` requires in its
+    ``column``; the positions of the others."""
     requires = tuple(metric.requires)
     if requires not in missing:
         missing[requires] = lacking(samples, requires)
-    column: list[MetricResult | None] = [None] * len(samples)
     for i in missing[requires]:
         row = missing_field_error(samples[i], metric, samples[i].missing(requires))
-        column[i] = row.labelled(ids[i], metric.name)
+        column.rows[i] = row.labelled(ids[i], metric.name)
     if not missing[requires]:
-        return column, list(range(len(samples)))
+        return list(range(len(samples)))
     skip = set(missing[requires])
-    return column, [i for i in range(len(samples)) if i not in skip]
+    return [i for i in range(len(samples)) if i not in skip]
 
 
 def _batch_results(

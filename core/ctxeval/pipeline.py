@@ -38,6 +38,7 @@ import attrs
 
 from ._version import __version__
 from .base import BaseMetric
+from .columns import Column
 from .judging import judge_name
 from .policy import Formula
 from .protocols import (
@@ -49,11 +50,12 @@ from .protocols import (
     Unit,
     Verdict,
 )
-from .results import NO_USAGE, LazyDetails, MetricResult, Status, _make, ok_row
+from .results import LazyDetails, MetricResult, ok_row
 from .sample import TEXT_FIELDS, GradedIDs, Sample, grades_of
 from .validators import boolean, non_negative_int, text
 
 __all__ = [
+    "BatchJudgement",
     "DeterministicPipelineMetric",
     "Extracted",
     "Items",
@@ -683,31 +685,52 @@ class DeterministicPipelineMetric(PipelineMetric):
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it: the matcher's batch form gives the flags,
         the formula the score, and the evidence is computed only when a row's details are
-        read. (The sides are read here in one loop, as :meth:`Items.read` reads them: this
-        runs for every row of a large run.)"""
+        read."""
+        judged = self.judge_batch(samples)
+        if judged is None:
+            return [self.score(sample) for sample in samples]
+        ids = [sample.id or "" for sample in samples]
+        column = Column(self.name, len(samples))
+        self.fill_column(column, samples, judged, range(len(samples)), ids, label=False)
+        return [column.row(i, ids[i], sample) for i, sample in enumerate(samples)]
+
+    def judging_key(self) -> tuple[Any, ...] | None:
+        """Metrics with equal keys judge a batch of samples alike (the same sides, matcher,
+        judged side and depth): the fast path judges a chunk once for all of them
+        (:meth:`judge_batch`) and each fills its column from that (:meth:`fill_column`).
+        None when the metric scores its batches its own way (an overridden
+        :meth:`score_batch`) or sample by sample (text or graded sides)."""
+        if type(self).score_batch is not DeterministicPipelineMetric.score_batch:
+            return None
         p = self.pipeline
+        if not _batchable(p):
+            return None
+        return (p.reference, p.retrieved, p.matcher, p.formula.judged, p.formula.depth)
+
+    def judge_batch(self, samples: Sequence[Sample]) -> BatchJudgement | None:
+        """The matcher's flags for every sample of ``samples`` that is no edge case, in one
+        :meth:`~ctxeval.plugin.DeterministicMatcher.match_batch` call (the sides are read
+        here in one loop, as :meth:`Items.read` reads them: this runs for every row of a
+        large run); None when the sides cannot be read so (text or graded sides)."""
+        p = self.pipeline
+        if not _batchable(p):
+            return None
         reference_side, retrieved_side = p.reference, p.retrieved
         assert isinstance(reference_side, Items)
         assert isinstance(retrieved_side, Items)
         get_reference = operator.attrgetter(reference_side.field)
         get_retrieved = operator.attrgetter(retrieved_side.field)
         dedupe_reference, dedupe_retrieved = reference_side.dedupe, retrieved_side.dedupe
-        if reference_side.min_grade > 1 or retrieved_side.min_grade > 1:
-            return [self.score(sample) for sample in samples]  # only graded items can count
         judge_reference, depth = p.formula.judged == "reference", p.formula.depth
         fromkeys = dict.fromkeys
-        out: list[MetricResult | None] = [None] * len(samples)
         todo: list[tuple[Sequence[str], Sequence[str]]] = []
         where: list[int] = []
         sizes: list[int] = []
-        if not {reference_side.field, retrieved_side.field}.isdisjoint(TEXT_FIELDS):
-            return [self.score(sample) for sample in samples]  # a text side: one item or none
         for index, sample in enumerate(samples):
             reference = get_reference(sample)
             retrieved = get_retrieved(sample)
             if not reference or not retrieved or type(reference) is GradedIDs:
-                out[index] = self.score(sample)  # edge cases with their reasons; graded IDs
-                continue
+                continue  # edge cases with their reasons; graded IDs: scored one by one
             if judge_reference:
                 if dedupe_reference:
                     reference = list(fromkeys(reference))
@@ -719,26 +742,77 @@ class DeterministicPipelineMetric(PipelineMetric):
                 todo.append((retrieved if depth is None else retrieved[:depth], reference))
                 sizes.append(len(set(reference)) if dedupe_reference else len(reference))
             where.append(index)
-        if not todo:
-            return out  # type: ignore[return-value]
         matcher = p.matcher
         assert isinstance(matcher, DeterministicMatcher)
-        flags_of = matcher.match_batch(todo)
-        if len(flags_of) != len(todo):
+        flags = matcher.match_batch(todo) if todo else []
+        if len(flags) != len(todo):
             raise ValueError(
-                f"matcher {matcher.name!r}: match_batch gave {len(flags_of)} results for "
+                f"matcher {matcher.name!r}: match_batch gave {len(flags)} results for "
                 f"{len(todo)} samples"
             )
-        value, name, details_now = p.formula.value, self.name, self._details_now
-        for index, flags, size in zip(where, flags_of, sizes, strict=True):
-            sample = samples[index]
+        return BatchJudgement(where, flags, sizes)
+
+    def fill_column(
+        self,
+        column: Column,
+        samples: Sequence[Sample],
+        judged: BatchJudgement,
+        positions: Sequence[int],
+        ids: Sequence[str],
+        *,
+        label: bool = True,
+    ) -> None:
+        """Put the rows of ``samples`` (judged by :meth:`judge_batch`) in ``column``: the
+        scores of plain ``ok`` rows, the others whole (the edge cases, scored by
+        :meth:`score`). Sample ``j`` goes to position ``positions[j]``, labelled
+        ``ids[positions[j]]`` (edge rows only when ``label``)."""
+        column.evidence = self._details_now
+        scores, rows, name = column.scores, column.rows, self.name
+        value = self.pipeline.formula.value
+        where = judged.where
+        if len(where) < len(samples):
+            judged_here = set(where)
+            for j, sample in enumerate(samples):
+                if j not in judged_here:
+                    row = self.score(sample)
+                    i = positions[j]
+                    rows[i] = row.labelled(ids[i], name) if label else row
+        for j, flags, size in zip(where, judged.flags, judged.sizes, strict=True):
             score = value(flags, size)
-            details = LazyDetails(details_now, sample)
+            i = positions[j]
             if type(score) is float and 0.0 <= score <= 1.0:  # ok_row's check, inline
-                out[index] = _make(Status.OK, score, None, details, NO_USAGE, sample.id or "", name)
-            else:
-                out[index] = ok_row(score, details=details, sample_id=sample.id or "", metric=name)
-        return out  # type: ignore[return-value]
+                scores[i] = score
+            else:  # ok_row converts or refuses it
+                details = LazyDetails(self._details_now, samples[j])
+                rows[i] = ok_row(score, details=details, sample_id=ids[i], metric=name)
+
+
+@attrs.frozen(slots=True)
+class BatchJudgement:
+    """What :meth:`DeterministicPipelineMetric.judge_batch` found for a batch of samples.
+
+    Attributes:
+        where: the positions (in the batch) of the samples the matcher judged; the others
+            are edge cases (a side empty, graded reference IDs) that the metric's ``score``
+            decides.
+        flags: per judged sample, one flag per judged item.
+        sizes: per judged sample, the number of reference items (the formula's
+            ``n_reference``).
+    """
+
+    where: list[int]
+    flags: list[list[bool]]
+    sizes: list[int]
+
+
+def _batchable(p: Pipeline) -> bool:
+    """Whether a batch can read both sides of ``p`` as plain lists of items."""
+    reference, retrieved = p.reference, p.retrieved
+    assert isinstance(reference, Items)
+    assert isinstance(retrieved, Items)
+    if reference.min_grade > 1 or retrieved.min_grade > 1:
+        return False  # only graded items can count
+    return {reference.field, retrieved.field}.isdisjoint(TEXT_FIELDS)  # a text side: one item
 
 
 @attrs.frozen(kw_only=True)

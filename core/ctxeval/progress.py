@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from .results import NO_USAGE, MetricResult, Status, Usage
+from .columns import tally
+from .results import MetricResult, Usage
 
 __all__ = ["Progress", "ProgressTracker"]
 
@@ -83,15 +84,11 @@ class ProgressTracker:
         self.done += len(rows)
         if resumed:
             self.resumed += len(rows)
-        for row in rows:
-            status = row.status
-            if status is not Status.OK:
-                if status is Status.ERROR:
-                    self.errors += 1
-                else:
-                    self.undefined += 1
-            if not resumed and row.usage is not NO_USAGE and not row.usage.is_zero:
-                self.usage = self.usage + row.usage
+        counts = tally(rows)  # (a block of rows is counted from its columns)
+        self.errors += counts.errors
+        self.undefined += counts.undefined
+        if not resumed and not counts.usage.is_zero:
+            self.usage = self.usage + counts.usage
         if self._callback is not None:
             now = time.monotonic()
             if now - self._last >= self._interval:

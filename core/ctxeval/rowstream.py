@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 from .progress import Progress, ProgressTracker
 from .results import MetricResult
@@ -22,7 +22,7 @@ class RowStream(AsyncIterator[MetricResult]):
 
     def __init__(
         self,
-        batches: AsyncIterator[list[MetricResult]],
+        batches: AsyncIterator[Sequence[MetricResult]],
         metrics: tuple[str, ...],
         tracker: ProgressTracker,
     ) -> None:
@@ -41,8 +41,15 @@ class RowStream(AsyncIterator[MetricResult]):
                 return row
             self._ready = iter(await self._batches.__anext__())
 
-    def batches(self) -> AsyncIterator[list[MetricResult]]:
+    async def batches(self) -> AsyncIterator[list[MetricResult]]:
         """The rows in lists, as the run hands them over (each list in input order)."""
+        async for batch in self._batches:
+            yield batch if type(batch) is list else list(batch)
+
+    def parts(self) -> AsyncIterator[Sequence[MetricResult]]:
+        """The rows as the run hands them over, each part a read-only sequence in input order
+        (the deterministic fast path's are :class:`~ctxeval.columns.RowBlock` columns, whose
+        rows are built when read: the cheapest way to keep every row of a large run)."""
         return self._batches
 
     def progress(self) -> Progress:

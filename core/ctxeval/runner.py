@@ -33,6 +33,7 @@ from .errors import (
 )
 from .fastpath import score_in_chunks
 from .journal import Journal, Previous, sample_digest
+from .pipeline import DeterministicPipelineMetric
 from .progress import ProgressTracker
 from .protocols import Metric
 from .results import MetricResult
@@ -88,6 +89,10 @@ class Run:
         self.batch_score: list[Callable[[Sequence[Sample]], Sequence[object]] | None] = [
             method(m, "score_batch") for m in metrics
         ]
+        self.judging_keys: list[tuple[object, ...] | None] = [
+            m.judging_key() if isinstance(m, DeterministicPipelineMetric) else None for m in metrics
+        ]
+        """Per metric: its judging key (metrics with equal keys are judged once per chunk)."""
         self.failure: BaseException | None = None
         """What stopped the run, handed to the reader once the rows before it are out."""
         self.budget_hit: BudgetExceededError | None = None
@@ -159,7 +164,7 @@ class Run:
         self.tracker.add(row)
         return row
 
-    def finish_rows(self, rows: list[MetricResult], samples: list[Sample]) -> None:
+    def finish_rows(self, rows: Sequence[MetricResult], samples: list[Sample]) -> None:
         """Journal and count the finished rows of ``samples`` (sample by sample, metric by
         metric)."""
         each = len(self.metrics)
@@ -174,7 +179,7 @@ class Run:
         digest: a resume computes error rows again anyway)."""
         self._finish(rows, [""] * len(rows))
 
-    def _finish(self, rows: list[MetricResult], digests: list[str]) -> None:
+    def _finish(self, rows: Sequence[MetricResult], digests: list[str]) -> None:
         if self.journal is not None:
             self.journal.write_many(rows, digests)
         self.tracker.add_many(rows)

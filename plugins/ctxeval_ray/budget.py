@@ -99,6 +99,9 @@ class BudgetActor:
             except asyncio.TimeoutError:
                 self._reap()
         await self._wait_for_pause(resource)  # a 429 may have come while this one queued
+        if self.max_cost is not None and self.spent >= self.max_cost:  # reached meanwhile
+            resource.slots.release()
+            return None, self.spent
         lease = uuid.uuid4().hex
         now = time.monotonic()
         self._leases[lease] = (name, now + self._lease_seconds, holder)
