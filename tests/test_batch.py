@@ -22,7 +22,12 @@ import ctxeval
 from ctxeval import MetricResult, Sample, Status, policy
 from ctxeval.base import BaseDeterministicMetric
 from ctxeval.bridge import run_sync
-from ctxeval.builtin.similarity import MEASURES, pair_similarity, similarity_matrix
+from ctxeval.builtin.similarity import (
+    MEASURES,
+    pair_matches,
+    pair_similarity,
+    similarity_matrix,
+)
 from ctxeval.columns import RowBlock
 from ctxeval.plugin import Items, compose
 from ctxeval.results import LazyDetails
@@ -359,3 +364,58 @@ def test_a_group_whose_shared_batch_fails_is_scored_sample_by_sample() -> None:
     data = [{**row, "id": str(i)} for i, row in enumerate(data)]
     evaluation = ctxeval.evaluate(data, metrics)
     assert [r.score for r in evaluation.results] == [0.5] * 6
+
+
+@attrs.frozen(kw_only=True)
+class _ShareOfTopTwo(policy.Formula):
+    """A formula that reads every flag it is given (it does not cut them itself)."""
+
+    undefined_when_nothing_retrieved = True
+
+    @property
+    def depth(self) -> int | None:
+        return 2
+
+    def value(self, flags: Any, n_reference: int) -> float:
+        return sum(flags) / len(flags)
+
+
+def test_metrics_that_cut_at_other_depths_share_one_judgement_of_every_item() -> None:
+    """The ID matcher is itemwise: P@2-like and MRR-like metrics are judged once, over every
+    retrieved item, and each formula gets the flags down to its own depth."""
+    parts = {
+        "reference": Items(field="reference_context_ids", what="reference IDs", dedupe=True),
+        "retrieved": Items(field="retrieved_context_ids", what="retrieved IDs", dedupe=True),
+        "matcher": IDMatcher(),
+    }
+    top_two = compose("top_two", formula=_ShareOfTopTwo(), **parts)
+    mrr = compose("rr", formula=policy.ReciprocalRank(), **parts)
+    assert top_two.judging_key() == mrr.judging_key()
+    data = [
+        {"id": "a", "retrieved_context_ids": ["x", "y", "z", "w"], "reference_context_ids": ["x"]},
+        {"id": "b", "retrieved_context_ids": ["z", "x"], "reference_context_ids": ["x", "z"]},
+    ]
+    evaluation = ctxeval.evaluate(data, [mrr, top_two])
+    assert evaluation.scores("top_two") == [0.5, 1.0]
+    assert evaluation.scores("rr") == [1.0, 1.0]
+    assert [top_two.score(Sample.from_dict(row)).score for row in data] == [0.5, 1.0]
+
+
+@FAST
+@given(
+    reference=st.text(alphabet="abcde ", max_size=30),
+    chunk=st.text(alphabet="abcde ", max_size=30),
+    other=st.text(alphabet="abcde ", max_size=30),
+    measure=st.sampled_from(MEASURES),
+    threshold=st.floats(0, 1),
+)
+def test_the_cut_off_never_changes_a_verdict(
+    reference: str, chunk: str, other: str, measure: str, threshold: float
+) -> None:
+    """``pair_matches`` rules pairs out with rapidfuzz's ``score_cutoff`` before computing
+    them: its verdict is the threshold rule on the exact similarity, also for a threshold
+    that is exactly some pair's similarity."""
+    similarity = pair_similarity(measure)
+    for cut in (threshold, similarity(reference, other), similarity(other, chunk)):
+        matches = pair_matches(measure, cut)
+        assert matches(reference, chunk) == policy.is_match(similarity(reference, chunk), cut)

@@ -112,6 +112,11 @@ class BaseDeterministicMatcher:
 
     __slots__ = ()
 
+    itemwise: ClassVar[bool] = False
+    """Set it to True when an item's verdict depends only on that item and the candidates
+    (not on the other items judged with it): the fast path then judges the retrieved items
+    once for the metrics of a run that cut them at different depths (P@5, MRR...)."""
+
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
         raise NotImplementedError(f"{type(self).__name__} does not implement match_now()")
 

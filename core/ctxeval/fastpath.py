@@ -182,7 +182,9 @@ def _score_group(
     metrics = [run.metrics[p] for p in group]
     first = metrics[0]
     assert isinstance(first, DeterministicPipelineMetric)
-    judged = first.judge_batch(samples)
+    key = run.judging_keys[group[0]]
+    assert key is not None
+    judged = first.judge_batch(samples, whole=key[-1] is None)  # (the key's depth: see judging_key)
     if judged is None:
         raise TypeError(f"metric {first.name}: a judging key but no batch judgement")
     out: list[Column] = []

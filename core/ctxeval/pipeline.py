@@ -705,13 +705,20 @@ class DeterministicPipelineMetric(PipelineMetric):
         p = self.pipeline
         if not _batchable(p):
             return None
-        return (p.reference, p.retrieved, p.matcher, p.formula.judged, p.formula.depth)
+        depth = None if _itemwise(p.matcher) else p.formula.depth
+        return (p.reference, p.retrieved, p.matcher, p.formula.judged, depth)
 
-    def judge_batch(self, samples: Sequence[Sample]) -> BatchJudgement | None:
+    def judge_batch(
+        self, samples: Sequence[Sample], *, whole: bool = False
+    ) -> BatchJudgement | None:
         """The matcher's flags for every sample of ``samples`` that is no edge case, in one
         :meth:`~ctxeval.plugin.DeterministicMatcher.match_batch` call (the sides are read
         here in one loop, as :meth:`Items.read` reads them: this runs for every row of a
-        large run); None when the sides cannot be read so (text or graded sides)."""
+        large run); None when the sides cannot be read so (text or graded sides).
+
+        ``whole`` judges every retrieved item, not only those down to the formula's depth
+        (for an itemwise matcher, whose flags of the first k items are the same either way:
+        :meth:`fill_column` cuts them)."""
         p = self.pipeline
         if not _batchable(p):
             return None
@@ -721,7 +728,8 @@ class DeterministicPipelineMetric(PipelineMetric):
         get_reference = operator.attrgetter(reference_side.field)
         get_retrieved = operator.attrgetter(retrieved_side.field)
         dedupe_reference, dedupe_retrieved = reference_side.dedupe, retrieved_side.dedupe
-        judge_reference, depth = p.formula.judged == "reference", p.formula.depth
+        judge_reference = p.formula.judged == "reference"
+        depth = None if whole else p.formula.depth
         fromkeys = dict.fromkeys
         todo: list[tuple[Sequence[str], Sequence[str]]] = []
         where: list[int] = []
@@ -750,7 +758,7 @@ class DeterministicPipelineMetric(PipelineMetric):
                 f"matcher {matcher.name!r}: match_batch gave {len(flags)} results for "
                 f"{len(todo)} samples"
             )
-        return BatchJudgement(where, flags, sizes)
+        return BatchJudgement(where, flags, sizes, depth)
 
     def fill_column(
         self,
@@ -768,7 +776,9 @@ class DeterministicPipelineMetric(PipelineMetric):
         ``ids[positions[j]]`` (edge rows only when ``label``)."""
         column.evidence = self._details_now
         scores, rows, name = column.scores, column.rows, self.name
-        value = self.pipeline.formula.value
+        formula = self.pipeline.formula
+        value, depth = formula.value, formula.depth
+        cut = depth is not None and judged.depth != depth and formula.judged == "retrieved"
         where = judged.where
         if len(where) < len(samples):
             judged_here = set(where)
@@ -777,8 +787,16 @@ class DeterministicPipelineMetric(PipelineMetric):
                     row = self.score(sample)
                     i = positions[j]
                     rows[i] = row.labelled(ids[i], name) if label else row
+        memo: dict[tuple[int, ...], float] = {}  # a formula's value of (size, *flags)
         for j, flags, size in zip(where, judged.flags, judged.sizes, strict=True):
-            score = value(flags, size)
+            if cut:
+                flags = flags[:depth]
+            key = (size, *flags)
+            score = memo.get(key)
+            if score is None:
+                score = value(flags, size)
+                if len(memo) < _MEMO_SIZE:
+                    memo[key] = score
             i = positions[j]
             if type(score) is float and 0.0 <= score <= 1.0:  # ok_row's check, inline
                 scores[i] = score
@@ -798,11 +816,24 @@ class BatchJudgement:
         flags: per judged sample, one flag per judged item.
         sizes: per judged sample, the number of reference items (the formula's
             ``n_reference``).
+        depth: the retrieved items judged were cut at this rank (None: all of them).
     """
 
     where: list[int]
     flags: list[list[bool]]
     sizes: list[int]
+    depth: int | None = None
+
+
+_MEMO_SIZE = 4096
+"""The most formula values one :meth:`DeterministicPipelineMetric.fill_column` call keeps
+(a formula's value depends only on the flags and the reference count, and runs repeat them)."""
+
+
+def _itemwise(matcher: object) -> bool:
+    """Whether ``matcher`` says an item's verdict depends on that item and the candidates
+    only (``itemwise = True``)."""
+    return getattr(matcher, "itemwise", False) is True
 
 
 def _batchable(p: Pipeline) -> bool:

@@ -54,6 +54,7 @@ __all__ = [
     "TextTooLargeError",
     "best_matches",
     "normalize_text",
+    "pair_matches",
     "pair_similarity",
     "similarity_matrix",
 ]
@@ -191,6 +192,32 @@ def pair_similarity(measure: str) -> Callable[[str, str], float]:
     return bounded
 
 
+def pair_matches(measure: str, threshold: float) -> Callable[[str, str], bool]:
+    """Whether a reference passage and a retrieved chunk match: exactly
+    ``policy.is_match(pair_similarity(measure)(reference, chunk), threshold)``, without the
+    exact similarity of the pairs that rapidfuzz's ``score_cutoff`` rules out first (most
+    pairs of a run; those it does not rule out are computed exactly and compared)."""
+    similarity = pair_similarity(measure)
+    is_match = policy.is_match
+    scorer, factor = _scorer(measure)
+    # below the threshold by 1e-6 (on the scorer's scale): rapidfuzz's cut-off rounds, and
+    # rules out a pair up to about 1e-8 above it (Levenshtein of "a" and "aaaaa": 0.2 - 4e-17
+    # is ruled out by a cut-off of 0.2 - 1.2e-9)
+    cutoff = (threshold - 1e-6) / factor
+    if cutoff <= 0:
+        return lambda reference, chunk: is_match(similarity(reference, chunk), threshold)
+    checked = measure in ("partial", "containment", "levenshtein", "indel")
+
+    def matches(reference: str, chunk: str) -> bool:
+        if checked and (len(reference) > _QUICK or len(chunk) > _QUICK):
+            return is_match(similarity(reference, chunk), threshold)  # (checks the size)
+        if not scorer(reference, chunk, score_cutoff=cutoff):
+            return False  # below the cut-off: below the threshold
+        return is_match(similarity(reference, chunk), threshold)
+
+    return matches
+
+
 def best_matches(
     matrix: npt.NDArray[np.float64], threshold: float, axis: int
 ) -> list[dict[str, Any]]:
@@ -236,6 +263,8 @@ class SimilarityMatcher:
     """
 
     registry_name: ClassVar[str] = "similarity"
+    itemwise: ClassVar[bool] = True
+    """(An item's verdict: whether some candidate is similar enough to it.)"""
     name: str = "similarity"
     measure: str = attrs.field(default="levenshtein", validator=check_measure)
     threshold: float = attrs.field(default=0.5, validator=validators.unit_interval)
@@ -262,8 +291,7 @@ class SimilarityMatcher:
     def match_batch(self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list[list[bool]]:
         """For each ``(items, candidates)``: whether each item has a candidate similar enough
         (stopping at the first; equal to :meth:`match_now`'s verdicts)."""
-        similarity = pair_similarity(self.measure)
-        threshold, is_match = self.threshold, policy.is_match
+        matches = pair_matches(self.measure, self.threshold)
         reference_first = self.reference == "items"
         out = []
         for items, candidates in pairs:
@@ -271,15 +299,9 @@ class SimilarityMatcher:
                 items = [normalize_text(text) for text in items]
                 candidates = [normalize_text(text) for text in candidates]
             if reference_first:
-                flags = [
-                    any(is_match(similarity(item, other), threshold) for other in candidates)
-                    for item in items
-                ]
+                flags = [any(matches(item, other) for other in candidates) for item in items]
             else:
-                flags = [
-                    any(is_match(similarity(other, item), threshold) for other in candidates)
-                    for item in items
-                ]
+                flags = [any(matches(other, item) for other in candidates) for item in items]
             out.append(flags)
         return out
 
