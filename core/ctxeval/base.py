@@ -25,7 +25,7 @@ Plugins import them from :mod:`ctxeval.plugin`. Example, a complete third-party 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
@@ -141,8 +141,12 @@ def membership_verdicts(
     verdicts = []
     for item in items:
         where = first.get(key(item))
-        verdicts.append(Verdict(where is not None, 1.0 if where is not None else 0.0, where))
+        verdicts.append(_MISS if where is None else Verdict(True, 1.0, where))
     return verdicts
+
+
+_MISS: Final = Verdict(False, 0.0, None)
+"""The verdict of an item no candidate has (frozen: one object serves every such item)."""
 
 
 def options_of(factory: Any) -> list[str] | None:

@@ -240,6 +240,9 @@ class Pipeline:
     retrieved: RetrievedSource
     formula: Formula
     matcher: Matcher | None = None
+    _deterministic: bool = attrs.field(init=False, default=False, eq=False, repr=False)
+    """(Told once, at construction: a runtime protocol check costs tens of microseconds,
+    and every row's evidence asks.)"""
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.formula, Formula):
@@ -258,6 +261,12 @@ class Pipeline:
             raise TypeError("a pipeline needs a matcher (an object with name and match())")
         if self.formula.depth is not None and self.formula.judged != "retrieved":
             raise ValueError("a formula with a depth must judge the retrieved items")
+        deterministic = (
+            isinstance(self.reference, Items)
+            and isinstance(self.retrieved, Items)
+            and isinstance(self.matcher, DeterministicMatcher)
+        )
+        object.__setattr__(self, "_deterministic", deterministic)
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -267,11 +276,7 @@ class Pipeline:
     @property
     def deterministic(self) -> bool:
         """True when no part does I/O: both sides given and the matcher deterministic."""
-        return (
-            isinstance(self.reference, Items)
-            and isinstance(self.retrieved, Items)
-            and isinstance(self.matcher, DeterministicMatcher)
-        )
+        return self._deterministic
 
     @property
     def parts(self) -> tuple[Any, ...]:

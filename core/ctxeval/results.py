@@ -11,7 +11,7 @@ import enum
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -92,6 +92,9 @@ class Usage:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
         """Build a usage from :meth:`to_dict`'s output (missing keys count as zero)."""
+        if not data or (data == _ZERO_DICT and list(map(type, data.values())) == _ZERO_TYPES):
+            return _ZERO  # most rows (no LLM): the one zero usage, as checked as the others
+
         return cls(
             requests=data.get("requests", 0),
             retries=data.get("retries", 0),
@@ -104,6 +107,8 @@ class Usage:
 
 _ZERO = Usage()
 NO_USAGE = _ZERO
+_ZERO_DICT: Final = _ZERO.to_dict()
+_ZERO_TYPES: Final = [type(value) for value in _ZERO_DICT.values()]
 
 
 def _who(result: MetricResult) -> str:
@@ -389,7 +394,11 @@ def _plain(value: Any) -> Any:
     if kind is dict:
         return {k if type(k) is str else str(k): _plain(v) for k, v in value.items()}
     if kind is list or kind is tuple:
+        if _ATOMS.issuperset(map(type, value)):  # (IDs, texts: checked at C speed)
+            return list(value)
         return [_plain(v) for v in value]
+    if kind is LazyDetails:
+        return _plain(value._get())
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
