@@ -31,7 +31,7 @@ from ctxeval.builtin.similarity import (
 from ctxeval.columns import RowBlock
 from ctxeval.plugin import Items, compose
 from ctxeval.results import LazyDetails
-from ctxeval.sample import _prebuilt
+from ctxeval.sample import MAX_ID_LENGTH, _prebuilt
 from ctxeval_ids.matcher import IDMatcher
 from test_properties import metric_lists, samples
 
@@ -115,6 +115,17 @@ def test_fast_sample_refuses_what_needs_converting_or_checking() -> None:
     assert _prebuilt({"id": 3}) is None
     assert _prebuilt({"retrieved_contexts": "one string"}) is None  # an error, with its message
     assert _prebuilt({"user_input": ["a"]}) is None
+    assert (
+        _prebuilt({"id": "x", "retrieved_contexts": ["ok", "\ud800"]}) is None
+    )  # a lone surrogate
+    assert _prebuilt({"reference": "\ud800", "id": "x"}) is None
+    assert _prebuilt({"reference_context_ids": ["d" * (MAX_ID_LENGTH + 1)]}) is None
+    assert _prebuilt({"id": "d" * (MAX_ID_LENGTH + 1)}) is None
+    for order in (["id", "reference"], ["reference", "id"]):  # one builder per key order
+        built = _prebuilt({key: "é" if key == "reference" else "x" for key in order})
+        assert built is None  # (not ASCII: the converters look at it)
+        built = _prebuilt({key: "e" if key == "reference" else "x" for key in order})
+        assert built == Sample(id="x", reference="e")
     with pytest.raises(ctxeval.DataError, match="retrieved_contexts"):
         Sample.from_dict({"retrieved_contexts": "one string"})
 
