@@ -3,7 +3,9 @@ costs to start, against one process.
 
 Writes N samples (ID lists, as a retriever's log) to a Parquet file, then, in one run:
 
-* one process: ``ctxeval.evaluate`` on the samples read by ``ctxeval.load_samples``;
+* one process: ``ctxeval.evaluate`` on the samples read by ``ctxeval.load_samples`` (rows as
+  columns, evidence left uncomputed), then every row written to ``results.jsonl`` (evidence
+  and JSON per row: what the command line and the Ray workers do);
 * Ray start-up: ``ray.init`` of a local cluster (and the first, empty, dataset run);
 * ``ctxeval_ray.score_dataset`` on the Parquet file with 1 worker, then with 2 (rows counted
   as they arrive at the driver).
@@ -65,7 +67,10 @@ def main() -> None:
         start = time.perf_counter()
         evaluation = ctxeval.evaluate(ctxeval.load_samples(path), METRICS)
         alone = time.perf_counter() - start
-        assert len(evaluation.results) == n * len(METRICS)
+        assert len(evaluation) == n * len(METRICS)
+        start = time.perf_counter()
+        evaluation.to_jsonl(Path(folder) / "results.jsonl")  # every row's evidence, as JSON
+        written = time.perf_counter() - start
         del evaluation
 
         import ray
@@ -85,6 +90,8 @@ def main() -> None:
     print("| run | wall (s) | rows/s |")
     print("|---|---:|---:|")
     print(f"| one process (`ctxeval.evaluate`) | {alone:.1f} | {n * 3 / alone:,.0f} |")
+    both = alone + written
+    print(f"| one process, and every row written as JSON | {both:.1f} | {n * 3 / both:,.0f} |")
     print(f"| `ray.init`, local cluster | {started:.1f} | |")
     print(f"| first dataset run (workers start), 1 000 samples | {warm:.1f} | |")
     print(f"| Ray, 1 worker | {one:.1f} | {n * 3 / one:,.0f} |")

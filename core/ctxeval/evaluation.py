@@ -87,7 +87,7 @@ class Evaluation:
     """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric).
 
     Attributes:
-        results: the rows.
+        results: the rows (a tuple; built on first read when the run kept them as columns).
         metrics: the metric row names, in the order they were asked for.
         samples: the samples by id, when kept (for the report); else empty.
     """
