@@ -61,11 +61,6 @@ class Column:
         details = LazyDetails(evidence, sample) if evidence is not None else {}
         return _make(Status.OK, score, None, details, NO_USAGE, sample_id, self.metric)
 
-    def missing(self) -> list[int]:
-        """The positions that have neither a score nor a row (a bug if any remain)."""
-        rows = self.rows
-        return [i for i, s in enumerate(self.scores) if s is None and i not in rows]
-
 
 class Tally:
     """Counts of a set of rows: ``errors``, ``undefined``, and their summed ``usage``."""

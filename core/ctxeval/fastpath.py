@@ -133,8 +133,10 @@ async def score_chunk(run: Run, samples: list[Sample], ids: list[str]) -> RowBlo
             for position, column in zip(group, outcome, strict=True):
                 columns[position] = column
             scored.update(group)
-        else:
-            retry += _group_failed(run, group, outcome, len(todo[group[0]][1]))
+        else:  # each metric as its own batch that failed or was cut (then not batched again)
+            for position in group:
+                _batch_results(run, position, outcome, len(todo[position][1]))
+            retry += [p for p in group if run.batch_score[p] is not None]
     if retry:  # the metrics of a failed group: each its own score_batch
         made = await run.call_sync(
             [run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry]
@@ -195,23 +197,6 @@ def _score_group(
         metric.fill_column(column, samples, judged, positions, ids)
         out.append(column)
     return out
-
-
-def _group_failed(run: Run, group: list[int], outcome: object, expected: int) -> list[int]:
-    """The metrics of a group whose shared batch failed or was cut: the positions to try
-    with their own ``score_batch`` (none when it was cut: those score one by one)."""
-    names = ", ".join(run.metrics[p].name for p in group)
-    if outcome is TIMED_OUT:
-        logger.warning(
-            "metrics %s: a batch did not finish within %g s (metric_timeout) for %d "
-            "sample(s); scoring sample by sample from now on",
-            names, run.metric_timeout, expected,
-        )  # fmt: skip
-        for position in group:
-            run.batch_score[position] = None
-        return []
-    logger.debug("metrics %s: the shared batch failed (%r); each its own", names, outcome)
-    return list(group)
 
 
 def _lacking_fields(
