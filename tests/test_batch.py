@@ -24,11 +24,13 @@ from ctxeval.base import BaseDeterministicMetric
 from ctxeval.bridge import run_sync
 from ctxeval.builtin.similarity import (
     MEASURES,
+    SimilarityMatcher,
     pair_matches,
     pair_similarity,
     similarity_matrix,
 )
 from ctxeval.columns import RowBlock
+from ctxeval.pipeline import BatchJudgement
 from ctxeval.plugin import Items, compose
 from ctxeval.results import LazyDetails
 from ctxeval.sample import MAX_ID_LENGTH, _prebuilt
@@ -358,6 +360,8 @@ def test_a_row_block_reads_as_the_list_of_its_rows() -> None:
 class _Flaky(IDMatcher):
     """An ID matcher whose batch form fails: the run falls back to sample by sample."""
 
+    membership = False  # (else the fast path finds the flags itself and never calls it)
+
     def match_batch(self, pairs: Any) -> list[list[bool]]:
         raise RuntimeError("no batches today")
 
@@ -430,3 +434,166 @@ def test_the_cut_off_never_changes_a_verdict(
     for cut in (threshold, similarity(reference, other), similarity(other, chunk)):
         matches = pair_matches(measure, cut)
         assert matches(reference, chunk) == policy.is_match(similarity(reference, chunk), cut)
+
+
+class _OneSide(IDMatcher):
+    """The ID matcher judged one side at a time through its ``match_batch``."""
+
+    membership = False
+
+
+id_or_graded = st.one_of(
+    st.lists(st.sampled_from("abcdefg"), max_size=8),
+    st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 3)),
+    st.none(),
+)
+
+
+@FAST
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {
+                "retrieved_context_ids": st.lists(st.sampled_from("abcdefg"), max_size=8),
+                "reference_context_ids": id_or_graded,
+            }
+        ),
+        max_size=12,
+    ),
+    dedupe_reference=st.booleans(),
+    dedupe_retrieved=st.booleans(),
+)
+def test_a_membership_matcher_judges_both_sides_as_its_match_batch_does(
+    rows: list[dict[str, Any]], dedupe_reference: bool, dedupe_retrieved: bool
+) -> None:
+    """One pass of set lookups for both sides gives, side by side, the flags, the judged
+    samples and the reference counts of judging each side through ``match_batch``."""
+    samples = [Sample.from_dict(row) for row in rows]
+
+    def parts(matcher: Any) -> dict[str, Any]:
+        return {
+            "reference": Items(
+                field="reference_context_ids", what="reference IDs", dedupe=dedupe_reference
+            ),
+            "retrieved": Items(
+                field="retrieved_context_ids", what="retrieved IDs", dedupe=dedupe_retrieved
+            ),
+            "matcher": matcher,
+        }
+
+    both = compose("both", formula=policy.Precision(), **parts(IDMatcher()))
+    judged = both.judge_batch(samples, sides={"retrieved", "reference"})
+    precision = compose("p", formula=policy.Precision(), **parts(_OneSide()))
+    recall = compose("r", formula=policy.Recall(), **parts(_OneSide()))
+    by_retrieved = precision.judge_batch(samples, whole=True)
+    by_reference = recall.judge_batch(samples)
+    assert judged is not None
+    assert by_retrieved is not None
+    assert by_reference is not None
+    assert judged.where == by_retrieved.where == by_reference.where
+    assert judged.sizes == by_retrieved.sizes == by_reference.sizes
+    assert judged.flags("retrieved") == by_retrieved.flags("retrieved")
+    assert judged.flags("reference") == by_reference.flags("reference")
+    only = both.judge_batch(samples)  # the formula's side only
+    assert only is not None
+    assert only.reference is None
+    assert only.flags("retrieved") == by_retrieved.flags("retrieved")
+    with pytest.raises(ValueError, match="not judged"):
+        only.flags("reference")
+
+
+def test_id_precision_and_recall_are_judged_in_one_pass() -> None:
+    names = ["id_based_context_precision", "id_based_context_recall", "id_mrr"]
+    keys = {ctxeval.get_metric(name).judging_key() for name in names}
+    assert len(keys) == 1
+    with pytest.raises(ValueError, match="one side per batch"):
+        compose(
+            "p",
+            formula=policy.Precision(),
+            reference=Items(field="reference_context_ids", what="reference IDs"),
+            retrieved=Items(field="retrieved_context_ids", what="retrieved IDs"),
+            matcher=_OneSide(),
+        ).judge_batch([], sides={"retrieved", "reference"})
+
+
+@FAST
+@given(
+    flags=st.lists(st.lists(st.booleans(), max_size=4), max_size=30),
+    sizes=st.data(),
+)
+def test_classes_of_a_judgement_give_back_each_samples_flags(
+    flags: list[list[bool]], sizes: st.DataObject
+) -> None:
+    counts = sizes.draw(st.lists(st.integers(1, 3), min_size=len(flags), max_size=len(flags)))
+    judged = BatchJudgement(list(range(len(flags))), counts, retrieved=flags)
+    classes, kinds = judged.classes("retrieved")
+    assert [kinds[c] for c in classes] == list(zip(flags, counts, strict=True))
+    assert len(kinds) == len({(n, *f) for f, n in zip(flags, counts, strict=True)})
+    assert judged.classes("retrieved") is judged.classes("retrieved")  # computed once
+
+
+def test_reading_every_row_leaves_the_cycle_collector_as_it_was() -> None:
+    rows = [{"retrieved_context_ids": ["a"], "reference_context_ids": ["a"]}] * 10
+    evaluation = ctxeval.evaluate(rows, ["id_mrr", "id_based_context_recall"])
+    assert gc.isenabled()
+    assert [r.score for r in evaluation.results] == [1.0] * 20
+    assert gc.isenabled()
+
+
+@FAST
+@given(
+    references=st.lists(st.text(alphabet="abcde .", max_size=20), max_size=4),
+    chunks=st.lists(st.text(alphabet="abcde .", max_size=20), max_size=4),
+    measure=st.sampled_from(MEASURES),
+    threshold=st.floats(0, 1),
+    normalize=st.booleans(),
+)
+def test_similarity_judges_both_sides_as_it_judges_each(
+    references: list[str], chunks: list[str], measure: str, threshold: float, normalize: bool
+) -> None:
+    options = {"measure": measure, "threshold": threshold, "normalize": normalize}
+    recall = SimilarityMatcher(reference="items", **options)
+    precision = SimilarityMatcher(reference="candidates", **options)
+    assert recall.both_sides_key() == precision.both_sides_key()
+    ((of_references, of_chunks),) = recall.match_both_batch([(references, chunks)])
+    assert of_references == recall.match_batch([(references, chunks)])[0]
+    assert of_chunks == precision.match_batch([(chunks, references)])[0]
+
+
+def test_string_precision_and_recall_share_a_judgement_only_with_equal_options() -> None:
+    def key(name: str, **options: Any) -> object:
+        return ctxeval.get_metric(name, **options).judging_key()
+
+    precision, recall = "non_llm_context_precision_with_reference", "non_llm_context_recall"
+    assert key(precision) == key(recall)
+    assert key(precision, threshold=0.7) == key(recall, threshold=0.7)
+    assert key(precision, threshold=0.7) != key(recall)
+    assert key(precision, measure="containment") != key(recall, measure="indel")
+
+
+class _Lopsided(SimilarityMatcher):
+    """A similarity matcher whose two-sided batch gives one flag too few."""
+
+    def match_both_batch(self, pairs: Any) -> list[tuple[list[bool], list[bool]]]:
+        return [(flags[:-1], other) for flags, other in super().match_both_batch(pairs)]
+
+
+def test_a_two_sided_batch_of_the_wrong_size_falls_back_to_each_side(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sides = {
+        "reference": Items(field="reference_contexts", what="reference contexts"),
+        "retrieved": Items(field="retrieved_contexts", what="retrieved contexts"),
+    }
+    metrics = [
+        compose("p", formula=policy.Precision(), matcher=_Lopsided(reference="items"), **sides),
+        compose("r", formula=policy.Recall(), matcher=_Lopsided(), **sides),
+    ]
+    assert metrics[0].judging_key() == metrics[1].judging_key()
+    data = [
+        {"id": "a", "retrieved_contexts": ["paris", "rome"], "reference_contexts": ["paris"]},
+        {"id": "b", "retrieved_contexts": ["oslo"], "reference_contexts": ["oslo", "bern"]},
+    ]
+    evaluation = ctxeval.evaluate(data, metrics)
+    assert evaluation.scores("p") == [0.5, 1.0]
+    assert evaluation.scores("r") == [1.0, 0.5]

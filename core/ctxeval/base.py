@@ -117,6 +117,20 @@ class BaseDeterministicMatcher:
     (not on the other items judged with it): the fast path then judges the retrieved items
     once for the metrics of a run that cut them at different depths (P@5, MRR...)."""
 
+    membership: ClassVar[bool] = False
+    """Set it to True when an item is matched exactly when it is equal to one of the
+    candidates (and then ``itemwise`` too): the fast path then finds the flags of both sides
+    itself, with set lookups in one pass, for every metric of a run that uses the matcher
+    (precision and recall alike), and does not call :meth:`match_batch` (which must give
+    those flags; a subclass that changes what matches sets it back to False).
+
+    A matcher that compares each (reference unit, retrieved item) pair by some relation may
+    instead define ``match_both_batch(pairs)`` (for each ``(reference units, retrieved
+    items)``: the flags of the reference units and those of the retrieved items, as
+    :meth:`match_batch` gives each way) and ``both_sides_key()`` (a hashable value, equal
+    for matchers that give equal flags so, whichever side they judge): a run's precision
+    and recall then compare each pair once (the ``similarity`` matcher does)."""
+
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
         raise NotImplementedError(f"{type(self).__name__} does not implement match_now()")
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .collector import collector_paused
 from .columns import Tally, metrics_of, scores_of, tally, tally_of
 from .labels import Labels
 from .results import MetricResult, Usage
@@ -137,7 +138,8 @@ class Evaluation:
     def results(self) -> tuple[MetricResult, ...]:
         """The rows, in input order (sample by sample, metric by metric)."""
         if self._results is None:
-            self._results = tuple(row for part in self._parts for row in part)
+            with collector_paused():  # (building rows by the hundred thousand: see there)
+                self._results = tuple(row for part in self._parts for row in part)
             self._parts = (self._results,)
         return self._results
 

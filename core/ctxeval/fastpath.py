@@ -13,13 +13,12 @@ See docs/decisions/0002-deterministic-fast-path.md.
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from .collector import collector_paused
 from .columns import Column, RowBlock
 from .errors import DataError
 from .pipeline import DeterministicPipelineMetric
@@ -186,7 +185,8 @@ def _score_group(
     assert isinstance(first, DeterministicPipelineMetric)
     key = run.judging_keys[group[0]]
     assert key is not None
-    judged = first.judge_batch(samples, whole=key[-1] is None)  # (the key's depth: see judging_key)
+    sides = {m.pipeline.formula.judged for m in metrics}  # type: ignore[attr-defined]
+    judged = first.judge_batch(samples, whole=key[-1] is None, sides=sides)  # (key: depth last)
     if judged is None:
         raise TypeError(f"metric {first.name}: a judging key but no batch judgement")
     out: list[Column] = []
@@ -248,23 +248,3 @@ def _count(results: object) -> str:
     if isinstance(results, Sequence):
         return f"{len(results)} result(s)"
     return f"a {type(results).__name__}, not a sequence"
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while a chunk is read and scored.
-
-    A chunk allocates many small objects that all stay alive (samples, rows); with the
-    collector on, each full collection walks every row of the run so far, which costs a
-    third of a large deterministic run. Reference counting still frees what it can; cycles
-    made meanwhile are collected when the collector resumes, a few milliseconds later, as
-    :mod:`timeit` does around what it measures. It is left off if it was off.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()

@@ -31,7 +31,7 @@ precision-like formula and 0 otherwise.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -40,7 +40,7 @@ from ._version import __version__
 from .base import BaseMetric
 from .columns import Column
 from .judging import judge_name
-from .policy import Formula
+from .policy import Formula, Side
 from .protocols import (
     Attributor,
     DeterministicMatcher,
@@ -703,18 +703,29 @@ class DeterministicPipelineMetric(PipelineMetric):
         """Metrics with equal keys judge a batch of samples alike (the same sides, matcher,
         judged side and depth): the fast path judges a chunk once for all of them
         (:meth:`judge_batch`) and each fills its column from that (:meth:`fill_column`).
-        None when the metric scores its batches its own way (an overridden
-        :meth:`score_batch`) or sample by sample (text or graded sides)."""
+        The depth is left out for an ``itemwise`` matcher (the flags of the first k items are
+        the same either way), and the judged side too for a ``membership`` matcher (one pass
+        gives both sides' flags). None when the metric scores its batches its own way (an
+        overridden :meth:`score_batch`) or sample by sample (text or graded sides)."""
         if type(self).score_batch is not DeterministicPipelineMetric.score_batch:
             return None
         p = self.pipeline
         if not _batchable(p):
             return None
+        if _membership(p.matcher):
+            return (p.reference, p.retrieved, p.matcher, None, None)
+        both = _both_sides_key(p.matcher)
+        if both is not None:
+            return (p.reference, p.retrieved, both, None, None)
         depth = None if _itemwise(p.matcher) else p.formula.depth
         return (p.reference, p.retrieved, p.matcher, p.formula.judged, depth)
 
     def judge_batch(
-        self, samples: Sequence[Sample], *, whole: bool = False
+        self,
+        samples: Sequence[Sample],
+        *,
+        whole: bool = False,
+        sides: Collection[Side] | None = None,
     ) -> BatchJudgement | None:
         """The matcher's flags for every sample of ``samples`` that is no edge case, in one
         :meth:`~ctxeval.plugin.DeterministicMatcher.match_batch` call (the sides are read
@@ -723,27 +734,34 @@ class DeterministicPipelineMetric(PipelineMetric):
 
         ``whole`` judges every retrieved item, not only those down to the formula's depth
         (for an itemwise matcher, whose flags of the first k items are the same either way:
-        :meth:`fill_column` cuts them)."""
+        :meth:`fill_column` cuts them). ``sides`` are the sides to judge (default: the
+        formula's). A ``membership`` matcher's flags are set lookups, made here for both
+        sides in one pass (every retrieved item judged); another matcher judges one side."""
         p = self.pipeline
         if not _batchable(p):
             return None
-        reference_side, retrieved_side = p.reference, p.retrieved
-        assert isinstance(reference_side, Items)
-        assert isinstance(retrieved_side, Items)
-        get_reference = operator.attrgetter(reference_side.field)
-        get_retrieved = operator.attrgetter(retrieved_side.field)
-        dedupe_reference, dedupe_retrieved = reference_side.dedupe, retrieved_side.dedupe
-        judge_reference = p.formula.judged == "reference"
-        depth = None if whole else p.formula.depth
+        matcher = p.matcher
+        assert isinstance(matcher, DeterministicMatcher)
+        wanted = frozenset(sides) if sides is not None else frozenset((p.formula.judged,))
+        if not wanted or not wanted <= {"reference", "retrieved"}:
+            raise ValueError(f"sides must be 'reference' and/or 'retrieved', not {sorted(wanted)}")
+        if _membership(p.matcher):
+            return self._judge_members(samples, wanted)
+        if len(wanted) != 1:
+            if _both_sides_key(p.matcher) is not None:
+                return self._judge_both(samples)
+            raise ValueError(
+                f"matcher {matcher.name!r} has neither membership nor match_both_batch: "
+                "it judges one side per batch"
+            )
+        judge_reference = "reference" in wanted
+        dedupe_reference, dedupe_retrieved = p.reference.dedupe, p.retrieved.dedupe  # type: ignore[union-attr]
+        depth = None if whole or judge_reference else p.formula.depth
         fromkeys = dict.fromkeys
         todo: list[tuple[Sequence[str], Sequence[str]]] = []
         where: list[int] = []
         sizes: list[int] = []
-        for index, sample in enumerate(samples):
-            reference = get_reference(sample)
-            retrieved = get_retrieved(sample)
-            if not reference or not retrieved or type(reference) is GradedIDs:
-                continue  # edge cases with their reasons; graded IDs: scored one by one
+        for index, reference, retrieved in _judgeable(p, samples):
             if judge_reference:
                 if dedupe_reference:
                     reference = list(fromkeys(reference))
@@ -755,15 +773,79 @@ class DeterministicPipelineMetric(PipelineMetric):
                 todo.append((retrieved if depth is None else retrieved[:depth], reference))
                 sizes.append(len(set(reference)) if dedupe_reference else len(reference))
             where.append(index)
-        matcher = p.matcher
-        assert isinstance(matcher, DeterministicMatcher)
         flags = matcher.match_batch(todo) if todo else []
         if len(flags) != len(todo):
             raise ValueError(
                 f"matcher {matcher.name!r}: match_batch gave {len(flags)} results for "
                 f"{len(todo)} samples"
             )
-        return BatchJudgement(where, flags, sizes, depth)
+        if judge_reference:
+            return BatchJudgement(where, sizes, reference=flags)
+        return BatchJudgement(where, sizes, depth, retrieved=flags)
+
+    def _judge_members(self, samples: Sequence[Sample], sides: frozenset[str]) -> BatchJudgement:
+        """:meth:`judge_batch` for a ``membership`` matcher: an item is matched when it is
+        among the other side's items, so both sides are judged in one pass of set lookups
+        (the flags the matcher's ``match_batch`` gives)."""
+        p = self.pipeline
+        dedupe_reference, dedupe_retrieved = p.reference.dedupe, p.retrieved.dedupe  # type: ignore[union-attr]
+        want_retrieved, want_reference = "retrieved" in sides, "reference" in sides
+        fromkeys = dict.fromkeys
+        retrieved_flags: list[list[bool]] = []
+        reference_flags: list[list[bool]] = []
+        where: list[int] = []
+        sizes: list[int] = []
+        for index, reference, retrieved in _judgeable(p, samples):
+            unique_reference = fromkeys(reference)  # a set that keeps the order
+            unique_retrieved = fromkeys(retrieved)
+            if want_retrieved:
+                judged = unique_retrieved if dedupe_retrieved else retrieved
+                retrieved_flags.append(list(map(unique_reference.__contains__, judged)))
+            if want_reference:
+                judged = unique_reference if dedupe_reference else reference
+                reference_flags.append(list(map(unique_retrieved.__contains__, judged)))
+            sizes.append(len(unique_reference) if dedupe_reference else len(reference))
+            where.append(index)
+        return BatchJudgement(
+            where,
+            sizes,
+            retrieved=retrieved_flags if want_retrieved else None,
+            reference=reference_flags if want_reference else None,
+        )
+
+    def _judge_both(self, samples: Sequence[Sample]) -> BatchJudgement:
+        """:meth:`judge_batch` of both sides through the matcher's ``match_both_batch``
+        (one call, each pair of items compared once for both sides)."""
+        p = self.pipeline
+        reference_side, retrieved_side = p.reference, p.retrieved
+        assert isinstance(reference_side, Items)
+        assert isinstance(retrieved_side, Items)
+        todo: list[tuple[Sequence[str], Sequence[str]]] = []
+        where: list[int] = []
+        for index, _, _ in _judgeable(p, samples):
+            sample = samples[index]
+            todo.append((reference_side.read(sample), retrieved_side.read(sample)))
+            where.append(index)
+        matcher: Any = p.matcher
+        flags = matcher.match_both_batch(todo) if todo else []
+        if len(flags) != len(todo):
+            raise ValueError(
+                f"matcher {matcher.name!r}: match_both_batch gave {len(flags)} results for "
+                f"{len(todo)} samples"
+            )
+        reference_flags = [list(of_reference) for of_reference, _ in flags]
+        retrieved_flags = [list(of_retrieved) for _, of_retrieved in flags]
+        for (reference, retrieved), mine, theirs in zip(
+            todo, reference_flags, retrieved_flags, strict=True
+        ):
+            if len(mine) != len(reference) or len(theirs) != len(retrieved):
+                raise ValueError(
+                    f"matcher {matcher.name!r}: match_both_batch gave {len(mine)} and "
+                    f"{len(theirs)} flags for {len(reference)} reference and {len(retrieved)} "
+                    "retrieved items"
+                )
+        sizes = [len(reference) for reference, _ in todo]
+        return BatchJudgement(where, sizes, retrieved=retrieved_flags, reference=reference_flags)
 
     def fill_column(
         self,
@@ -778,12 +860,15 @@ class DeterministicPipelineMetric(PipelineMetric):
         """Put the rows of ``samples`` (judged by :meth:`judge_batch`) in ``column``: the
         scores of plain ``ok`` rows, the others whole (the edge cases, scored by
         :meth:`score`). Sample ``j`` goes to position ``positions[j]``, labelled
-        ``ids[positions[j]]`` (edge rows only when ``label``)."""
+        ``ids[positions[j]]`` (edge rows only when ``label``).
+
+        The formula's value is computed once per class of equal flags and reference count
+        (:meth:`BatchJudgement.classes`): it depends on those two only."""
         column.evidence = self._details_now
         scores, rows, name = column.scores, column.rows, self.name
         formula = self.pipeline.formula
-        value, depth = formula.value, formula.depth
-        cut = depth is not None and judged.depth != depth and formula.judged == "retrieved"
+        value, depth, side = formula.value, formula.depth, formula.judged
+        cut = depth is not None and judged.depth != depth and side == "retrieved"
         where = judged.where
         if len(where) < len(samples):
             judged_here = set(where)
@@ -792,22 +877,22 @@ class DeterministicPipelineMetric(PipelineMetric):
                     row = self.score(sample)
                     i = positions[j]
                     rows[i] = row.labelled(ids[i], name) if label else row
-        memo: dict[tuple[int, ...], float] = {}  # a formula's value of (size, *flags)
-        for j, flags, size in zip(where, judged.flags, judged.sizes, strict=True):
-            if cut:
-                flags = flags[:depth]
-            key = (size, *flags)
-            score = memo.get(key)
-            if score is None:
-                score = value(flags, size)
-                if len(memo) < _MEMO_SIZE:
-                    memo[key] = score
+        classes, kinds = judged.classes(side)
+        if cut:
+            values = [value(flags[:depth], size) for flags, size in kinds]
+        else:
+            values = [value(flags, size) for flags, size in kinds]
+        odd = [type(v) is not float or not 0.0 <= v <= 1.0 for v in values]  # ok_row's check
+        if len(where) == len(scores) and not any(odd):  # every sample judged, in place
+            column.scores = list(map(values.__getitem__, classes))
+            return
+        for j, kind in zip(where, classes, strict=True):
             i = positions[j]
-            if type(score) is float and 0.0 <= score <= 1.0:  # ok_row's check, inline
-                scores[i] = score
+            if not odd[kind]:
+                scores[i] = values[kind]
             else:  # ok_row converts or refuses it
                 details = LazyDetails(self._details_now, samples[j])
-                rows[i] = ok_row(score, details=details, sample_id=ids[i], metric=name)
+                rows[i] = ok_row(values[kind], details=details, sample_id=ids[i], metric=name)
 
 
 @attrs.frozen(slots=True)
@@ -818,21 +903,82 @@ class BatchJudgement:
         where: the positions (in the batch) of the samples the matcher judged; the others
             are edge cases (a side empty, graded reference IDs) that the metric's ``score``
             decides.
-        flags: per judged sample, one flag per judged item.
         sizes: per judged sample, the number of reference items (the formula's
             ``n_reference``).
         depth: the retrieved items judged were cut at this rank (None: all of them).
+        retrieved: per judged sample, one flag per retrieved item judged (None: that side
+            was not judged).
+        reference: per judged sample, one flag per reference item (None: not judged).
     """
 
     where: list[int]
-    flags: list[list[bool]]
     sizes: list[int]
     depth: int | None = None
+    retrieved: list[list[bool]] | None = None
+    reference: list[list[bool]] | None = None
+    _classes: dict[str, tuple[list[int], list[tuple[list[bool], int]]]] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
+
+    def flags(self, side: Side) -> list[list[bool]]:
+        """The flags of ``side`` (``"retrieved"`` or ``"reference"``) per judged sample."""
+        flags = self.retrieved if side == "retrieved" else self.reference
+        if flags is None:
+            raise ValueError(f"the {side} side of this batch was not judged")
+        return flags
+
+    def classes(self, side: Side) -> tuple[list[int], list[tuple[list[bool], int]]]:
+        """The judged samples sorted into classes of equal flags (of ``side``) and reference
+        count: per judged sample the number of its class, and per class its ``(flags,
+        n_reference)``. Runs repeat them (ten IDs judged against a few give a few dozen
+        patterns), so a formula computes one value per class. Computed once per side."""
+        found = self._classes.get(side)
+        if found is None:
+            number: dict[tuple[object, ...], int] = {}
+            give = number.setdefault
+            classes = [
+                give((size, *flags), len(number))
+                for flags, size in zip(self.flags(side), self.sizes, strict=True)
+            ]
+            kinds: list[tuple[list[bool], int]] = [
+                (list(key[1:]), key[0])  # type: ignore[arg-type,misc]
+                for key in number
+            ]
+            found = self._classes[side] = (classes, kinds)
+        return found
 
 
-_MEMO_SIZE = 4096
-"""The most formula values one :meth:`DeterministicPipelineMetric.fill_column` call keeps
-(a formula's value depends only on the flags and the reference count, and runs repeat them)."""
+def _judgeable(
+    p: Pipeline, samples: Sequence[Sample]
+) -> list[tuple[int, Sequence[str], Sequence[str]]]:
+    """``(position, reference, retrieved)`` of each sample of ``samples`` (both sides
+    :class:`Items`) that is no edge case (a side empty: ``score`` gives its reason) and has no
+    graded reference IDs (scored one by one), the sides as the sample gives them."""
+    assert isinstance(p.reference, Items)
+    assert isinstance(p.retrieved, Items)
+    get_reference = operator.attrgetter(p.reference.field)
+    get_retrieved = operator.attrgetter(p.retrieved.field)
+    return [
+        (index, reference, retrieved)
+        for index, sample in enumerate(samples)
+        for reference, retrieved in ((get_reference(sample), get_retrieved(sample)),)
+        if reference and retrieved and type(reference) is not GradedIDs
+    ]
+
+
+def _both_sides_key(matcher: object) -> Any:
+    """The matcher's ``both_sides_key()`` when it judges both sides in one call
+    (``match_both_batch``), else None."""
+    key = getattr(matcher, "both_sides_key", None)
+    if key is None or not callable(getattr(matcher, "match_both_batch", None)):
+        return None
+    return key()
+
+
+def _membership(matcher: object) -> bool:
+    """Whether ``matcher`` says an item is matched exactly when it is among the candidates
+    (``membership = True``)."""
+    return getattr(matcher, "membership", False) is True
 
 
 def _itemwise(matcher: object) -> bool:

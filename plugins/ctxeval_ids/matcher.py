@@ -22,6 +22,7 @@ class IDMatcher(BaseDeterministicMatcher):
 
     registry_name: ClassVar[str] = "id"
     itemwise: ClassVar[bool] = True
+    membership: ClassVar[bool] = True
     name: str = "id"
 
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:

@@ -305,6 +305,36 @@ class SimilarityMatcher:
             out.append(flags)
         return out
 
+    def both_sides_key(self) -> tuple[str, str, float, bool]:
+        """What decides :meth:`match_both_batch`: the measure, threshold and normalisation
+        (not :attr:`reference`, which only says which side is judged), so that a run's
+        precision and recall over the same sides compare each pair once."""
+        return ("similarity", self.measure, self.threshold, self.normalize)
+
+    def match_both_batch(
+        self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]
+    ) -> list[tuple[list[bool], list[bool]]]:
+        """For each ``(reference passages, retrieved chunks)``: whether each passage has a
+        chunk similar enough, and whether each chunk has such a passage (the flags
+        :meth:`match_batch` gives each way), comparing a pair only while one of its two
+        flags is still open."""
+        matches = pair_matches(self.measure, self.threshold)
+        out = []
+        for references, chunks in pairs:
+            if self.normalize:
+                references = [normalize_text(text) for text in references]
+                chunks = [normalize_text(text) for text in chunks]
+            of_references = [False] * len(references)
+            of_chunks = [False] * len(chunks)
+            for i, reference in enumerate(references):
+                for j, chunk in enumerate(chunks):
+                    if of_references[i] and of_chunks[j]:
+                        continue  # neither flag can change
+                    if matches(reference, chunk):
+                        of_references[i] = of_chunks[j] = True
+            out.append((of_references, of_chunks))
+        return out
+
     async def match(
         self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
     ) -> list[Verdict]:
