@@ -704,17 +704,16 @@ class DeterministicPipelineMetric(PipelineMetric):
         judged side and depth): the fast path judges a chunk once for all of them
         (:meth:`judge_batch`) and each fills its column from that (:meth:`fill_column`).
         The depth is left out for an ``itemwise`` matcher (the flags of the first k items are
-        the same either way), and the judged side too for a ``membership`` matcher (one pass
-        gives both sides' flags). None when the metric scores its batches its own way (an
+        the same either way), and the judged side too for a matcher that judges both sides
+        in one pass (``membership``, or ``match_both_batch`` with its ``both_sides_key()``
+        in the matcher's place). None when the metric scores its batches its own way (an
         overridden :meth:`score_batch`) or sample by sample (text or graded sides)."""
         if type(self).score_batch is not DeterministicPipelineMetric.score_batch:
             return None
         p = self.pipeline
         if not _batchable(p):
             return None
-        if _membership(p.matcher):
-            return (p.reference, p.retrieved, p.matcher, None, None)
-        both = _both_sides_key(p.matcher)
+        both = p.matcher if _membership(p.matcher) else _both_sides_key(p.matcher)
         if both is not None:
             return (p.reference, p.retrieved, both, None, None)
         depth = None if _itemwise(p.matcher) else p.formula.depth
@@ -736,7 +735,8 @@ class DeterministicPipelineMetric(PipelineMetric):
         (for an itemwise matcher, whose flags of the first k items are the same either way:
         :meth:`fill_column` cuts them). ``sides`` are the sides to judge (default: the
         formula's). A ``membership`` matcher's flags are set lookups, made here for both
-        sides in one pass (every retrieved item judged); another matcher judges one side."""
+        sides in one pass (every retrieved item judged); both sides of another matcher come
+        from its ``match_both_batch``, and one side from its ``match_batch``."""
         p = self.pipeline
         if not _batchable(p):
             return None
@@ -745,10 +745,10 @@ class DeterministicPipelineMetric(PipelineMetric):
         wanted = frozenset(sides) if sides is not None else frozenset((p.formula.judged,))
         if not wanted or not wanted <= {"reference", "retrieved"}:
             raise ValueError(f"sides must be 'reference' and/or 'retrieved', not {sorted(wanted)}")
-        if _membership(p.matcher):
+        if _membership(matcher):
             return self._judge_members(samples, wanted)
         if len(wanted) != 1:
-            if _both_sides_key(p.matcher) is not None:
+            if _both_sides_key(matcher) is not None:
                 return self._judge_both(samples)
             raise ValueError(
                 f"matcher {matcher.name!r} has neither membership nor match_both_batch: "
