@@ -10,7 +10,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -77,10 +76,8 @@ def write_data(tmp_path: Path, n: int = 6) -> Path:
 
 
 def test_no_key_for_openai_stops_before_any_request(no_keys: None) -> None:
-    started = time.monotonic()
     with pytest.raises(MissingCredentialsError, match="OPENAI_API_KEY") as caught:
         ctxeval.evaluate(samples(14), ["context_precision"], llm="openai/gpt-4o-mini")
-    assert time.monotonic() - started < 5  # no retries, no network
     assert "https://api.openai.com/v1" in str(caught.value)
     assert isinstance(caught.value, ctxeval.UnusableLLMError)
 
@@ -161,10 +158,8 @@ def test_cli_unknown_model_exits_2_and_the_fixed_run_resumes(
 
 def test_connection_refused_stops_after_a_few_attempts(tmp_path: Path) -> None:
     llm = LLMConfig(model="openai/x", api_base=f"http://127.0.0.1:{closed_port()}/v1")
-    started = time.monotonic()
     with pytest.raises(ctxeval.EndpointUnreachableError, match="is running") as caught:
         ctxeval.evaluate(samples(30), ["context_precision"], llm=llm, retry=FAST)
-    assert time.monotonic() - started < 10
     assert "3 connections failed" in str(caught.value)
 
 
@@ -191,16 +186,26 @@ def test_random_429_and_500_lose_no_row(server: FakeOpenAI) -> None:
     assert statuses.get("500", 0) > 5
 
 
+def test_the_deadline_decides_how_often_a_call_is_tried(server: FakeOpenAI) -> None:
+    """Nine attempts where the old fixed cap gave six: the deadline bounds a call, not a count
+    (counted, so that a slow machine cannot change the outcome)."""
+    answers = iter(["500"] * 8 + [json.dumps({"reason": "ok", "verdict": 1})])
+    server.responder = lambda request: next(answers)
+    llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
+    policy = RetryPolicy(deadline=120.0, initial_backoff=0.01, max_backoff=0.02, jitter=0.0)
+    [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm, retry=policy).results
+    assert row.status is Status.OK, row.reason
+    assert (server.count, row.usage.retries) == (9, 8)
+
+
 def test_a_call_that_never_succeeds_ends_at_its_deadline(server: FakeOpenAI) -> None:
     server.responder = lambda request: "500"
     llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
-    policy = RetryPolicy(deadline=2.0, initial_backoff=0.05, max_backoff=0.1, jitter=0.0)
+    policy = RetryPolicy(deadline=1.0, initial_backoff=0.05, max_backoff=0.1, jitter=0.0)
     [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm, retry=policy).results
-    assert row.status is Status.ERROR
+    assert row.status is Status.ERROR  # (the test's own timeout catches a call never ended)
     assert "HTTP 500" in (row.reason or "")
-    # more attempts than the old fixed six: the deadline decides (waits of 0.05 to 0.1 s
-    # within 2 s; the test's own timeout catches a call that never ends)
-    assert server.count > 6
+    assert server.count >= 2
 
 
 def test_a_hung_call_is_cut_at_its_deadline_not_at_attempts_times_timeout(

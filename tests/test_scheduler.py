@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -174,13 +173,11 @@ def test_retry_after_is_read_from_attributes_and_headers() -> None:
 async def test_what_is_retried(failures: list[BaseException], status: Status, calls: int) -> None:
     service = Recorder(delay=0, failures=failures)
     metric = Fanout(service=service, calls=1)
-    started = time.monotonic()
     [row] = (await ctxeval.aevaluate([{}], [metric], retry=FAST)).results
     assert row.status is status, row.reason
-    assert service.calls == calls
+    assert service.calls == calls  # a fatal error is tried once: it never waits out a budget
     if status is Status.ERROR:
         assert type(failures[0]).__name__ in (row.reason or "")
-    assert time.monotonic() - started < 5  # fatal errors never wait out a retry budget
 
 
 async def test_a_hung_call_is_cut_by_the_timeout_and_retried() -> None:
@@ -205,16 +202,6 @@ async def test_a_call_that_always_hangs_ends_as_an_error_row() -> None:
     [row] = (await ctxeval.aevaluate([{}], [metric], retry=policy, timeout=0.05)).results
     assert row.status is Status.ERROR
     assert row.reason == "CallTimeoutError: no answer from model-a within 0.05 s"
-
-
-async def test_a_429_with_retry_after_waits_that_long(anyio_backend: str) -> None:
-    service = Recorder(delay=0, failures=[RateLimitError("429", retry_after=1.0)])
-    metric = Fanout(service=service, calls=1)
-    started = time.monotonic()
-    [row] = (await ctxeval.aevaluate([{}], [metric], retry=FAST)).results
-    waited = time.monotonic() - started
-    assert row.status is Status.OK
-    assert 0.95 <= waited < 5.0, waited  # about a second: never less than asked
 
 
 # --- exact timing on a virtual clock (trio's MockClock) --------------------------------------
@@ -256,6 +243,31 @@ def test_429s_in_a_row_to_a_lone_call_pause_every_new_call(refusals: int, paused
 
     t0, started = run_on_mock_clock(scenario)
     assert started - t0 == pytest.approx(paused)
+
+
+def test_a_429_with_retry_after_waits_that_long() -> None:
+    """The retry of a call refused with Retry-After: 1 starts one second later (on the
+    virtual clock: exactly, however slow the machine)."""
+
+    class Timed(Recorder):
+        def __init__(self) -> None:
+            super().__init__(delay=0, failures=[RateLimitError("429", retry_after=1.0)])
+            self.times: list[float] = []
+
+        async def __call__(self) -> str:
+            self.times.append(anyio.current_time())
+            return await super().__call__()
+
+    async def scenario() -> tuple[list[float], MetricResult]:
+        service = Timed()
+        metric = Fanout(service=service, calls=1)
+        [row] = (await ctxeval.aevaluate([{}], [metric], retry=FAST)).results
+        return service.times, row
+
+    times, row = run_on_mock_clock(scenario)
+    assert row.status is Status.OK
+    assert len(times) == 2
+    assert times[1] - times[0] == pytest.approx(1.0, abs=0.05)  # never less than asked
 
 
 class CappedService:
