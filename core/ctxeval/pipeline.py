@@ -759,9 +759,9 @@ class DeterministicPipelineMetric(PipelineMetric):
         depth = None if whole or judge_reference else p.formula.depth
         fromkeys = dict.fromkeys
         todo: list[tuple[Sequence[str], Sequence[str]]] = []
-        where: list[int] = []
         sizes: list[int] = []
-        for index, reference, retrieved in _judgeable(p, samples):
+        where, references, retrieved_ones = _judgeable(p, samples)
+        for reference, retrieved in zip(references, retrieved_ones, strict=True):
             if judge_reference:
                 if dedupe_reference:
                     reference = list(fromkeys(reference))
@@ -772,7 +772,6 @@ class DeterministicPipelineMetric(PipelineMetric):
                     retrieved = list(fromkeys(retrieved))
                 todo.append((retrieved if depth is None else retrieved[:depth], reference))
                 sizes.append(len(set(reference)) if dedupe_reference else len(reference))
-            where.append(index)
         flags = matcher.match_batch(todo) if todo else []
         if len(flags) != len(todo):
             raise ValueError(
@@ -793,9 +792,9 @@ class DeterministicPipelineMetric(PipelineMetric):
         fromkeys = dict.fromkeys
         retrieved_flags: list[list[bool]] = []
         reference_flags: list[list[bool]] = []
-        where: list[int] = []
         sizes: list[int] = []
-        for index, reference, retrieved in _judgeable(p, samples):
+        where, references, retrieved_ones = _judgeable(p, samples)
+        for reference, retrieved in zip(references, retrieved_ones, strict=True):
             unique_reference = fromkeys(reference)  # a set that keeps the order
             unique_retrieved = fromkeys(retrieved)
             if want_retrieved:
@@ -805,7 +804,6 @@ class DeterministicPipelineMetric(PipelineMetric):
                 judged = unique_reference if dedupe_reference else reference
                 reference_flags.append(list(map(unique_retrieved.__contains__, judged)))
             sizes.append(len(unique_reference) if dedupe_reference else len(reference))
-            where.append(index)
         return BatchJudgement(
             where,
             sizes,
@@ -822,7 +820,7 @@ class DeterministicPipelineMetric(PipelineMetric):
         assert isinstance(retrieved_side, Items)
         todo: list[tuple[Sequence[str], Sequence[str]]] = []
         where: list[int] = []
-        for index, _, _ in _judgeable(p, samples):
+        for index in _judgeable(p, samples)[0]:
             sample = samples[index]
             todo.append((reference_side.read(sample), retrieved_side.read(sample)))
             where.append(index)
@@ -950,20 +948,23 @@ class BatchJudgement:
 
 def _judgeable(
     p: Pipeline, samples: Sequence[Sample]
-) -> list[tuple[int, Sequence[str], Sequence[str]]]:
-    """``(position, reference, retrieved)`` of each sample of ``samples`` (both sides
-    :class:`Items`) that is no edge case (a side empty: ``score`` gives its reason) and has no
-    graded reference IDs (scored one by one), the sides as the sample gives them."""
+) -> tuple[list[int], list[Sequence[str]], list[Sequence[str]]]:
+    """The positions, reference sides and retrieved sides of the samples of ``samples``
+    (both sides :class:`Items`) that are no edge case (a side empty: ``score`` gives its
+    reason) and have no graded reference IDs (scored one by one), the sides as the samples
+    give them."""
     assert isinstance(p.reference, Items)
     assert isinstance(p.retrieved, Items)
-    get_reference = operator.attrgetter(p.reference.field)
-    get_retrieved = operator.attrgetter(p.retrieved.field)
-    return [
-        (index, reference, retrieved)
-        for index, sample in enumerate(samples)
-        for reference, retrieved in ((get_reference(sample), get_retrieved(sample)),)
+    references = list(map(operator.attrgetter(p.reference.field), samples))
+    retrieved_ones = list(map(operator.attrgetter(p.retrieved.field), samples))
+    if all(references) and all(retrieved_ones) and GradedIDs not in set(map(type, references)):
+        return list(range(len(samples))), references, retrieved_ones  # the usual case
+    where = [
+        index
+        for index, (reference, retrieved) in enumerate(zip(references, retrieved_ones, strict=True))
         if reference and retrieved and type(reference) is not GradedIDs
     ]
+    return where, [references[i] for i in where], [retrieved_ones[i] for i in where]
 
 
 def _both_sides_key(matcher: object) -> Any:

@@ -69,6 +69,8 @@ def lacking(samples: Sequence[Sample], requires: tuple[str, ...]) -> list[int]:
     """The positions of the samples that lack a field in ``requires``."""
     if not requires:
         return []
+    if not any(None in map(operator.attrgetter(name), samples) for name in requires):
+        return []  # the usual case, found without a Python loop over the samples
     values = operator.attrgetter(*requires)
     if len(requires) == 1:
         return [i for i, sample in enumerate(samples) if values(sample) is None]
