@@ -61,6 +61,14 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
             try:
                 for item in itertools.islice(items, CHUNK):
                     read += 1
+                    if type(item) is Sample:  # the usual case, as `identify` decides it
+                        sample_id = item.id if item.id is not None else str(index)
+                        if sample_id not in seen_ids:
+                            seen_ids.add(sample_id)
+                            chunk.append(item)
+                            ids.append(sample_id)
+                            index += 1
+                            continue
                     try:
                         sample, sample_id = identify(item, index, seen_ids)
                     except DataError as exc:
