@@ -148,6 +148,18 @@ def test_an_opened_sample_shows_its_texts_and_evidence(report: Path) -> None:
     assert "RR: first relevant at rank 1" in page.text
 
 
+def test_a_link_to_one_sample_shows_it_alone_and_opened(report: Path) -> None:
+    """The view the trust section's item tables link to (``#metric=..&id=..&open=..``): that
+    sample only, even where its id is part of others' text (q012 is in no other id, but "12"
+    would be), opened."""
+    page = shown(report, "metric=RR&id=q012&open=q012")
+    assert page.ids == ["q012"]
+    assert page.opened == ["q012"]
+    assert page.count == "1 of 120 samples · page 1 of 1 · sample q012 only"
+    assert "RR: first relevant at rank" in page.text
+    assert shown(report, "id=nope").ids == []
+
+
 def test_hostile_text_is_shown_as_text(report: Path) -> None:
     page = shown(report, "q=zebra&open=q007")
     assert page.title == "ctxeval: data.jsonl"  # no script of the data ran

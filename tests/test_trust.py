@@ -630,3 +630,27 @@ def test_trust_leaves_the_evidence_of_deterministic_rows_uncomputed() -> None:
     assert ev.trust() == {}
     assert "judge" not in summary_dict(ev)["metrics"]["id_mrr"]
     assert all(d._value is None for d in lazy)  # not one computed
+
+
+def test_the_unsure_items_in_the_report_link_to_their_samples() -> None:
+    from ctxeval.report import _trust_section
+
+    votes = {"judge": [1, 0, 1]}
+    summary = {
+        "metrics": {
+            PRECISION: {
+                "judge": {
+                    "repeatability": {
+                        "n_items": 9,
+                        "flip_rate": 0.2,
+                        "disagreement": 0.3,
+                        "unsure": [{"sample_id": "a&b c", "index": 2, "votes": votes}],
+                        "n_unsure": 1,
+                    }
+                }
+            }
+        }
+    }
+    page = _trust_section(summary)
+    view = f"#metric={PRECISION}&amp;id=a%26b+c&amp;open=a%26b+c"
+    assert f"<a href='{view}'><code>a&amp;b c</code></a>" in page

@@ -6,6 +6,7 @@ import html
 import json
 import math
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,8 @@ _EXPLORER_JS = r"""
   const minIn = document.getElementById("f-min"), maxIn = document.getElementById("f-max");
   const search = document.getElementById("f-search"), sortSel = document.getElementById("f-sort");
   const list = document.getElementById("samples"), count = document.getElementById("count");
-  let page = 0, opened = new Set();
+  const everyOne = document.getElementById("every-sample");
+  let page = 0, opened = new Set(), onlyId = null;
   for (const m of data.metrics) { const o = document.createElement("option"); o.value = m; o.textContent = m; metricSel.appendChild(o); }
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
   const fmt = (x) => (x === null || x === undefined ? "—" : Number(x).toFixed(3));
@@ -135,6 +137,7 @@ _EXPLORER_JS = r"""
     if (h.has("sort")) sortSel.value = h.get("sort");
     page = Math.max(0, parseInt(h.get("page") || "1", 10) - 1) || 0;
     opened = new Set((h.get("open") || "").split(",").filter(Boolean));
+    onlyId = h.has("id") ? h.get("id") : null;
   }
   function writeHash() {
     const h = new URLSearchParams();
@@ -146,6 +149,7 @@ _EXPLORER_JS = r"""
     if (sortSel.value !== "input") h.set("sort", sortSel.value);
     if (page) h.set("page", page + 1);
     if (opened.size) h.set("open", [...opened].join(","));
+    if (onlyId !== null) h.set("id", onlyId);
     history.replaceState(null, "", "#" + h.toString());
   }
   function rowsOf(s) {
@@ -153,6 +157,7 @@ _EXPLORER_JS = r"""
     return metricSel.value ? (rows[metricSel.value] ? [rows[metricSel.value]] : []) : Object.values(rows);
   }
   function keep(s) {
+    if (onlyId !== null && s.id !== onlyId) return false;
     const q = search.value.trim().toLowerCase();
     if (q && !s.text.includes(q)) return false;
     const rows = rowsOf(s);
@@ -182,7 +187,8 @@ _EXPLORER_JS = r"""
     }
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     page = Math.min(page, pages - 1);
-    count.textContent = `${shown.length} of ${data.samples.length} samples · page ${page + 1} of ${pages}`;
+    count.textContent = `${shown.length} of ${data.samples.length} samples · page ${page + 1} of ${pages}` + (onlyId !== null ? ` · sample ${onlyId} only` : "");
+    everyOne.hidden = onlyId === null;
     list.innerHTML = shown.slice(page * PAGE, (page + 1) * PAGE).map(card).join("");
     document.getElementById("prev").disabled = page === 0;
     document.getElementById("next").disabled = page >= pages - 1;
@@ -239,6 +245,7 @@ _EXPLORER_JS = r"""
     writeHash();
   }, true);
   document.getElementById("prev").addEventListener("click", () => { page -= 1; render(); });
+  everyOne.addEventListener("click", () => { onlyId = null; page = 0; render(); });
   document.getElementById("next").addEventListener("click", () => { page += 1; render(); });
   window.addEventListener("hashchange", () => { readHash(); render(); });
   readHash();
@@ -416,7 +423,7 @@ _TOOLBAR = """<div class="toolbar">
 <label>sort <select id="f-sort"><option value="input">input order</option><option value="asc">lowest score first</option><option value="desc">highest score first</option></select></label>
 <input id="f-search" type="search" placeholder="search ids, questions, texts">
 </div>
-<div class="pager"><button id="prev">‹ previous</button><span id="count" class="muted"></span><button id="next">next ›</button></div>
+<div class="pager"><button id="prev">‹ previous</button><span id="count" class="muted"></span><button id="next">next ›</button><button id="every-sample" hidden>show every sample</button></div>
 <div id="samples"></div>"""
 
 
@@ -531,11 +538,14 @@ def _votes_text(votes: Mapping[str, Sequence[int]]) -> str:
     )
 
 
-def _item_table(items: Sequence[Mapping[str, Any]], total: int, what: str) -> str:
+def _item_table(items: Sequence[Mapping[str, Any]], total: int, what: str, metric: str) -> str:
+    """A table of judged items (unsure, or judges disagreeing), each sample id a link that
+    shows that sample alone in the explorer below, opened, with ``metric``'s evidence."""
     if not items:
         return ""
     body = "".join(
-        f"<tr><td><code>{html.escape(str(i['sample_id']))}</code></td>"
+        f"<tr><td><a href='#{html.escape(_sample_view(str(i['sample_id']), metric))}'>"
+        f"<code>{html.escape(str(i['sample_id']))}</code></a></td>"
         f"<td class='num'>{i['index']}</td><td>{_votes_text(i['votes'])}</td></tr>"
         for i in items
     )
@@ -545,6 +555,12 @@ def _item_table(items: Sequence[Mapping[str, Any]], total: int, what: str) -> st
         f"<tr><th>sample</th><th class='num'>item</th><th>votes (1 = yes)</th></tr>{body}"
         f"</table>{more if total > len(items) else ''}</details>"
     )
+
+
+def _sample_view(sample_id: str, metric: str) -> str:
+    """The explorer's view (the address's ``#``) of one sample alone, opened, with
+    ``metric``'s rows."""
+    return urllib.parse.urlencode({"metric": metric, "id": sample_id, "open": sample_id})
 
 
 def _trust_section(summary: Mapping[str, Any]) -> str:
@@ -590,7 +606,7 @@ def _trust_section(summary: Mapping[str, Any]) -> str:
                 f"flip rate {_fmt(repeats['flip_rate'])} · two judgements differ "
                 f"{_fmt(repeats['disagreement'])}"
                 + _item_table(
-                    repeats["unsure"], repeats["n_unsure"], "items the judge is unsure about"
+                    repeats["unsure"], repeats["n_unsure"], "items the judge is unsure about", name
                 )
                 + "</td></tr>"
             )
@@ -608,7 +624,7 @@ def _trust_section(summary: Mapping[str, Any]) -> str:
             )
             cells.append(
                 f"<tr><th>jury</th><td>{pairs}<br>{jury['n_escalated']} escalated · {costs}"
-                + _item_table(jury["disagreements"], jury["n_disagreements"], "disagreements")
+                + _item_table(jury["disagreements"], jury["n_disagreements"], "disagreements", name)
                 + "</td></tr>"
             )
         parts.append(
