@@ -818,12 +818,8 @@ class DeterministicPipelineMetric(PipelineMetric):
         reference_side, retrieved_side = p.reference, p.retrieved
         assert isinstance(reference_side, Items)
         assert isinstance(retrieved_side, Items)
-        todo: list[tuple[Sequence[str], Sequence[str]]] = []
-        where: list[int] = []
-        for index in _judgeable(p, samples)[0]:
-            sample = samples[index]
-            todo.append((reference_side.read(sample), retrieved_side.read(sample)))
-            where.append(index)
+        where = _judgeable(p, samples)[0]
+        todo = [(reference_side.read(samples[i]), retrieved_side.read(samples[i])) for i in where]
         matcher: Any = p.matcher
         flags = matcher.match_both_batch(todo) if todo else []
         if len(flags) != len(todo):
