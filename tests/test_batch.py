@@ -256,6 +256,57 @@ async def test_a_bad_line_mid_chunk_raises_after_the_rows_before_it(tmp_path: Pa
     assert len(seen) == 10
 
 
+def _id_rows(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"q{i}",
+            "retrieved_context_ids": [f"d{(i * 7 + k) % 13}" for k in range(5)],
+            "reference_context_ids": [f"d{(i + k) % 13}" for k in range(1 + i % 3)],
+        }
+        for i in range(n)
+    ]
+
+
+def _live_samples() -> int:
+    gc.collect()
+    return sum(type(o) is Sample for o in gc.get_objects())
+
+
+def test_a_run_of_a_jsonl_file_keeps_lines_not_samples(tmp_path: Path) -> None:
+    """The rows of a JSONL file keep the lines their evidence is read from again, not the
+    samples: the same rows and evidence as a run of the same samples, with no sample alive."""
+    data = _id_rows(5000)  # more than one chunk
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in data))
+    metrics = ["id_based_context_precision", "id_based_context_recall", "id_ndcg_at_k"]
+    before = _live_samples()
+    from_file = ctxeval.evaluate(ctxeval.load_samples(path), metrics)
+    assert _live_samples() - before <= 1  # the first line's (read with json, kept as it is)
+    blocks = [p for p in from_file._parts if isinstance(p, RowBlock)]
+    assert sum(type(s) is bytes for b in blocks for s in b.sources) == len(data) - 1
+    assert blocks[0].samples[:3] == [Sample.from_dict(row) for row in data[:3]]
+    from_list = ctxeval.evaluate([Sample.from_dict(row) for row in data], metrics)
+    assert from_file.summary() == from_list.summary()
+    assert [r.to_dict() for r in from_file.results] == [r.to_dict() for r in from_list.results]
+
+
+@pytest.mark.anyio
+async def test_a_lenient_jsonl_run_skips_whole_chunks_of_bad_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk whose lines are all bad gives no rows and the run goes on to the next."""
+    monkeypatch.setattr(ctxeval.fastpath, "CHUNK", 4)
+    good = [json.dumps(row) for row in _id_rows(3)]
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join([good[0], *["[1]"] * 9, good[1], "{bad", good[2]]) + "\n")
+    samples = ctxeval.load_samples(path, strict=False)
+    async with ctxeval.stream(samples, ["id_mrr"]) as rows:
+        seen = [row.sample_id async for row in rows]
+    assert seen == ["q0", "q1", "q2"]
+    assert samples.rows_read == 13
+    assert [e.line for e in samples.errors] == [*range(2, 11), 12]
+
+
 def test_rows_serialise_to_one_json_line_whatever_their_details() -> None:
     row = MetricResult.ok(
         0.25,

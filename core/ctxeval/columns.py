@@ -11,6 +11,12 @@ plain ``ok`` rows (edge cases, errors, a plugin's own results) are kept whole.
 A :class:`RowBlock` is a read-only ``Sequence[MetricResult]``: whatever reads rows reads it as
 it reads a list, and what knows columns (the progress count, :class:`~ctxeval.Evaluation`'s
 summary and scores) reads them without building a row.
+
+A block keeps, for its rows' evidence, each sample's *source*: the sample, or the JSON line it
+was read from when the run read a JSONL file (``SampleStream._take``). A line is one
+object the cycle collector never walks; a sample is several and a few times its size, and a
+large run kept every one of them alive until its rows were dropped. The sample is read again
+from its line when someone reads the evidence (:func:`sample_of`).
 """
 
 from __future__ import annotations
@@ -18,10 +24,42 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
+import orjson
+
 from .results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, _make
 from .sample import Sample
 
-__all__ = ["Column", "RowBlock", "Tally"]
+__all__ = ["Column", "RowBlock", "Source", "Tally", "sample_of"]
+
+Source = Sample | bytes
+"""What a row block keeps of a sample: the sample, or the JSON line it was read from."""
+
+
+def sample_of(source: Source) -> Sample:
+    """The sample ``source`` stands for: itself, or the sample of its JSON line (read again:
+    an equal sample, as the line gave one when it was first read)."""
+    return Sample.from_dict(orjson.loads(source)) if isinstance(source, bytes) else source
+
+
+class _Reread:
+    """The sample of one JSON line, read again once for all the rows that ask for it."""
+
+    __slots__ = ("_line", "_sample")
+
+    def __init__(self, line: bytes) -> None:
+        self._line = line
+        self._sample: Sample | None = None
+
+    def sample(self) -> Sample:
+        if self._sample is None:
+            self._sample = sample_of(self._line)
+        return self._sample
+
+
+def _evidence_of_line(
+    evidence: Callable[[Sample], Mapping[str, Any]], line: _Reread
+) -> Mapping[str, Any]:
+    return evidence(line.sample())
 
 
 class Column:
@@ -52,13 +90,18 @@ class Column:
     def __len__(self) -> int:
         return len(self.scores)
 
-    def row(self, position: int, sample_id: str, sample: Sample) -> MetricResult:
-        """The row of the sample at ``position``."""
+    def row(self, position: int, sample_id: str, sample: Sample | _Reread) -> MetricResult:
+        """The row of the sample at ``position`` (``sample``: it, or its line to read again)."""
         score = self.scores[position]
         if score is None:
             return self.rows[position]
         evidence = self.evidence
-        details = LazyDetails(evidence, sample) if evidence is not None else {}
+        if evidence is None:
+            details: Mapping[str, Any] = {}
+        elif type(sample) is _Reread:
+            details = LazyDetails(_evidence_of_line, evidence, sample)
+        else:
+            details = LazyDetails(evidence, sample)
         return _make(Status.OK, score, None, details, NO_USAGE, sample_id, self.metric)
 
 
@@ -90,23 +133,29 @@ class RowBlock(Sequence[MetricResult]):
 
     Attributes:
         sample_ids: the samples' ids, as the run labels their rows.
-        samples: the samples (their evidence is computed from them when read).
+        sources: the samples, or the JSON lines they were read from (see :data:`Source`):
+            their rows' evidence is computed from them when read.
         columns: one :class:`Column` per metric, in the run's order.
     """
 
-    __slots__ = ("columns", "sample_ids", "samples")
+    __slots__ = ("columns", "sample_ids", "sources")
 
     def __init__(
-        self, sample_ids: Sequence[str], samples: Sequence[Sample], columns: Sequence[Column]
+        self, sample_ids: Sequence[str], sources: Sequence[Source], columns: Sequence[Column]
     ) -> None:
-        if len(sample_ids) != len(samples) or any(len(c) != len(samples) for c in columns):
+        if len(sample_ids) != len(sources) or any(len(c) != len(sources) for c in columns):
             raise ValueError("a row block needs one id, one sample and one entry per column each")
         self.sample_ids = sample_ids
-        self.samples = samples
+        self.sources = sources
         self.columns = tuple(columns)
 
+    @property
+    def samples(self) -> list[Sample]:
+        """The samples (read again from their lines where the block keeps lines)."""
+        return list(map(sample_of, self.sources))
+
     def __len__(self) -> int:
-        return len(self.samples) * len(self.columns)
+        return len(self.sources) * len(self.columns)
 
     @overload
     def __getitem__(self, index: int) -> MetricResult: ...
@@ -123,18 +172,21 @@ class RowBlock(Sequence[MetricResult]):
         if not 0 <= index < size:
             raise IndexError("row block index out of range")
         sample, metric = divmod(index, len(self.columns))
-        return self.columns[metric].row(sample, self.sample_ids[sample], self.samples[sample])
+        return self.columns[metric].row(
+            sample, self.sample_ids[sample], _held(self.sources[sample])
+        )
 
     def __iter__(self) -> Iterator[MetricResult]:
         columns = self.columns
-        for position, (sample_id, sample) in enumerate(
-            zip(self.sample_ids, self.samples, strict=True)
+        for position, (sample_id, source) in enumerate(
+            zip(self.sample_ids, self.sources, strict=True)
         ):
+            sample = _held(source)  # one for all of the sample's rows
             for column in columns:
                 yield column.row(position, sample_id, sample)
 
     def __repr__(self) -> str:
-        return f"<RowBlock {len(self.samples)} samples x {len(self.columns)} metrics>"
+        return f"<RowBlock {len(self.sources)} samples x {len(self.columns)} metrics>"
 
     def column(self, metric: str) -> Column | None:
         """The column of ``metric`` (its row name), if the block has one."""
@@ -147,6 +199,11 @@ class RowBlock(Sequence[MetricResult]):
             for row in column.rows.values():
                 tally.add(row)
         return tally
+
+
+def _held(source: Source) -> Sample | _Reread:
+    """What a row holds for its evidence: the sample, or its line to read again."""
+    return _Reread(source) if isinstance(source, bytes) else source
 
 
 def tally(rows: Sequence[MetricResult]) -> Tally:

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from .collector import collector_paused
-from .columns import Column, RowBlock
+from .columns import Column, RowBlock, Source
 from .errors import DataError
+from .loading import SampleStream
 from .pipeline import DeterministicPipelineMetric
 from .protocols import Metric
 from .results import MetricResult
@@ -47,26 +48,42 @@ CHUNK = 2048
 
 
 async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
-    """Read, score and send ``samples`` a chunk at a time (every metric deterministic)."""
+    """Read, score and send ``samples`` a chunk at a time (every metric deterministic).
+
+    From a :class:`~ctxeval.SampleStream`, the rows keep each sample's source (the JSON line
+    it was read from, see :class:`~ctxeval.columns.RowBlock`) rather than the sample."""
     seen_ids: set[str] = set()
     index = 0
+    stream = samples if isinstance(samples, SampleStream) else None
     items = iter(samples)
     while True:
+        taken: list[SampleInput] = []
+        sources: list[Source] = []
         chunk: list[Sample] = []
         ids: list[str] = []
+        kept: list[Source] = []  # the sources of the samples in `chunk`
         error: Exception | None = None
         bad: list[tuple[int, list[MetricResult]]] = []  # (position in chunk, error rows)
-        read = 0
         with collector_paused():
             try:
-                for item in itertools.islice(items, CHUNK):
-                    read += 1
+                if stream is not None:
+                    read = stream._take(CHUNK, taken, sources)  # type: ignore[arg-type]
+                else:
+                    taken.extend(itertools.islice(items, CHUNK))  # (kept when it raises)
+                    read = len(taken)
+            except Exception as exc:  # the rows of the samples before the bad one still go out
+                error = exc
+                read = len(taken)
+            try:
+                for position, item in enumerate(taken):
                     if type(item) is Sample:  # the usual case, as `identify` decides it
                         sample_id = item.id if item.id is not None else str(index)
                         if sample_id not in seen_ids:
                             seen_ids.add(sample_id)
                             chunk.append(item)
                             ids.append(sample_id)
+                            if stream is not None:
+                                kept.append(sources[position])
                             index += 1
                             continue
                     try:
@@ -81,10 +98,17 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
                         continue
                     chunk.append(sample)
                     ids.append(sample_id)
+                    if stream is not None:
+                        kept.append(sources[position])
                     index += 1
-            except Exception as exc:  # the rows of the samples before the bad one still go out
+            except Exception as exc:  # an earlier sample than a read error's: it comes first
                 error = exc
-            rows: Sequence[MetricResult] = await score_chunk(run, chunk, ids) if chunk else []
+            rows: Sequence[MetricResult] = (
+                await score_chunk(run, chunk, ids, kept if stream is not None else None)
+                if chunk
+                else []
+            )
+            del taken, sources, chunk  # freed before the collector resumes (not walked)
             if bad:
                 mixed = list(rows)
                 width = len(run.metrics)
@@ -98,8 +122,11 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
             return
 
 
-async def score_chunk(run: Run, samples: list[Sample], ids: list[str]) -> RowBlock:
-    """Every row of ``samples``, in emission order (sample by sample, metric by metric).
+async def score_chunk(
+    run: Run, samples: list[Sample], ids: list[str], sources: list[Source] | None = None
+) -> RowBlock:
+    """Every row of ``samples``, in emission order (sample by sample, metric by metric); the
+    block keeps ``sources`` for their evidence when given (else the samples).
 
     The calls go to the run's worker in one hand-over for the batches (one per group of
     metrics that judge alike, see :meth:`~ctxeval.pipeline.DeterministicPipelineMetric.judging_key`,
@@ -172,7 +199,7 @@ async def score_chunk(run: Run, samples: list[Sample], ids: list[str]) -> RowBlo
         rows = columns[position].rows
         for i, result in zip(todo[position][0], some_results, strict=True):
             rows[i] = checked(result, metric, ids[i])
-    block = RowBlock(ids, samples, columns)
+    block = RowBlock(ids, samples if sources is None else sources, columns)
     run.finish_rows(block, samples)
     return block
 

@@ -20,6 +20,7 @@ Formats, chosen by the file's suffix (or ``format=``):
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import logging
 import os
@@ -79,23 +80,70 @@ class SampleStream(Iterator[Sample]):
     def __next__(self) -> Sample:
         while True:
             try:
-                line, row = next(self._rows)
+                line, row, _ = next(self._rows)
             except DataError as exc:  # the file itself is unreadable past this point
                 raise exc.located(path=str(self.path)) from None
             self.rows_read += 1
-            try:
-                if isinstance(row, _Bad):
-                    raise row.error
-                return Sample.from_dict(row)
-            except DataError as exc:
-                sample_id = row.get("id") if isinstance(row, Mapping) else None
-                error = exc.located(
-                    path=str(self.path), line=line, sample_id=id_for_message(sample_id)
-                )
-                if self.strict:
-                    raise error from None
-                logger.warning("skipping a bad row: %s", error)
-                self.errors.append(error)
+            sample = self._sample(line, row)
+            if sample is not None:
+                return sample
+
+    def _sample(self, line: int, row: Any) -> Sample | None:
+        """The sample of the row read at ``line``; None when it is bad and skipped (lenient
+        mode: logged and kept in :attr:`errors`).
+
+        Raises:
+            DataError: the row is bad (strict mode), naming file, line, field and sample id.
+        """
+        try:
+            if isinstance(row, _Bad):
+                raise row.error
+            return Sample.from_dict(row)
+        except DataError as exc:
+            sample_id = row.get("id") if isinstance(row, Mapping) else None
+            error = exc.located(path=str(self.path), line=line, sample_id=id_for_message(sample_id))
+            if self.strict:
+                raise error from None
+            logger.warning("skipping a bad row: %s", error)
+            self.errors.append(error)
+            return None
+
+    def _take(self, n: int, samples: list[Sample], sources: list[Sample | bytes]) -> int:
+        """Read up to ``n`` more rows: append the sample of each good one to ``samples`` and
+        what stands for it to ``sources``; the number of rows read (0: the file is done).
+
+        A source is the JSON line a sample was read from (bytes, when reading it again gives
+        an equal sample: :func:`~ctxeval.columns.sample_of` does) or else the sample itself.
+        The deterministic fast path keeps the sources of a large run's samples for their
+        rows' evidence, rather than the samples: a line is one object the cycle collector
+        never walks, a sample is several and a few times its size. Bad rows are handled as
+        iterating does; what was read before a bad row (strict mode) is in the lists when the
+        error is raised.
+
+        Raises:
+            DataError: as iterating raises it.
+        """
+        read = 0
+        from_dict, sample_of = Sample.from_dict, self._sample
+        add_sample, add_source = samples.append, sources.append
+        try:
+            for line, row, raw in itertools.islice(self._rows, n):
+                read += 1
+                if type(row) is not _Bad:
+                    try:
+                        sample = from_dict(row)
+                    except DataError:
+                        pass  # `_sample` says why (or skips it)
+                    else:
+                        add_sample(sample)
+                        add_source(sample if raw is None else raw)
+                        continue
+                sample_of(line, row)  # a bad row: raises (strict) or is logged and skipped
+        except DataError as exc:  # the file is unreadable past this point (or a bad row)
+            raise exc.located(path=str(self.path)) from None
+        finally:
+            self.rows_read += read
+        return read
 
     def close(self) -> None:
         """Stop reading and release the file."""
@@ -145,9 +193,11 @@ def load_samples(
     return SampleStream(file, format, strict)
 
 
-# --- readers: each yields (line, row) where row is whatever the line holds ----------------
+# --- readers: each yields (line, row, raw) -------------------------------------------------
+# `row` is whatever the line holds; `raw` is the JSON line it was read from when reading that
+# line again gives the same row (a JSONL line orjson read), else None.
 
-Row = tuple[int, Any]
+Row = tuple[int, Any, bytes | None]
 
 
 def _read_jsonl(path: Path) -> Iterator[Row]:
@@ -158,25 +208,25 @@ def _read_jsonl(path: Path) -> Iterator[Row]:
         for number, raw in enumerate(handle, start=1):
             if number > 1:
                 try:
-                    yield number, fast(raw)
+                    yield number, fast(raw), raw
                     continue
                 except orjson.JSONDecodeError:
                     pass  # blank, not UTF-8, not JSON, NaN...: json reads or explains it
             try:
                 text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
-                yield number, _Bad(f"not valid UTF-8 at byte {exc.start} of the line")
+                yield number, _Bad(f"not valid UTF-8 at byte {exc.start} of the line"), None
                 continue
             if not text.strip():
                 continue
             try:
-                yield number, json.loads(text)
+                yield number, json.loads(text), None
             except json.JSONDecodeError as exc:
-                yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}")
+                yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}"), None
             except RecursionError:
-                yield number, _Bad("the JSON is nested too deeply to read")
+                yield number, _Bad("the JSON is nested too deeply to read"), None
             except ValueError as exc:  # an integer of thousands of digits
-                yield number, _Bad(f"a value that cannot be read: {str(exc).split(';')[0]}")
+                yield number, _Bad(f"a value that cannot be read: {str(exc).split(';')[0]}"), None
 
 
 def _read_json(path: Path) -> Iterator[Row]:
@@ -196,7 +246,7 @@ def _read_json(path: Path) -> Iterator[Row]:
             while True:
                 line = text.count("\n", 0, position) + 1
                 row, position = decoder.raw_decode(text, position)  # RecursionError: see below
-                yield line, row
+                yield line, row, None
                 position = _skip_space(text, position)
                 if text[position : position + 1] == ",":
                     position = _skip_space(text, position + 1)
@@ -236,7 +286,7 @@ def _columns(document: object) -> Iterator[Row]:
             + ", ".join(f"{k}={n}" for k, n in sorted(lengths.items()))
         )
     for index in range(next(iter(lengths.values()))):
-        yield index + 1, {key: column[index] for key, column in document.items()}
+        yield index + 1, {key: column[index] for key, column in document.items()}, None
 
 
 def _skip_space(text: str, position: int) -> int:
@@ -260,7 +310,7 @@ def _read_csv(path: Path) -> Iterator[Row]:
             if problem is not None:
                 if header is None:
                     raise DataError(f"the header line is unreadable: {problem}", line=start)
-                yield start, _Bad(problem)
+                yield start, _Bad(problem), None
                 continue
             assert cells is not None
             if not cells:
@@ -273,7 +323,7 @@ def _read_csv(path: Path) -> Iterator[Row]:
                 record[None] = cells[len(header) :]
             for name in header[len(cells) :]:
                 record[name] = None
-            yield start, _csv_row(record, header)
+            yield start, _csv_row(record, header), None
 
 
 def _csv_header(cells: list[str], line: int) -> list[str]:
@@ -407,7 +457,7 @@ def _read_parquet(path: Path) -> Iterator[Row]:
         for batch in parquet.iter_batches(batch_size=1024):
             for row in batch.to_pylist():
                 number += 1
-                yield number, row
+                yield number, row, None
 
 
 class _Bad(dict[str, Any]):
