@@ -1,7 +1,7 @@
 """What the time bound on synchronous plugin work costs the deterministic fast path.
 
 With ``metric_timeout`` set (the default, 3600 s), a run makes its synchronous plugin calls in
-a worker thread that can cut them (:mod:`ctxeval.worker`); with ``metric_timeout=None`` it makes
+a worker thread that can cut them (:mod:`ctxeval._run.worker`); with ``metric_timeout=None`` it makes
 them in its own thread, unbounded, as before the bound existed. This script runs the same
 samples both ways, alternating, in one process, and prints the best and median wall time of
 each and their ratio, for three kinds of deterministic work:
@@ -26,7 +26,7 @@ from load import rows as sample_rows  # (a script beside this one)
 
 import ctxeval
 from ctxeval import MetricResult, Sample
-from ctxeval.base import BaseMetric
+from ctxeval._plugins.base import BaseMetric
 
 
 @attrs.frozen(kw_only=True)

@@ -164,8 +164,14 @@ def test_a_file_of_hostile_rows_scores_every_good_row(tmp_path: Path) -> None:
 def test_details_json_cannot_hold_do_not_take_the_run_down(tmp_path: Path) -> None:
     """A plugin's details with a set, an object, a lone surrogate or 5 000 levels of nesting:
     the row is kept and every file of the run folder is written."""
-    from ctxeval.results import MetricResult
-    from ctxeval.writers import CSVWriter, HTMLWriter, JSONLWriter, MarkdownWriter, SummaryWriter
+    from ctxeval._output.writers import (
+        CSVWriter,
+        HTMLWriter,
+        JSONLWriter,
+        MarkdownWriter,
+        SummaryWriter,
+    )
+    from ctxeval._results.results import MetricResult
 
     deep: Any = "a"
     for _ in range(5000):
@@ -185,7 +191,7 @@ def test_details_json_cannot_hold_do_not_take_the_run_down(tmp_path: Path) -> No
     journal = tmp_path / "run" / "journal.jsonl"
     ev = ctxeval.evaluate([{"id": str(i)} for i in range(4)], [Odd()], journal=journal)
     assert [r.score for r in ev.results] == [0.5] * 4
-    from ctxeval.report import summary_dict
+    from ctxeval._output.report import summary_dict
 
     summary = summary_dict(ev)
     for writer in (JSONLWriter(), SummaryWriter(), HTMLWriter(), CSVWriter(), MarkdownWriter()):

@@ -20,8 +20,13 @@ from hypothesis import strategies as st
 
 import ctxeval
 from ctxeval import MetricResult, Sample, Status, policy
-from ctxeval.base import BaseDeterministicMetric
-from ctxeval.bridge import run_sync
+from ctxeval._data.sample import MAX_ID_LENGTH, _prebuilt
+from ctxeval._pipeline.pipeline import BatchJudgement
+from ctxeval._plugins.base import BaseDeterministicMetric
+from ctxeval._results.columns import RowBlock
+from ctxeval._results.results import LazyDetails
+from ctxeval._run import fastpath
+from ctxeval._run.bridge import run_sync
 from ctxeval.builtin.similarity import (
     MEASURES,
     SimilarityMatcher,
@@ -29,11 +34,7 @@ from ctxeval.builtin.similarity import (
     pair_similarity,
     similarity_matrix,
 )
-from ctxeval.columns import RowBlock
-from ctxeval.pipeline import BatchJudgement
 from ctxeval.plugin import Items, compose
-from ctxeval.results import LazyDetails
-from ctxeval.sample import MAX_ID_LENGTH, _prebuilt
 from ctxeval_ids.matcher import IDMatcher
 from test_properties import metric_lists, samples
 
@@ -295,7 +296,7 @@ async def test_a_lenient_jsonl_run_skips_whole_chunks_of_bad_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A chunk whose lines are all bad gives no rows and the run goes on to the next."""
-    monkeypatch.setattr(ctxeval.fastpath, "CHUNK", 4)
+    monkeypatch.setattr(fastpath, "CHUNK", 4)
     good = [json.dumps(row) for row in _id_rows(3)]
     path = tmp_path / "data.jsonl"
     path.write_text("\n".join([good[0], *["[1]"] * 9, good[1], "{bad", good[2]]) + "\n")

@@ -104,9 +104,9 @@ def test_every_public_name_exists() -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("from ctxeval.results import _make\n", "imports ctxeval.results._make"),
+        ("from ctxeval._results.results import _make\n", "imports ctxeval._results.results._make"),
         ("from ctxeval import MetricResult\n", "imports ctxeval.MetricResult"),
-        ("import ctxeval.registry\n", "imports ctxeval.registry"),
+        ("import ctxeval._plugins.registry\n", "imports ctxeval._plugins.registry"),
         ("from ctxeval.plugin import Scheduler\n", "imports Scheduler, not in"),
         ("from ctxeval.builtin.entities import normalize_entity\n", "ctxeval.builtin.entities"),
     ],

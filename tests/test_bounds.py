@@ -1,6 +1,6 @@
 """Every piece of synchronous plugin work has a time bound, and one Ctrl-C stops any of it.
 
-The worker (:mod:`ctxeval.worker`) on its own, on both backends; then whole runs: a
+The worker (:mod:`ctxeval._run.worker`) on its own, on both backends; then whole runs: a
 deterministic plugin that loops on one sample, a ``score_batch`` that hangs, a call blocked in
 C code, and Ctrl-C on a run whose plugin never returns (from Python and from the command line).
 """
@@ -24,8 +24,8 @@ import pytest
 
 import ctxeval
 from ctxeval import MetricResult, Sample
-from ctxeval.base import BaseDeterministicMetric, BaseMetric
-from ctxeval.worker import TIMED_OUT, SyncWorker
+from ctxeval._plugins.base import BaseDeterministicMetric, BaseMetric
+from ctxeval._run.worker import TIMED_OUT, SyncWorker
 
 HANGS = "3"  # the id of the sample the hostile plugins below never finish
 
@@ -226,7 +226,7 @@ async def test_the_bound_holds_on_both_backends() -> None:
 PLUGIN = """
 import attrs
 from ctxeval import MetricResult
-from ctxeval.base import BaseDeterministicMetric
+from ctxeval._plugins.base import BaseDeterministicMetric
 
 @attrs.frozen(kw_only=True)
 class Endless(BaseDeterministicMetric):

@@ -136,7 +136,7 @@ def test_a_missing_extra_names_its_install_command(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "fancy_metric.py").write_text(
-        "import attrs\nfrom ctxeval.base import BaseDeterministicMetric, Dependency\n"
+        "import attrs\nfrom ctxeval.plugin import BaseDeterministicMetric, Dependency\n"
         "@attrs.frozen(kw_only=True)\nclass Fancy(BaseDeterministicMetric):\n"
         "    registry_name = 'fancy'\n"
         "    dependencies = (Dependency('surely_absent_module', \"pip install 'fancy[all]'\"),)\n"

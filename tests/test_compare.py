@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ctxeval._results.stats import holm, randomization_test
 from ctxeval.cli import main
-from ctxeval.stats import holm, randomization_test
 
 
 def run_folder(tmp_path: Path, name: str, scores: dict[str, list[float]]) -> str:

@@ -23,7 +23,7 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # Names the examples use as placeholders for the reader's own data.
 PREAMBLE = """
 import json, ctxeval
-from ctxeval.cache import SQLiteCache
+from ctxeval._calls.cache import SQLiteCache
 samples = [json.loads(line) for line in open({demo!r}, encoding="utf-8")][:6]
 metrics = ["id_mrr", "non_llm_context_recall"]
 """

@@ -12,8 +12,8 @@ import pytest
 
 import ctxeval
 from ctxeval import ConfigError, DataError, MetricResult, Sample, Status
-from ctxeval.base import BaseMetric
-from ctxeval.scheduler import Scheduler
+from ctxeval._calls.scheduler import Scheduler
+from ctxeval._plugins.base import BaseMetric
 from seed_data import SEED_ID_PRECISION, SEED_ID_RECALL
 
 pytestmark = pytest.mark.anyio
@@ -213,7 +213,7 @@ def test_rows_and_scores_of_an_unknown_metric() -> None:
 
 def test_a_result_changed_after_it_was_built_is_an_error_row() -> None:
     """Frozen attrs can still be written with object.__setattr__: the runner checks again."""
-    from ctxeval.results import MetricResult
+    from ctxeval._results.results import MetricResult
 
     class Sneaky:
         name = "sneaky"

@@ -136,7 +136,7 @@ def test_prompt_injection_in_a_context_cannot_break_the_score() -> None:
 def test_a_plugin_that_hangs_is_cut_by_the_metric_timeout() -> None:
     import attrs
 
-    from ctxeval.base import BaseMetric
+    from ctxeval._plugins.base import BaseMetric
 
     @attrs.frozen(kw_only=True)
     class Hangs(BaseMetric):

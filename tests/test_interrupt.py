@@ -16,7 +16,7 @@ import ctxeval
 METRIC = r"""
 import anyio, attrs
 from ctxeval import MetricResult
-from ctxeval.base import BaseMetric
+from ctxeval._plugins.base import BaseMetric
 
 @attrs.frozen(kw_only=True)
 class Slow(BaseMetric):

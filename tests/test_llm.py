@@ -15,7 +15,7 @@ import pytest
 
 import ctxeval
 from ctxeval import RetryPolicy, Status
-from ctxeval.cache import MemoryCache, SQLiteCache
+from ctxeval._calls.cache import MemoryCache, SQLiteCache
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI, Reply
 from llm_judge import Judge, prompt_name

@@ -19,8 +19,8 @@ import pytest
 
 import ctxeval
 from ctxeval import Limits, RetryPolicy, Status
+from ctxeval._calls.limits import Gate
 from ctxeval.cli import main
-from ctxeval.limits import Gate
 from ctxeval.plugin import Completion, MissingCredentialsError, RunContext
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI, Reply

@@ -35,7 +35,7 @@ BUILT_IN_METRICS = {
 GOOD_MODULE = """
 import attrs
 from ctxeval import MetricResult
-from ctxeval.base import BaseDeterministicMetric
+from ctxeval._plugins.base import BaseDeterministicMetric
 
 @attrs.frozen(kw_only=True)
 class AlphaMetric(BaseDeterministicMetric):
@@ -51,7 +51,7 @@ def not_a_metric():
 EXTRA_MODULE = """
 import attrs
 from ctxeval import MetricResult
-from ctxeval.base import BaseDeterministicMetric, Dependency
+from ctxeval._plugins.base import BaseDeterministicMetric, Dependency
 
 @attrs.frozen(kw_only=True)
 class Fancy(BaseDeterministicMetric):
@@ -260,7 +260,7 @@ def test_the_default_registry_is_read_only_and_copies_do_not_leak() -> None:
 def test_programmatic_registration(registry: Registry) -> None:
     import attrs
 
-    from ctxeval.base import BaseDeterministicMetric
+    from ctxeval._plugins.base import BaseDeterministicMetric
 
     @attrs.frozen(kw_only=True)
     class Always(BaseDeterministicMetric):

@@ -14,7 +14,7 @@ import pytest
 
 import ctxeval
 from ctxeval import MetricResult, Sample, Status
-from ctxeval.base import BaseMetric
+from ctxeval._plugins.base import BaseMetric
 
 pytestmark = pytest.mark.anyio
 
@@ -218,7 +218,7 @@ async def test_a_sample_changed_under_its_id_is_scored_again(
 
 
 def test_the_judge_and_the_prompt_versions_are_in_the_fingerprint() -> None:
-    from ctxeval.journal import fingerprint
+    from ctxeval._run.journal import fingerprint
     from ctxeval_llm import LLMConfig
 
     metric = ctxeval.get_metric("context_precision")

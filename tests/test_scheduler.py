@@ -25,10 +25,10 @@ from ctxeval import (
     ServiceError,
     Status,
 )
-from ctxeval.base import BaseMetric
-from ctxeval.limits import TokenBucket
+from ctxeval._calls.limits import TokenBucket
+from ctxeval._calls.scheduler import Scheduler
+from ctxeval._plugins.base import BaseMetric
 from ctxeval.plugin import classify, retry_after_of
-from ctxeval.scheduler import Scheduler
 
 pytestmark = pytest.mark.anyio
 

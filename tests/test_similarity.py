@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import ctxeval
+from ctxeval._calls.scheduler import Scheduler
 from ctxeval.builtin.similarity import MEASURES, SimilarityMatcher, similarity_matrix
-from ctxeval.scheduler import Scheduler
 
 PASSAGE = "The Eiffel Tower is one of the most famous landmarks in Paris."
 BIG_CHUNK = (

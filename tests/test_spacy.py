@@ -8,7 +8,7 @@ import pytest
 
 import ctxeval
 from ctxeval import MissingExtraError
-from ctxeval.scheduler import Scheduler
+from ctxeval._calls.scheduler import Scheduler
 from seed_data import TAJ_HIGH, TAJ_LOW, TAJ_REFERENCE
 
 pytest.importorskip("spacy")

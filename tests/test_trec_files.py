@@ -124,7 +124,7 @@ def test_complete_and_trec_eval_averaging_reproduce_trec_eval_c(trec: tuple) -> 
 def test_the_dict_forms_of_pytrec_eval_ranx_and_ir_measures(trec: tuple) -> None:
     qrels_path, run_path, qrels, run = trec
     from_files = ctxeval.load_trec(qrels_path, run_path)
-    from_dicts = ctxeval.trec.samples_from_dicts(qrels, run)
+    from_dicts = ctxeval._data.trec.samples_from_dicts(qrels, run)
     assert from_files == from_dicts
 
 

@@ -19,11 +19,11 @@ import pytest
 
 import ctxeval
 from ctxeval import Labels, RetryPolicy
-from ctxeval.cache import MemoryCache
-from ctxeval.errors import ConfigError, DataError
+from ctxeval._calls.cache import MemoryCache
+from ctxeval._errors import ConfigError, DataError
+from ctxeval._judge.trust import Agreement, label_sheet
+from ctxeval._results.stats import cohen_kappa, ppi_mean
 from ctxeval.plugin import Panel, Verdict, majority, policy
-from ctxeval.stats import cohen_kappa, ppi_mean
-from ctxeval.trust import Agreement, label_sheet
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI
 from llm_judge import prompt_name, user_text
@@ -321,7 +321,7 @@ def test_agreement_and_corrected_mean_of_a_run_with_a_labels_file(
     assert corrected.n_unlabelled == 210
     # the same figures in summary.json, the terminal and the report
     out = tmp_path / "run"
-    from ctxeval.report import summary_dict, write_outputs
+    from ctxeval._output.report import summary_dict, write_outputs
 
     summary = summary_dict(ev)
     paths = write_outputs(ev, out, title="t", summary=summary)
@@ -484,8 +484,8 @@ class _Fixed:
 
 @pytest.mark.anyio
 async def test_panel_rules_break_ties_as_documented() -> None:
-    from ctxeval.context import RowContext
-    from ctxeval.scheduler import Scheduler
+    from ctxeval._calls.context import RowContext
+    from ctxeval._calls.scheduler import Scheduler
 
     ctx = RowContext(Scheduler(ctxeval.default_registry(), ctxeval.RunSettings()))
     # one judge, two repeats that disagree: the first judgement wins
@@ -574,8 +574,8 @@ def test_entity_recall_rows_are_checked_against_people_entity_by_entity() -> Non
 def test_a_label_sheet_drawn_from_a_run_and_filled_in_is_a_labels_file(
     server: FakeOpenAI, tmp_path: Path, capsys: Any
 ) -> None:
+    from ctxeval._output.report import write_outputs
     from ctxeval.cli import main
-    from ctxeval.report import write_outputs
 
     server.responder = ErringJudge(fp=0.1, fn=0.2)
     samples = pool(40, 3, base_rate=0.5, seed=13)
@@ -617,8 +617,8 @@ def test_a_label_sheet_drawn_from_a_run_and_filled_in_is_a_labels_file(
 def test_trust_leaves_the_evidence_of_deterministic_rows_uncomputed() -> None:
     """summary.json asks every run what it says of its judges; the fast path's rows have no
     judge, and their evidence (computed when read) must stay unread."""
-    from ctxeval.report import summary_dict
-    from ctxeval.results import LazyDetails
+    from ctxeval._output.report import summary_dict
+    from ctxeval._results.results import LazyDetails
 
     rows = [
         {"id": str(i), "retrieved_context_ids": ["a", "b", str(i)], "reference_context_ids": ["a"]}
@@ -633,7 +633,7 @@ def test_trust_leaves_the_evidence_of_deterministic_rows_uncomputed() -> None:
 
 
 def test_the_unsure_items_in_the_report_link_to_their_samples() -> None:
-    from ctxeval.report import _trust_section
+    from ctxeval._output.report import _trust_section
 
     votes = {"judge": [1, 0, 1]}
     summary = {

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import ctxeval
+from ctxeval._output.report import summary_dict, write_outputs
 from ctxeval.cli import main
-from ctxeval.report import summary_dict, write_outputs
 
 ROWS = [
     {"id": "a", "retrieved_context_ids": ["d1", "d2"], "reference_context_ids": ["d1"]},

@@ -8,7 +8,7 @@ The public surface, all importable from ``ctxeval``:
   :class:`RetryPolicy`) and its :class:`Progress` events;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`;
 * the judge: people's :class:`Labels` (``evaluate(..., labels=)``) and what
-  ``Evaluation.trust()`` says of each judge, a :class:`JudgeTrust` (:mod:`ctxeval.trust`);
+  ``Evaluation.trust()`` says of each judge, a :class:`JudgeTrust` (:mod:`ctxeval._judge.trust`);
 * plugins: the protocols :class:`Metric`, :class:`Extractor`, :class:`Matcher`,
   :class:`RunContext`, the values :class:`Unit` and :class:`Verdict`, the :class:`Registry`,
   :func:`plugins`, :func:`default_registry`, and the score rules in :mod:`ctxeval.policy`.
@@ -21,10 +21,12 @@ they first run.
 
 from __future__ import annotations
 
-from . import policy
-from ._version import __version__
-from .api import aevaluate, evaluate, get_metric, plugins, stream
-from .errors import (
+from ctxeval import policy
+from ctxeval._calls.limits import Limits
+from ctxeval._data.loading import SampleStream, load_samples
+from ctxeval._data.sample import Sample
+from ctxeval._data.trec import load_trec
+from ctxeval._errors import (
     AuthenticationError,
     BadRequestError,
     BudgetExceededError,
@@ -50,12 +52,9 @@ from .errors import (
     UnknownNameError,
     UnusableLLMError,
 )
-from .evaluation import Evaluation, MetricSummary
-from .labels import Labels
-from .limits import Limits
-from .loading import SampleStream, load_samples
-from .progress import Progress
-from .protocols import (
+from ctxeval._judge.labels import Labels
+from ctxeval._judge.trust import JudgeTrust
+from ctxeval._plugins.protocols import (
     BatchMetric,
     DeterministicMetric,
     Extractor,
@@ -65,13 +64,14 @@ from .protocols import (
     Unit,
     Verdict,
 )
-from .registry import PluginInfo, Registry, default_registry
-from .results import MetricResult, Status, Usage
-from .rowstream import RowStream
-from .sample import Sample
-from .settings import RetryPolicy, RunSettings
-from .trec import load_trec
-from .trust import JudgeTrust
+from ctxeval._plugins.registry import PluginInfo, Registry, default_registry
+from ctxeval._results.evaluation import Evaluation, MetricSummary
+from ctxeval._results.results import MetricResult, Status, Usage
+from ctxeval._run.api import aevaluate, evaluate, get_metric, plugins, stream
+from ctxeval._run.progress import Progress
+from ctxeval._run.rowstream import RowStream
+from ctxeval._run.settings import RetryPolicy, RunSettings
+from ctxeval._version import __version__
 
 __all__ = [
     "AuthenticationError",

@@ -46,18 +46,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import policy, validators
-from ._version import __version__
-from .base import (
-    BaseDeterministicMatcher,
-    BaseDeterministicMetric,
-    BaseMetric,
-    Dependency,
-    membership_verdicts,
-    options_of,
-)
-from .cache import cache_key
-from .errors import (
+from ctxeval import policy
+from ctxeval._calls.cache import cache_key
+from ctxeval._calls.failures import Kind, classify, error_for_status, retry_after_of, status_of
+from ctxeval._calls.limits import Limits
+from ctxeval._data.sample import SAMPLE_FIELDS, Sample
+from ctxeval._data.text import normalize_entity, normalize_words
+from ctxeval._errors import (
     AuthenticationError,
     BadRequestError,
     BudgetExceededError,
@@ -83,9 +78,7 @@ from .errors import (
     UnknownNameError,
     UnusableLLMError,
 )
-from .evaluation import Evaluation
-from .failures import Kind, classify, error_for_status, retry_after_of, status_of
-from .judging import (
+from ctxeval._pipeline.judging import (
     DEFAULT_REPEAT_TEMPERATURE,
     JudgeContext,
     Panel,
@@ -96,8 +89,7 @@ from .judging import (
     repeats_option,
     temperature_option,
 )
-from .limits import Limits
-from .pipeline import (
+from ctxeval._pipeline.pipeline import (
     DeterministicPipelineMetric,
     Extracted,
     Items,
@@ -107,7 +99,16 @@ from .pipeline import (
     SplitAndAttribute,
     compose,
 )
-from .protocols import (
+from ctxeval._plugins import validators
+from ctxeval._plugins.base import (
+    BaseDeterministicMatcher,
+    BaseDeterministicMetric,
+    BaseMetric,
+    Dependency,
+    membership_verdicts,
+    options_of,
+)
+from ctxeval._plugins.protocols import (
     Attributor,
     BatchMetric,
     ChatTransport,
@@ -125,10 +126,10 @@ from .protocols import (
     Writer,
     majority,
 )
-from .registry import EXTRACTORS, MATCHERS, building_registry
-from .results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, ok_row
-from .sample import SAMPLE_FIELDS, Sample
-from .text import normalize_entity, normalize_words
+from ctxeval._plugins.registry import EXTRACTORS, MATCHERS, building_registry
+from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, ok_row
+from ctxeval._version import __version__
 
 __all__ = [
     "DEFAULT_REPEAT_TEMPERATURE",

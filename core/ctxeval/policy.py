@@ -22,7 +22,7 @@ is the correctly rounded value of the exact score (e.g. ``[1, 0, 1]`` gives ``fl
 
 The formulas
 ------------
-Every metric built as a pipeline (:mod:`ctxeval.pipeline`) ends in one :class:`Formula`: it
+Every metric built as a pipeline (:class:`ctxeval.plugin.Pipeline`) ends in one :class:`Formula`: it
 receives the matcher's verdicts (``flags``: one bool per judged item, in order) and the number
 of reference units, and gives the score. Each formula says which side it judges: ``reference``
 (recall: is each reference unit found?) or ``retrieved`` (precision: is each retrieved item
@@ -62,8 +62,8 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from .results import NO_USAGE, MetricResult, Status, Usage
-from .validators import positive_int
+from ctxeval._plugins.validators import positive_int
+from ctxeval._results.results import NO_USAGE, MetricResult, Status, Usage
 
 __all__ = [
     "AveragePrecision",

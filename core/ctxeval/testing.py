@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .evaluation import Evaluation
-from .gates import Gate
+from ctxeval._output.gates import Gate
+from ctxeval._results.evaluation import Evaluation
 
 __all__ = ["assert_metric", "ctxeval_assert"]
 

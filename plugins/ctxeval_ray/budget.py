@@ -4,7 +4,7 @@ A provider's limits are per key, not per worker: N workers each holding "16 in f
 requests a minute" send up to 16N and 600N. The budget actor holds the run's
 :class:`~ctxeval.Limits` for the whole cluster, and each worker's gates ask it for a lease
 before every request (``RunSettings(shared_limits=...)``, the
-:class:`~ctxeval.limits.SharedLimits` interface):
+:class:`~ctxeval._calls.limits.SharedLimits` interface):
 
 * calls in flight: at most ``max_concurrency`` across the cluster;
 * requests and tokens per minute: buckets that hold one request (one second of tokens) at
@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ctxeval.errors import BudgetExceededError
-from ctxeval.limits import Limits, TokenBucket
+from ctxeval._calls.limits import Limits, TokenBucket
+from ctxeval._errors import BudgetExceededError
 
 __all__ = ["BudgetActor", "SharedBudget"]
 
@@ -174,7 +174,7 @@ def _alive(pid: int) -> bool:
 
 
 class SharedBudget:
-    """A :class:`~ctxeval.limits.SharedLimits` backed by a :class:`BudgetActor`: give it to
+    """A :class:`~ctxeval._calls.limits.SharedLimits` backed by a :class:`BudgetActor`: give it to
     every worker (``RunSettings(shared_limits=budget)``); it pickles as the actor's handle.
 
     Use :meth:`start` to make one (``ray.init`` first).

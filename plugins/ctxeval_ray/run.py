@@ -20,15 +20,15 @@ import attrs
 import orjson
 
 import ctxeval
-from ctxeval.bridge import run_to_completion
-from ctxeval.errors import BudgetExceededError, DataError
-from ctxeval.journal import Journal, Previous, sample_digest
-from ctxeval.protocols import Metric
-from ctxeval.registry import default_registry
-from ctxeval.resolve import resolve_metrics
-from ctxeval.results import MetricResult
-from ctxeval.sample import Sample
-from ctxeval.settings import RunSettings
+from ctxeval._data.sample import Sample
+from ctxeval._errors import BudgetExceededError, DataError
+from ctxeval._plugins.protocols import Metric
+from ctxeval._plugins.registry import default_registry
+from ctxeval._results.results import MetricResult
+from ctxeval._run.bridge import run_to_completion
+from ctxeval._run.journal import Journal, Previous, sample_digest
+from ctxeval._run.resolve import resolve_metrics
+from ctxeval._run.settings import RunSettings
 
 from .budget import SharedBudget
 
@@ -98,7 +98,7 @@ class Scorer:
         self.job = job
         self.cache = None
         if job.cache_path is not None:
-            from ctxeval.cache import SQLiteCache
+            from ctxeval._calls.cache import SQLiteCache
 
             self.cache = SQLiteCache(job.cache_path)  # one file for the workers of a machine
 

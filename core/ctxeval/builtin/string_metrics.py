@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from ctxeval.builtin.similarity import SimilarityMatcher, check_measure
 from ctxeval.plugin import (
     DeterministicPipelineMetric,
     Items,
@@ -28,8 +29,6 @@ from ctxeval.plugin import (
     policy,
     validators,
 )
-
-from .similarity import SimilarityMatcher, check_measure
 
 __all__ = ["NonLLMContextPrecisionWithReference", "NonLLMContextRecall"]
 

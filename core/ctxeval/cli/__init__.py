@@ -29,10 +29,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ctxeval._errors import ConfigError, DataError, MissingExtraError
 from ctxeval._version import __version__
-from ctxeval.errors import ConfigError, DataError, MissingExtraError
-
-from .render import EXIT_OK, EXIT_USAGE, UsageError, fail
+from ctxeval.cli.render import EXIT_OK, EXIT_USAGE, UsageError, fail
 
 __all__ = ["build_parser", "main"]
 

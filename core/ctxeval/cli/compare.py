@@ -15,15 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxeval.errors import CtxevalError
-
-from .render import EXIT_OK, UsageError, console
+from ctxeval._errors import CtxevalError
+from ctxeval.cli.render import EXIT_OK, UsageError, console
 
 __all__ = ["cmd_compare", "compare_runs"]
 
 
 def _read_run(folder: str) -> dict[tuple[str, str], Any]:
-    from ctxeval.evaluation import Evaluation
+    from ctxeval._results.evaluation import Evaluation
 
     path = Path(folder)
     path = path / "results.jsonl" if path.is_dir() else path
@@ -40,7 +39,7 @@ def compare_runs(
     folders: list[str], *, permutations: int = 10_000, runs: list[Any] | None = None
 ) -> dict[str, Any]:
     """The comparison of ``folders[1:]`` with ``folders[0]`` (see the module), as a dict."""
-    from ctxeval.stats import holm, paired_bootstrap, randomization_test
+    from ctxeval._results.stats import holm, paired_bootstrap, randomization_test
 
     if len(folders) < 2:
         raise UsageError("compare needs two run folders or more (the first is the baseline)")
@@ -122,8 +121,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     runs = [_read_run(folder) for folder in args.runs]
     report = compare_runs(args.runs, permutations=args.permutations, runs=runs)
     if args.report:
-        from ctxeval.report import render_comparison
-        from ctxeval.writers import write_text
+        from ctxeval._output.report import render_comparison
+        from ctxeval._output.writers import write_text
 
         names = ["A", *(f"B{i}" for i in range(1, len(runs)))] if len(runs) > 2 else ["A", "B"]
         write_text(Path(args.report), render_comparison(report, runs, names))

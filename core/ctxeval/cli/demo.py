@@ -6,12 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
+from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
-from ctxeval.settings import RunSettings
-
-from .progress import run_with_progress
-from .render import EXIT_ERRORS, EXIT_OK, console, print_errors, print_summary
-from .specs import build_metrics, parse_metric
+from ctxeval.cli.progress import run_with_progress
+from ctxeval.cli.render import EXIT_ERRORS, EXIT_OK, console, print_errors, print_summary
+from ctxeval.cli.specs import build_metrics, parse_metric
 
 __all__ = ["DEMO_METRICS", "cmd_demo"]
 
@@ -30,7 +29,7 @@ DEMO_METRICS = [
 def cmd_demo(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
-    from ctxeval.registry import default_registry
+    from ctxeval._plugins.registry import default_registry
 
     data = files("ctxeval") / "data" / "demo.jsonl"
     specs = [parse_metric(m) for m in DEMO_METRICS]
@@ -60,7 +59,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         total=len(rows) * len(metrics),
     )
-    from ctxeval.report import summary_dict, write_outputs
+    from ctxeval._output.report import summary_dict, write_outputs
 
     summary = summary_dict(evaluation, extra={"data": "ctxeval demo dataset"})
     paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)

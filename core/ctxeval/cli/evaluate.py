@@ -9,11 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
-from ctxeval.settings import RunSettings
-
-from .progress import run_with_progress
-from .render import (
+from ctxeval.cli.progress import run_with_progress
+from ctxeval.cli.render import (
     EXIT_ERRORS,
     EXIT_GATES,
     EXIT_OK,
@@ -24,7 +23,7 @@ from .render import (
     print_summary,
     print_trust,
 )
-from .specs import build_metrics, count_rows, parse_metric, read_run_file
+from ctxeval.cli.specs import build_metrics, count_rows, parse_metric, read_run_file
 
 __all__ = ["DEFAULT_PROVIDER", "cmd_evaluate", "llm_provider"]
 
@@ -35,7 +34,7 @@ names one: the LLM plugin's OpenAI-compatible / litellm provider."""
 
 def llm_provider(name: str) -> Any:
     """The LLM provider registered under ``name``."""
-    from ctxeval.registry import default_registry
+    from ctxeval._plugins.registry import default_registry
 
     return default_registry().get_llm_provider(name)
 
@@ -114,7 +113,7 @@ def _settings(
 ) -> RunSettings:
     """The run's settings from the command line and the run file, each checked, a bad one
     named as the option it came from."""
-    from ctxeval.errors import ConfigError
+    from ctxeval._errors import ConfigError
 
     batch = _batch(args, run)
     try:
@@ -154,7 +153,7 @@ def check_run_file(path: str, run: dict[str, Any]) -> None:
 def check_out(folder: Path, metrics: Sequence[Any], *, resume: bool, overwrite: bool) -> None:
     """An existing run folder is never overwritten silently: finish it with --resume (the
     same metrics), or replace it with --overwrite."""
-    from ctxeval.journal import recorded_metrics
+    from ctxeval._run.journal import recorded_metrics
 
     if resume and overwrite:
         raise UsageError("--resume and --overwrite exclude each other")
@@ -192,8 +191,8 @@ def _with_trec_eval_averaging(metric: Any) -> Any:
 def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]) -> list[Any]:
     """The run's gates (``--fail-under`` and the run file's ``fail_under`` table), checked
     against the metrics' row names before anything is scored."""
-    from ctxeval.errors import ConfigError
-    from ctxeval.gates import parse_gate
+    from ctxeval._errors import ConfigError
+    from ctxeval._output.gates import parse_gate
 
     specs = list(args.fail_under or [])
     table = run.get("fail_under", {})
@@ -216,8 +215,8 @@ def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]
 
 def _formats(names: Sequence[str], out: Any) -> list[str]:
     """The extra writers of ``--format``, each checked (a missing extra says its command)."""
-    from ctxeval.registry import default_registry
-    from ctxeval.report import DEFAULT_FORMATS
+    from ctxeval._output.report import DEFAULT_FORMATS
+    from ctxeval._plugins.registry import default_registry
 
     if names and not out:
         raise UsageError("--format writes files into the run folder: add --out DIR")
@@ -231,7 +230,7 @@ def _labels(path: str | None, metrics: Sequence[Any]) -> Any:
     """People's labels from ``--labels``, read and checked before anything is scored."""
     if not path:
         return None
-    from ctxeval.trust import resolve_label_metrics
+    from ctxeval._judge.trust import resolve_label_metrics
 
     return resolve_label_metrics(path, [m.name for m in metrics])
 
@@ -325,8 +324,8 @@ def _on_ray(
     settings, the LLM cache shared by the workers of this machine."""
     import attrs
 
-    from ctxeval._optional import require_ray
-    from ctxeval.errors import BudgetExceededError
+    from ctxeval._errors import BudgetExceededError
+    from ctxeval._plugins.optional import require_ray
 
     require_ray("--ray")
     if args.batch:
@@ -347,7 +346,7 @@ def _on_ray(
             cache_path=cache_path,
         )
     except BudgetExceededError as exc:
-        from ctxeval.evaluation import Evaluation
+        from ctxeval._results.evaluation import Evaluation
 
         return Evaluation([], [m.name for m in metrics]), exc
     return evaluation, None
@@ -358,7 +357,7 @@ def _ray_runner() -> Any:
     entry point (group ``ctxeval.runners``, name ``ray``)."""
     import importlib.metadata
 
-    from ctxeval.errors import MissingExtraError
+    from ctxeval._errors import MissingExtraError
 
     for point in importlib.metadata.entry_points(group="ctxeval.runners"):
         if point.name == "ray":
@@ -367,7 +366,7 @@ def _ray_runner() -> Any:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ctxeval.loading import load_samples
+    from ctxeval._data.loading import load_samples
 
     run = read_run_file(args.config) if args.config else {}
     if args.config:
@@ -413,7 +412,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         metrics = [_with_trec_eval_averaging(m) for m in metrics]
     labels = _labels(args.labels or run.get("labels"), metrics)
     if trec:
-        from ctxeval.trec import load_trec
+        from ctxeval._data.trec import load_trec
 
         path = Path(args.run)
         samples: Any = load_trec(args.qrels, args.run, complete=args.complete)
@@ -435,7 +434,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     formats = _formats(args.format or [], out)
     cache = None
     if _needs_llm(metrics) and not (args.no_cache or run.get("no_cache", False)):
-        from ctxeval.cache import SQLiteCache
+        from ctxeval._calls.cache import SQLiteCache
 
         home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         cache = SQLiteCache(home / "ctxeval" / "llm.sqlite")
@@ -453,7 +452,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             total=None if total is None else total * len(metrics),
         )
     if labels is not None:
-        from ctxeval.trust import formulas_of
+        from ctxeval._judge.trust import formulas_of
 
         evaluation = evaluation.with_labels(labels, formulas=formulas_of(metrics))
     bad_rows = list(getattr(samples, "errors", ()))
@@ -467,7 +466,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     for error in bad_rows:
         console(stderr=True).print(f"[yellow]skipped:[/] {escape(str(error))}", soft_wrap=True)
-    from ctxeval.report import summary_dict, write_outputs
+    from ctxeval._output.report import summary_dict, write_outputs
 
     summary = summary_dict(
         evaluation,
@@ -477,7 +476,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "ctxeval": __version__,
         },
     )
-    from ctxeval.gates import check_gates
+    from ctxeval._output.gates import check_gates
 
     verdicts = check_gates(gates, evaluation.summary())
     if verdicts:

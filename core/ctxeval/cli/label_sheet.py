@@ -13,17 +13,16 @@ import contextlib
 import json
 from pathlib import Path
 
-from ctxeval.errors import CtxevalError
-
-from .render import EXIT_OK, UsageError, console
+from ctxeval._errors import CtxevalError
+from ctxeval.cli.render import EXIT_OK, UsageError, console
 
 __all__ = ["cmd_label_sheet"]
 
 
 def cmd_label_sheet(args: argparse.Namespace) -> int:
-    from ctxeval.evaluation import Evaluation
-    from ctxeval.registry import default_registry
-    from ctxeval.trust import label_sheet
+    from ctxeval._judge.trust import label_sheet
+    from ctxeval._plugins.registry import default_registry
+    from ctxeval._results.evaluation import Evaluation
 
     folder = Path(args.run)
     results = folder / "results.jsonl" if folder.is_dir() else folder
@@ -40,7 +39,7 @@ def cmd_label_sheet(args: argparse.Namespace) -> int:
         )
     samples = {}
     if args.data:
-        from ctxeval.loading import load_samples
+        from ctxeval._data.loading import load_samples
 
         samples = {s.id: s for s in load_samples(args.data) if s.id is not None}
     out = Path(args.output) if args.output else results.parent / "label-sheet.jsonl"

@@ -7,7 +7,7 @@ import inspect
 import json
 from typing import Any
 
-from .render import EXIT_OK, console
+from ctxeval.cli.render import EXIT_OK, console
 
 __all__ = ["cmd_metrics", "metric_entries"]
 
@@ -21,9 +21,9 @@ def _description(factory: Any) -> str:
 
 def metric_entries() -> list[dict[str, Any]]:
     """One entry per metric name: status, description, needs, options, aliases, IR names."""
-    from ctxeval.base import options_of
-    from ctxeval.measure_names import ir_names_of
-    from ctxeval.registry import default_registry
+    from ctxeval._data.measure_names import ir_names_of
+    from ctxeval._plugins.base import options_of
+    from ctxeval._plugins.registry import default_registry
 
     registry = default_registry()
     entries: list[dict[str, Any]] = []
@@ -94,7 +94,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             line(f"[dim]install:[/] {escape(e['install'])}")
         elif e["error"] and e["status"] != "ok":
             line(f"[dim]error:[/] {escape(e['error'])}")
-    from ctxeval.presets import PRESETS
+    from ctxeval._run.presets import PRESETS
 
     out.print("\n[bold]presets[/] (use as a metric name: -m @ids)")
     for preset, names in PRESETS.items():

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from .render import EXIT_OK, console
+from ctxeval.cli.render import EXIT_OK, console
 
 __all__ = ["cmd_plugins"]
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    from ctxeval.api import plugins
+    from ctxeval._run.api import plugins
 
     infos = plugins()
     if args.json:

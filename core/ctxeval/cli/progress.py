@@ -6,10 +6,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctxeval.errors import BudgetExceededError, MissingExtraError, UnusableLLMError
-from ctxeval.settings import RunSettings
-
-from .render import EXIT_INTERRUPTED, EXIT_USAGE, console, fail
+from ctxeval._errors import BudgetExceededError, MissingExtraError, UnusableLLMError
+from ctxeval._run.settings import RunSettings
+from ctxeval.cli.render import EXIT_INTERRUPTED, EXIT_USAGE, console, fail
 
 __all__ = ["REPORT_SAMPLES", "ProgressView", "run_with_progress"]
 
@@ -95,9 +94,9 @@ def run_with_progress(
     limit that stopped it early if one did. Ctrl-C exits 130 with how to resume; an LLM no
     request can succeed with (a refused or missing key, an unknown model, an unreachable
     endpoint) exits 2 with what to fix."""
-    from ctxeval.api import stream
-    from ctxeval.bridge import run_to_completion
-    from ctxeval.evaluation import Evaluation
+    from ctxeval._results.evaluation import Evaluation
+    from ctxeval._run.api import stream
+    from ctxeval._run.bridge import run_to_completion
 
     rows: list[Any] = []
     stopped: list[BudgetExceededError] = []
@@ -143,8 +142,8 @@ def _recording(samples: Any, kept: dict[str, Any]) -> Any:
     position when they have none, as the run numbers them) for the report."""
     from collections.abc import Mapping
 
-    from ctxeval.errors import DataError
-    from ctxeval.sample import Sample
+    from ctxeval._data.sample import Sample
+    from ctxeval._errors import DataError
 
     for position, item in enumerate(samples):
         if len(kept) < REPORT_SAMPLES:

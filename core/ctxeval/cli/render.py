@@ -44,10 +44,11 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 
 def print_summary(summary: dict[str, Any], out: Any) -> None:
-    """The summary table of :func:`ctxeval.report.summary_dict`'s output, and the LLM usage."""
+    """The summary table of :func:`ctxeval._output.report.summary_dict`'s output, and the LLM
+    usage."""
     from rich.table import Table
 
-    from ctxeval.results import Usage
+    from ctxeval._results.results import Usage
 
     metrics = summary["metrics"]
     table = Table(title="summary")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .render import UsageError
+from ctxeval.cli.render import UsageError
 
 __all__ = ["build_metrics", "count_rows", "parse_metric", "parse_value", "read_run_file"]
 
@@ -49,7 +49,7 @@ def parse_metric(spec: str) -> tuple[str, dict[str, Any]]:
 def build_metrics(specs: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
     """The metrics of ``specs``, built in the default registry."""
     from ctxeval import default_registry
-    from ctxeval.presets import PRESETS, expand
+    from ctxeval._run.presets import PRESETS, expand
 
     registry = default_registry()
     metrics = []

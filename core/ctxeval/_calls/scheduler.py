@@ -1,0 +1,336 @@
+"""The scheduler of a run: the one owner of every outside call.
+
+One :class:`Scheduler` per run holds one :class:`~ctxeval._calls.limits.Gate` per resource (a model
+at an endpoint) shared by all metrics and samples, and owns everything that decides when a call is
+sent: the concurrency and rate limits (through the gates), the per-call timeout, retries with
+exponential backoff and jitter (:meth:`Scheduler.backoff`, on tenacity), the ``Retry-After`` of
+a 429, and the run's cost budget (:meth:`Scheduler.check_budget`). It also runs blocking work in
+worker threads. Plugins reach it through their :class:`~ctxeval._calls.context.RowContext`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from ctxeval._calls.context import RowContext, _Meter
+from ctxeval._calls.failures import classify, retry_after_of
+from ctxeval._calls.limits import Gate, Limits
+from ctxeval._errors import (
+    BudgetExceededError,
+    CallTimeoutError,
+    ConnectionFailedError,
+    EndpointUnreachableError,
+    UnusableLLMError,
+)
+from ctxeval._plugins.registry import Registry
+from ctxeval._run.settings import RunSettings
+
+if TYPE_CHECKING:
+    from ctxeval._data.sample import Sample
+
+__all__ = ["Scheduler"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _log_retry(resource: str, attempt: int, exc: BaseException | None, sleep: float) -> None:
+    logger.info(
+        "%s: attempt %d failed (%s: %s); retrying in %.2f s",
+        resource, attempt, type(exc).__name__, exc, sleep,
+    )  # fmt: skip
+
+
+class _CallClock:
+    """One call's retry state: the time it has taken (its attempts and the waits between
+    them), and its failures since the resource last answered anyone else."""
+
+    __slots__ = ("mark", "spent", "streak")
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self.streak = 0
+        self.mark = -1
+
+    def failed(self, gate: Gate) -> int:
+        """Count a failure; returns the failures in a row with no success of any call to the
+        resource in between (an isolated failure, while others succeed, restarts at 1)."""
+        self.streak = 1 if gate.successes > self.mark >= 0 else self.streak + 1
+        self.mark = gate.successes
+        return self.streak
+
+
+class Scheduler:
+    """The run-wide services: gates per resource, retries, timeouts, cost budget, threads.
+
+    Args:
+        registry: where plugin names are resolved.
+        settings: the run's settings (limits, retry policy, timeout, cache, cost cap).
+        llm: the LLM configuration of the run, for the plugins that need one.
+        cpu_workers: blocking jobs at once in worker threads.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        settings: RunSettings | None = None,
+        *,
+        llm: Any = None,
+        cpu_workers: int = 2,
+    ) -> None:
+        settings = settings or RunSettings()
+        self._limits: Mapping[str, Limits] = settings.resource_limits
+        self.registry = registry
+        self.retry = settings.retry
+        self.timeout = settings.timeout
+        self.llm = llm
+        self.cache = settings.cache
+        self.run_folder: Path | None = (
+            Path(settings.journal).parent if settings.journal is not None else None
+        )
+        """The folder of the run's journal, where plugins keep resumable state; None without
+        a journal."""
+        self.shared_limits = settings.shared_limits
+        self._gates: dict[str, Gate] = {}
+        self._shared: dict[str, Any] = {}
+        self.max_cost: float | None = settings.max_cost_usd
+        """Stop sending requests once this much (USD) has been spent."""
+        self.spent = 0.0
+        """USD spent so far by every row of the run (requests with a known price)."""
+        self._cpu = anyio.CapacityLimiter(cpu_workers)
+        self._random = random.Random()
+
+    # --- the cost budget -------------------------------------------------------------------
+
+    def spend(self, cost_usd: float | None) -> None:
+        """Count ``cost_usd`` (of a request with a known price) against the budget."""
+        if cost_usd:
+            self.spent += cost_usd
+            if self.shared_limits is not None:
+                self.shared_limits.spend(cost_usd)
+
+    def check_budget(self) -> None:
+        """Raise :class:`~ctxeval.BudgetExceededError` once the run has spent its
+        ``max_cost_usd`` (checked before each request is sent and each sample is started)."""
+        if self.max_cost is not None and self.spent >= self.max_cost:
+            raise BudgetExceededError(self.spent, self.max_cost)
+
+    def gate(self, resource: str) -> Gate:
+        """The gate of ``resource``, made on first use with its limits."""
+        gate = self._gates.get(resource)
+        if gate is None:
+            limits = self._limits.get(resource, self._limits["default"])
+            gate = self._gates[resource] = Gate(resource, limits, self.shared_limits)
+        return gate
+
+    @property
+    def gates(self) -> Mapping[str, Gate]:
+        """The gates made so far, by resource."""
+        return dict(self._gates)
+
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
+        """The run-wide object under ``key``, made by ``factory`` on first use.
+
+        Objects with an ``aclose()`` (an HTTP client, say) are closed when the run ends.
+        """
+        if key not in self._shared:
+            self._shared[key] = factory()
+        value: T = self._shared[key]
+        return value
+
+    async def aclose(self) -> None:
+        """Close the run-wide objects that can be closed."""
+        shared, self._shared = self._shared, {}
+        for value in shared.values():
+            close = getattr(value, "aclose", None)
+            if close is not None:
+                with anyio.CancelScope(shield=True):
+                    await close()
+
+    def context(self, sample: Sample | None = None) -> RowContext:
+        """A fresh run context for one metric call on ``sample``."""
+        return RowContext(self, sample)
+
+    def backoff(self, attempt: int, exc: BaseException) -> float:
+        """Seconds to wait after the ``attempt``-th failure in a row (1-based) with ``exc``.
+
+        Exponential backoff with jitter, and at least the ``Retry-After`` of a 429. The
+        scheduler counts a call's failures in a row only while no other call to the resource
+        succeeds: an isolated failure (a random 500 while the others get through) waits the
+        initial backoff again, while an outage backs off exponentially.
+        """
+        policy = self.retry
+        wait: float = min(policy.max_backoff, policy.initial_backoff * 2.0 ** (attempt - 1))
+        wait += self._random.uniform(0, policy.jitter)
+        if classify(exc) == "rate_limit":
+            asked = retry_after_of(exc)
+            if asked is not None:
+                wait = max(wait, min(asked, policy.max_retry_after))
+        return wait
+
+    def limits_of(self, resource: str) -> Limits:
+        """The limits of ``resource`` (its own, else the run's default)."""
+        return self._limits.get(resource, self._limits["default"])
+
+    def _attempt_limit(self, timeout: float | None, spent: float) -> float | None:
+        """The timeout of the next attempt: the call timeout, cut to what is left of the
+        deadline."""
+        deadline = self.retry.deadline
+        if deadline is None:
+            return timeout
+        left = max(deadline - spent, 0.001)
+        return left if timeout is None else min(timeout, left)
+
+    async def call(
+        self,
+        func: Callable[[], Awaitable[T]],
+        *,
+        resource: str,
+        tokens: float,
+        timeout: float | None,
+        meter: _Meter,
+    ) -> T:
+        """Await ``func()`` through the gate of ``resource``, retrying transient failures.
+
+        Transient errors and 429s are retried until the call succeeds or its deadline
+        (``retry.deadline``: the time of its attempts and of the waits between them) or
+        ``retry.max_attempts`` is spent; malformed answers up to
+        ``retry.max_malformed_retries`` times; fatal errors never. An
+        :class:`~ctxeval.UnusableLLMError` (a refused key, an unknown model, an endpoint no
+        connection ever reached) closes the gate: later calls fail at once, unsent, and the
+        runner stops the run. Retries run on tenacity's ``AsyncRetrying``, sleeping through
+        anyio (so trio works).
+        """
+        gate = self.gate(resource)
+        policy = self.retry
+        limit = self.timeout if timeout is None else timeout
+        malformed = 0
+        clock = _CallClock()  # this call's own time: its attempts and the waits between them
+
+        async def attempt() -> T:
+            async with gate.slot(tokens) as sent_with:
+                self.check_budget()  # checked at send time
+                meter.requests += 1
+                cut = self._attempt_limit(limit, clock.spent)
+                started = anyio.current_time()
+                try:
+                    if cut is None:
+                        result = await func()
+                    else:
+                        with anyio.fail_after(cut):
+                            result = await func()
+                except TimeoutError as exc:
+                    if isinstance(exc, CallTimeoutError):
+                        raise
+                    raise CallTimeoutError(f"no answer from {resource} within {cut:g} s") from None
+                except UnusableLLMError as exc:
+                    gate.on_refused(exc)
+                    raise
+                except ConnectionFailedError as exc:
+                    if gate.answered == 0:
+                        failures = gate.on_connect_failure()
+                        if failures >= policy.unreachable_after:
+                            stop = EndpointUnreachableError(
+                                f"cannot reach {resource}: {failures} connections failed in a "
+                                f"row and none ever got an answer (last: {exc}); check the "
+                                "endpoint (api_base / --api-base) and that the server is running"
+                            )
+                            gate.on_refused(stop)
+                            raise stop from None
+                    raise
+                except Exception as exc:
+                    if classify(exc) == "rate_limit":
+                        gate.on_rate_limit(retry_after_of(exc), sent_with)
+                    else:
+                        gate.on_answer()
+                    raise
+                finally:
+                    clock.spent += anyio.current_time() - started
+                # inside the slot: it counts the calls in flight with this one
+                gate.on_success(sent_with, anyio.current_time() - started)
+                return result
+
+        def should_retry(exc: BaseException) -> bool:
+            nonlocal malformed
+            kind = classify(exc)
+            if kind == "malformed":
+                malformed += 1
+                return malformed <= policy.max_malformed_retries
+            return kind != "fatal"
+
+        def out_of_time(attempts: int, sleep: float) -> bool:
+            if policy.max_attempts is not None and attempts >= policy.max_attempts:
+                return True
+            return policy.deadline is not None and clock.spent + sleep >= policy.deadline
+
+        # The first attempt runs bare: most calls succeed, and tenacity's set-up is not free.
+        try:
+            return await attempt()
+        except Exception as exc:
+            if not should_retry(exc):
+                raise
+            first_wait = self.backoff(clock.failed(gate), exc)
+            if out_of_time(1, first_wait):
+                raise
+            _log_retry(resource, 1, exc, first_wait)
+        await anyio.sleep(first_wait)
+        clock.spent += first_wait
+        return await self._retry(attempt, should_retry, out_of_time, clock, gate, resource, meter)
+
+    async def _retry(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        should_retry: Callable[[BaseException], bool],
+        out_of_time: Callable[[int, float], bool],
+        clock: _CallClock,
+        gate: Gate,
+        resource: str,
+        meter: _Meter,
+    ) -> T:
+        """Attempts 2 and later on tenacity's ``AsyncRetrying`` (sleeping via anyio), until
+        ``out_of_time(attempts so far, next wait)``."""
+        from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            assert exc is not None
+            return self.backoff(clock.failed(gate), exc)
+
+        def stop(state: RetryCallState) -> bool:
+            return out_of_time(state.attempt_number + 1, state.upcoming_sleep)
+
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            sleep = state.next_action.sleep if state.next_action is not None else 0.0
+            _log_retry(resource, state.attempt_number + 1, exc, sleep)
+
+        async def sleep(seconds: float) -> None:
+            await anyio.sleep(seconds)
+            clock.spent += seconds
+
+        retrying = AsyncRetrying(
+            sleep=sleep,
+            stop=stop,
+            wait=wait,
+            retry=retry_if_exception(should_retry),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        async for retry in retrying:
+            with retry:
+                meter.retries += 1
+                return await attempt()
+        raise AssertionError(
+            "unreachable: tenacity either returns or re-raises"
+        )  # pragma: no cover
+
+    async def run_cpu(self, func: Callable[..., T], *args: Any) -> T:
+        """Run ``func(*args)`` in a worker thread, at most ``cpu_workers`` at once."""
+        return await anyio.to_thread.run_sync(func, *args, limiter=self._cpu)

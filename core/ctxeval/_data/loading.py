@@ -1,0 +1,482 @@
+"""Read samples from JSONL, JSON, CSV and Parquet files, one at a time.
+
+:func:`load_samples` returns a :class:`SampleStream`: an iterator that reads the file lazily
+(a JSONL or CSV file of any size is never held in memory whole) and turns each row into a
+:class:`~ctxeval.Sample`. A bad row raises a :class:`~ctxeval.DataError` naming the file, the
+line and the field; with ``strict=False`` the bad row is logged, kept in
+:attr:`SampleStream.errors` and skipped, and the good rows go on.
+
+Formats, chosen by the file's suffix (or ``format=``):
+
+* ``.jsonl`` / ``.ndjson``: one JSON object per line; blank lines are skipped.
+* ``.json``: an array of objects, or an object of equal-length columns
+  (``{"question": [...], "contexts": [...]}``, as ``Dataset.to_dict()`` writes).
+* ``.csv``: a header row; list fields hold JSON arrays (``["a", "b"]``) or Python list
+  literals as ragas's ``to_csv()`` writes them (``['a', "b's"]``, read with
+  :func:`ast.literal_eval`: literals only, nothing is executed); an empty cell is null.
+* ``.parquet``: needs ``pyarrow``; read in record batches.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, Final
+
+from ctxeval._data.sample import (
+    FIELD_ALIASES,
+    ID_LIST_FIELDS,
+    TEXT_LIST_FIELDS,
+    Sample,
+    id_for_message,
+)
+from ctxeval._errors import ConfigError, DataError
+
+__all__ = ["FORMATS", "SampleStream", "load_samples"]
+
+logger = logging.getLogger(__name__)
+
+FORMATS: Final[Mapping[str, str]] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+"""File suffixes and the format each one is read as."""
+
+_LIST_FIELDS: Final = frozenset(
+    [
+        *TEXT_LIST_FIELDS,
+        *ID_LIST_FIELDS,
+        *(k for k, v in FIELD_ALIASES.items() if v in TEXT_LIST_FIELDS),
+    ]
+)
+
+
+class SampleStream(Iterator[Sample]):
+    """An iterator of samples read lazily from one file.
+
+    Attributes:
+        path: the file being read.
+        format: ``jsonl``, ``json``, ``csv`` or ``parquet``.
+        strict: whether the first bad row raises (True) or is skipped (False).
+        errors: the bad rows skipped so far (lenient mode only), as :class:`DataError`.
+        rows_read: rows read so far, good and bad.
+    """
+
+    def __init__(self, path: Path, format: str, strict: bool) -> None:
+        self.path = path
+        self.format = format
+        self.strict = strict
+        self.errors: list[DataError] = []
+        self.rows_read = 0
+        self._rows = _READERS[format](path)
+
+    def __iter__(self) -> SampleStream:
+        return self
+
+    def __next__(self) -> Sample:
+        while True:
+            try:
+                line, row, _ = next(self._rows)
+            except DataError as exc:  # the file itself is unreadable past this point
+                raise exc.located(path=str(self.path)) from None
+            self.rows_read += 1
+            sample = self._sample(line, row)
+            if sample is not None:
+                return sample
+
+    def _sample(self, line: int, row: Any) -> Sample | None:
+        """The sample of the row read at ``line``; None when it is bad and skipped (lenient
+        mode: logged and kept in :attr:`errors`).
+
+        Raises:
+            DataError: the row is bad (strict mode), naming file, line, field and sample id.
+        """
+        try:
+            if isinstance(row, _Bad):
+                raise row.error
+            return Sample.from_dict(row)
+        except DataError as exc:
+            sample_id = row.get("id") if isinstance(row, Mapping) else None
+            error = exc.located(path=str(self.path), line=line, sample_id=id_for_message(sample_id))
+            if self.strict:
+                raise error from None
+            logger.warning("skipping a bad row: %s", error)
+            self.errors.append(error)
+            return None
+
+    def _take(self, n: int, samples: list[Sample], sources: list[Sample | bytes]) -> int:
+        """Read up to ``n`` more rows: append the sample of each good one to ``samples`` and
+        what stands for it to ``sources``; the number of rows read (0: the file is done).
+
+        A source is the JSON line a sample was read from (bytes, when reading it again gives
+        an equal sample: :func:`~ctxeval._results.columns.sample_of` does) or else the sample
+        itself. The deterministic fast path keeps the sources of a large run's samples for their
+        rows' evidence, rather than the samples: a line is one object the cycle collector
+        never walks, a sample is several and a few times its size. Bad rows are handled as
+        iterating does; what was read before a bad row (strict mode) is in the lists when the
+        error is raised.
+
+        Raises:
+            DataError: as iterating raises it.
+        """
+        read = 0
+        from_dict, sample_of = Sample.from_dict, self._sample
+        add_sample, add_source = samples.append, sources.append
+        try:
+            for line, row, raw in itertools.islice(self._rows, n):
+                read += 1
+                if type(row) is not _Bad:
+                    try:
+                        sample = from_dict(row)
+                    except DataError:
+                        pass  # `_sample` says why (or skips it)
+                    else:
+                        add_sample(sample)
+                        add_source(sample if raw is None else raw)
+                        continue
+                sample_of(line, row)  # a bad row: raises (strict) or is logged and skipped
+        except DataError as exc:  # the file is unreadable past this point (or a bad row)
+            raise exc.located(path=str(self.path)) from None
+        finally:
+            self.rows_read += read
+        return read
+
+    def close(self) -> None:
+        """Stop reading and release the file."""
+        close = getattr(self._rows, "close", None)
+        if close is not None:
+            close()
+
+
+def load_samples(
+    path: str | os.PathLike[str], *, format: str | None = None, strict: bool = True
+) -> SampleStream:
+    """Open ``path`` and return a lazy stream of its samples.
+
+    Args:
+        path: a ``.jsonl``, ``.json``, ``.csv`` or ``.parquet`` file.
+        format: read the file as this format, whatever its suffix.
+        strict: raise at the first bad row (default); when False, log bad rows, collect them in
+            :attr:`SampleStream.errors` and go on with the good ones.
+
+    Raises:
+        DataError: the file does not exist or cannot be read (at once), or a row is bad
+            (while iterating, in strict mode); the message names file, line and field.
+        ConfigError: the format is unknown.
+        MissingExtraError: a Parquet file without ``pyarrow`` installed.
+    """
+    file = Path(path)
+    if format is None:
+        format = FORMATS.get(file.suffix.lower())
+        if format is None:
+            raise ConfigError(
+                f"{file}: cannot tell the format from the suffix {file.suffix!r}; use one of "
+                f"{', '.join(sorted(FORMATS))} or pass format= "
+                f"({', '.join(sorted(set(FORMATS.values())))})"
+            )
+    elif format not in _READERS:
+        raise ConfigError(f"unknown format {format!r}; use one of {', '.join(sorted(_READERS))}")
+    if not file.exists():
+        raise DataError("no such file", path=str(file), hint="check the path")
+    if file.is_dir():
+        raise DataError("is a directory, not a file", path=str(file))
+    if not os.access(file, os.R_OK):
+        raise DataError("permission denied", path=str(file))
+    if format == "parquet":
+        from ctxeval._plugins.optional import require_pyarrow
+
+        require_pyarrow(f"reading {file}")
+    return SampleStream(file, format, strict)
+
+
+# --- readers: each yields (line, row, raw) -------------------------------------------------
+# `row` is whatever the line holds; `raw` is the JSON line it was read from when reading that
+# line again gives the same row (a JSONL line orjson read), else None.
+
+Row = tuple[int, Any, bytes | None]
+
+
+def _read_jsonl(path: Path) -> Iterator[Row]:
+    import orjson  # about five times faster than json on sample lines; json explains errors
+
+    fast = orjson.loads
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number > 1:
+                try:
+                    yield number, fast(raw), raw
+                    continue
+                except orjson.JSONDecodeError:
+                    pass  # blank, not UTF-8, not JSON, NaN...: json reads or explains it
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, _Bad(f"not valid UTF-8 at byte {exc.start} of the line"), None
+                continue
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text), None
+            except json.JSONDecodeError as exc:
+                yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}"), None
+            except RecursionError:
+                yield number, _Bad("the JSON is nested too deeply to read"), None
+            except ValueError as exc:  # an integer of thousands of digits
+                yield number, _Bad(f"a value that cannot be read: {str(exc).split(';')[0]}"), None
+
+
+def _read_json(path: Path) -> Iterator[Row]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 at byte {exc.start}") from None
+    decoder = json.JSONDecoder()
+    position = _skip_space(text, 0)
+    if position >= len(text):
+        return
+    try:
+        if text[position] == "[":
+            position = _skip_space(text, position + 1)
+            if text[position : position + 1] == "]":
+                return
+            while True:
+                line = text.count("\n", 0, position) + 1
+                row, position = decoder.raw_decode(text, position)  # RecursionError: see below
+                yield line, row, None
+                position = _skip_space(text, position)
+                if text[position : position + 1] == ",":
+                    position = _skip_space(text, position + 1)
+                    continue
+                if text[position : position + 1] == "]":
+                    break
+                raise json.JSONDecodeError("expected ',' or ']'", text, position)
+        else:
+            document, end = decoder.raw_decode(text, position)
+            if _skip_space(text, end) != len(text):
+                raise json.JSONDecodeError("extra data after the document", text, end)
+            yield from _columns(document)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise DataError("the JSON is nested too deeply to read") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise DataError(f"a value that cannot be read: {str(exc).split(';')[0]}") from None
+
+
+def _columns(document: object) -> Iterator[Row]:
+    if not isinstance(document, dict):
+        raise DataError(
+            f"expected an array of samples or an object of columns, got {type(document).__name__}"
+        )
+    lengths = {key: len(v) for key, v in document.items() if isinstance(v, list)}
+    if not lengths or len(lengths) != len(document):
+        raise DataError(
+            "a JSON object must map every field to a list of values (one per sample)",
+            hint="or write an array of sample objects",
+        )
+    if len(set(lengths.values())) != 1:
+        raise DataError(
+            "columns have different lengths: "
+            + ", ".join(f"{k}={n}" for k, n in sorted(lengths.items()))
+        )
+    for index in range(next(iter(lengths.values()))):
+        yield index + 1, {key: column[index] for key, column in document.items()}, None
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def _read_csv(path: Path) -> Iterator[Row]:
+    """CSV rows with the physical line each starts on, read strictly: bad quoting, an
+    unterminated quote, a line that is not UTF-8 each make that row bad (and only that row:
+    reading goes on with the next line), and a header naming a column twice is refused."""
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    with path.open("rb") as handle:
+        lines = _CSVLines(handle)
+        header: list[str] | None = None
+        while True:
+            start, cells, problem = lines.record()
+            if start is None:
+                return
+            if problem is not None:
+                if header is None:
+                    raise DataError(f"the header line is unreadable: {problem}", line=start)
+                yield start, _Bad(problem), None
+                continue
+            assert cells is not None
+            if not cells:
+                continue  # a blank line
+            if header is None:
+                header = _csv_header(cells, start)
+                continue
+            record: dict[str | None, Any] = dict(zip(header, cells, strict=False))
+            if len(cells) > len(header):
+                record[None] = cells[len(header) :]
+            for name in header[len(cells) :]:
+                record[name] = None
+            yield start, _csv_row(record, header), None
+
+
+def _csv_header(cells: list[str], line: int) -> list[str]:
+    seen: dict[str, int] = {}
+    for position, name in enumerate(cells, start=1):
+        if name in seen:
+            raise DataError(
+                f"column {name!r} appears twice in the header (columns {seen[name]} and "
+                f"{position}); one of the two would be lost",
+                line=line,
+                hint="rename or remove one of them",
+            )
+        seen[name] = position
+    return cells
+
+
+class _CSVLines:
+    """The physical lines of a CSV file, decoded one by one, parsed a record at a time; a
+    record that fails gives back all its lines but its first, so that reading goes on from
+    the line after it (an unterminated quote swallows nothing)."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+        self._pending: list[tuple[int, bytes]] = []  # lines given back, in order
+        self._number = 0
+
+    def _next_line(self) -> tuple[int, bytes] | None:
+        if self._pending:
+            return self._pending.pop(0)
+        raw = self._handle.readline()
+        if not raw:
+            return None
+        self._number += 1
+        if self._number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a byte-order mark
+        return self._number, raw
+
+    def record(self) -> tuple[int | None, list[str] | None, str | None]:
+        """``(first line, cells, None)``, ``(first line, None, problem)``, or
+        ``(None, None, None)`` at the end."""
+        taken: list[tuple[int, bytes]] = []
+        problem: list[str] = []
+
+        def feed() -> Iterator[str]:
+            while True:
+                line = self._next_line()
+                if line is None:
+                    return
+                taken.append(line)
+                number, raw = line
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    problem.append(f"not valid UTF-8 at byte {exc.start} of line {number}")
+                    return
+
+        reader = csv.reader(feed(), strict=True)
+        try:
+            cells: list[str] = next(reader)
+        except StopIteration:
+            if not taken:
+                return None, None, None
+            if problem:
+                self._pending[:0] = taken[1:]
+                return taken[0][0], None, problem[0]
+            cells = []
+        except csv.Error as exc:
+            first = taken[0][0] if taken else self._number
+            self._pending[:0] = taken[1:]  # read again from the line after this row's first
+            what = "an unterminated quote" if "end of data" in str(exc) else str(exc)
+            return first, None, f"not valid CSV ({what}) in the row starting on this line"
+        if problem:  # the row ran into an undecodable line
+            self._pending[:0] = taken[1:]
+            return taken[0][0], None, problem[0]
+        return taken[0][0], cells, None
+
+
+def _csv_row(record: Mapping[str | None, Any], header: Any) -> Any:
+    if None in record:  # more cells than the header has names
+        return _Bad(f"the row has {len(record[None])} cell(s) more than the header")
+    row: dict[str, Any] = {}
+    for key, cell in record.items():
+        assert key is not None
+        if cell is None:  # fewer cells than the header
+            return _Bad(f"the row has fewer cells than the header ({len(header)})")
+        if cell == "":
+            row[key] = None
+        elif key in _LIST_FIELDS:
+            value = _list_cell(cell)
+            if value is None:
+                return _Bad(
+                    "a list field must hold a JSON array or a Python list literal",
+                    field=FIELD_ALIASES.get(key, key),
+                    hint='write it as ["first", "second"], e.g. with json.dumps',
+                )
+            row[key] = value
+        else:
+            row[key] = cell
+    return row
+
+
+def _list_cell(cell: str) -> Any:
+    """The value of a CSV list cell: a JSON array, else a Python list literal (ragas's
+    ``to_csv()`` writes ``['a', 'b']``); None when it is neither."""
+    try:
+        return json.loads(cell)
+    except json.JSONDecodeError:
+        pass
+    except RecursionError:  # absurdly deep nesting: no list of texts or IDs
+        return None
+    if not cell.lstrip().startswith(("[", "(")):
+        return None
+    import ast
+
+    try:
+        value = ast.literal_eval(cell)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else None
+
+
+def _read_parquet(path: Path) -> Iterator[Row]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise DataError(f"not a readable Parquet file: {exc}") from None
+    number = 0
+    with parquet:
+        for batch in parquet.iter_batches(batch_size=1024):
+            for row in batch.to_pylist():
+                number += 1
+                yield number, row, None
+
+
+class _Bad(dict[str, Any]):
+    """A row that could not even be parsed; turning it into a sample raises its error."""
+
+    def __init__(self, problem: str, *, field: str | None = None, hint: str | None = None) -> None:
+        super().__init__()
+        self.error = DataError(problem, field=field, hint=hint)
+
+
+_READERS: Final = {
+    "jsonl": _read_jsonl,
+    "json": _read_json,
+    "csv": _read_csv,
+    "parquet": _read_parquet,
+}

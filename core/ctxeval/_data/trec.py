@@ -1,0 +1,169 @@
+"""TREC files in: qrels and runs as trec_eval reads them, and the dict forms of pytrec_eval,
+ranx and ir_measures.
+
+* **qrels**: ``query_id iteration doc_id relevance`` per line; the relevance is an integer
+  grade (0: judged not relevant; a negative grade: in the pool but not judged, left out).
+* **run**: ``query_id Q0 doc_id rank score run_name`` per line (more columns are ignored).
+  As trec_eval does, the rank column is ignored too: documents are ranked by score, highest
+  first, ties broken by doc_id in descending order. A document listed twice for one query is
+  refused, as trec_eval refuses it.
+
+Both files may hold comment lines starting with ``#`` and blank lines. Each query becomes one
+:class:`~ctxeval.Sample` (``id`` = the query id, ``retrieved_context_ids`` = the ranked run,
+``reference_context_ids`` = the graded qrels). As trec_eval evaluates them, only queries that
+are in both files are kept; with ``complete=True`` (trec_eval's ``-c``), queries of the qrels
+missing from the run are kept too, with nothing retrieved.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from ctxeval._data.sample import GradedIDs, Sample
+from ctxeval._errors import DataError
+
+__all__ = ["load_trec", "read_qrels", "read_run", "samples_from_dicts"]
+
+
+def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError("no such file", path=str(path)) from None
+    with handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if line.startswith("#") or not line.strip():
+                    continue
+                yield number, line.split()
+        except UnicodeDecodeError as exc:
+            raise DataError(f"not UTF-8 text ({exc.reason})", path=str(path)) from None
+
+
+def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
+    """``{query_id: {doc_id: grade}}`` from a qrels file (judged documents only).
+
+    Raises:
+        DataError: naming the file and line of a malformed line or a document judged twice.
+    """
+    where = Path(path)
+    qrels: dict[str, dict[str, int]] = {}
+    for number, fields in _lines(where):
+        if len(fields) != 4:
+            raise DataError(
+                f"expected 4 columns (query_id iteration doc_id relevance), got {len(fields)}",
+                path=str(where),
+                line=number,
+            )
+        query, _, doc, grade_text = fields
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            raise DataError(
+                f"relevance {grade_text!r} is not an integer", path=str(where), line=number
+            ) from None
+        judged = qrels.setdefault(query, {})
+        if doc in judged:
+            raise DataError(
+                f"document {doc!r} is judged twice for query {query!r}",
+                path=str(where),
+                line=number,
+            )
+        if grade >= 0:  # a negative grade: in the pool, not judged
+            judged[doc] = grade
+    return qrels
+
+
+def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
+    """``{query_id: {doc_id: score}}`` from a run file (the rank column is not used).
+
+    Raises:
+        DataError: naming the file and line of a malformed line or a document listed twice.
+    """
+    where = Path(path)
+    run: dict[str, dict[str, float]] = {}
+    for number, fields in _lines(where):
+        if len(fields) < 6:
+            raise DataError(
+                f"expected 6 columns (query_id Q0 doc_id rank score run_name), got {len(fields)}",
+                path=str(where),
+                line=number,
+            )
+        query, _, doc, _, score_text = fields[:5]  # as trec_eval, what follows the run name
+        # is ignored
+        try:
+            score = float(score_text)
+        except ValueError:
+            raise DataError(
+                f"score {score_text!r} is not a number", path=str(where), line=number
+            ) from None
+        ranked = run.setdefault(query, {})
+        if doc in ranked:
+            raise DataError(
+                f"document {doc!r} is listed twice for query {query!r}",
+                path=str(where),
+                line=number,
+                hint="trec_eval refuses such a run too",
+            )
+        ranked[doc] = score
+    return run
+
+
+def _ranked(scored: Mapping[str, float]) -> list[str]:
+    """trec_eval's order: score descending, ties by doc_id descending."""
+    return sorted(scored, key=lambda doc: (scored[doc], doc), reverse=True)
+
+
+def samples_from_dicts(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    *,
+    complete: bool = False,
+) -> list[Sample]:
+    """One sample per query from the dict forms pytrec_eval, ranx and ir_measures use:
+    ``qrels = {query_id: {doc_id: grade}}`` and ``run = {query_id: {doc_id: score}}``.
+
+    Queries in both are kept, in the run's order; with ``complete=True``, queries of the qrels
+    missing from the run too, with nothing retrieved, after them.
+    """
+    samples = []
+    for query, scored in run.items():
+        judged = qrels.get(query)
+        if judged is None:
+            continue  # trec_eval leaves out a query without judgements
+        samples.append(_sample(str(query), _ranked(scored), judged))
+    if complete:
+        for query, judged in qrels.items():
+            if query not in run:
+                samples.append(_sample(str(query), [], judged))
+    return samples
+
+
+def _sample(query: str, ranked: list[str], judged: Mapping[str, int]) -> Sample:
+    ids = tuple(str(doc) for doc in judged)
+    return Sample(
+        id=query,
+        retrieved_context_ids=ranked,
+        reference_context_ids=GradedIDs(ids, tuple(int(g) for g in judged.values())),
+    )
+
+
+def load_trec(
+    qrels: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    *,
+    complete: bool = False,
+) -> list[Sample]:
+    """The samples of a qrels file and a run file, as trec_eval pairs them (see the module).
+
+    Example::
+
+        samples = ctxeval.load_trec("qrels.test", "results.test")
+        ev = ctxeval.evaluate(samples, ["nDCG@10", "AP", "P@5"])
+
+    Raises:
+        DataError: naming the file and line that is wrong.
+    """
+    return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)

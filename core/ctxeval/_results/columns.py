@@ -1,0 +1,257 @@
+"""Rows held as columns: :class:`Column` (one metric's rows of a chunk) and :class:`RowBlock`
+(the rows of a chunk, sample by sample, metric by metric).
+
+The deterministic fast path (:mod:`ctxeval._run.fastpath`) scores a chunk of samples per call; the
+rows of most of its samples are ``ok`` rows that differ only in their score and their
+(lazily computed) evidence. A column keeps just those scores, and a row is built as a
+:class:`~ctxeval.MetricResult` when it is read: equal to the row a per-sample ``score`` gives,
+at a fraction of the cost when most rows are only counted and averaged. The rows that are not
+plain ``ok`` rows (edge cases, errors, a plugin's own results) are kept whole.
+
+A :class:`RowBlock` is a read-only ``Sequence[MetricResult]``: whatever reads rows reads it as
+it reads a list, and what knows columns (the progress count, :class:`~ctxeval.Evaluation`'s
+summary and scores) reads them without building a row.
+
+A block keeps, for its rows' evidence, each sample's *source*: the sample, or the JSON line it
+was read from when the run read a JSONL file (``SampleStream._take``). A line is one
+object the cycle collector never walks; a sample is several and a few times its size, and a
+large run kept every one of them alive until its rows were dropped. The sample is read again
+from its line when someone reads the evidence (:func:`sample_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import orjson
+
+from ctxeval._data.sample import Sample
+from ctxeval._results.results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, _make
+
+__all__ = ["Column", "RowBlock", "Source", "Tally", "sample_of"]
+
+Source = Sample | bytes
+"""What a row block keeps of a sample: the sample, or the JSON line it was read from."""
+
+
+def sample_of(source: Source) -> Sample:
+    """The sample ``source`` stands for: itself, or the sample of its JSON line (read again:
+    an equal sample, as the line gave one when it was first read)."""
+    return Sample.from_dict(orjson.loads(source)) if isinstance(source, bytes) else source
+
+
+class _Reread:
+    """The sample of one JSON line, read again once for all the rows that ask for it."""
+
+    __slots__ = ("_line", "_sample")
+
+    def __init__(self, line: bytes) -> None:
+        self._line = line
+        self._sample: Sample | None = None
+
+    def sample(self) -> Sample:
+        if self._sample is None:
+            self._sample = sample_of(self._line)
+        return self._sample
+
+
+def _evidence_of_line(
+    evidence: Callable[[Sample], Mapping[str, Any]], line: _Reread
+) -> Mapping[str, Any]:
+    return evidence(line.sample())
+
+
+class Column:
+    """One metric's rows of a chunk of samples.
+
+    Attributes:
+        metric: the metric's row name.
+        scores: per sample, the score of its ``ok`` row when the column builds it (checked
+            when given: a float in [0, 1]), or None when the row is in :attr:`rows`.
+        rows: the rows kept whole, by position (already labelled with sample and metric).
+        evidence: computes the details of a built row from its sample (read lazily).
+    """
+
+    __slots__ = ("evidence", "metric", "rows", "scores")
+
+    def __init__(
+        self,
+        metric: str,
+        size: int,
+        *,
+        evidence: Callable[[Sample], Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.metric = metric
+        self.scores: list[float | None] = [None] * size
+        self.rows: dict[int, MetricResult] = {}
+        self.evidence = evidence
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def row(self, position: int, sample_id: str, sample: Sample | _Reread) -> MetricResult:
+        """The row of the sample at ``position`` (``sample``: it, or its line to read again)."""
+        score = self.scores[position]
+        if score is None:
+            return self.rows[position]
+        evidence = self.evidence
+        if evidence is None:
+            details: Mapping[str, Any] = {}
+        elif type(sample) is _Reread:
+            details = LazyDetails(_evidence_of_line, evidence, sample)
+        else:
+            details = LazyDetails(evidence, sample)
+        return _make(Status.OK, score, None, details, NO_USAGE, sample_id, self.metric)
+
+
+class Tally:
+    """Counts of a set of rows: ``errors``, ``undefined``, and their summed ``usage``."""
+
+    __slots__ = ("errors", "undefined", "usage")
+
+    def __init__(self) -> None:
+        self.errors = 0
+        self.undefined = 0
+        self.usage = Usage()
+
+    def add(self, row: MetricResult) -> None:
+        status = row.status
+        if status is Status.ERROR:
+            self.errors += 1
+        elif status is Status.UNDEFINED:
+            self.undefined += 1
+        usage = row.usage
+        if usage is not NO_USAGE and not usage.is_zero:
+            self.usage = self.usage + usage
+
+
+class RowBlock(Sequence[MetricResult]):
+    """The rows of a chunk of samples, sample by sample and metric by metric, as columns.
+
+    Rows are built when read (each read builds an equal, new row). Read-only.
+
+    Attributes:
+        sample_ids: the samples' ids, as the run labels their rows.
+        sources: the samples, or the JSON lines they were read from (see :data:`Source`):
+            their rows' evidence is computed from them when read.
+        columns: one :class:`Column` per metric, in the run's order.
+    """
+
+    __slots__ = ("columns", "sample_ids", "sources")
+
+    def __init__(
+        self, sample_ids: Sequence[str], sources: Sequence[Source], columns: Sequence[Column]
+    ) -> None:
+        if len(sample_ids) != len(sources) or any(len(c) != len(sources) for c in columns):
+            raise ValueError("a row block needs one id, one sample and one entry per column each")
+        self.sample_ids = sample_ids
+        self.sources = sources
+        self.columns = tuple(columns)
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The samples (read again from their lines where the block keeps lines)."""
+        return list(map(sample_of, self.sources))
+
+    def __len__(self) -> int:
+        return len(self.sources) * len(self.columns)
+
+    @overload
+    def __getitem__(self, index: int) -> MetricResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[MetricResult]: ...
+
+    def __getitem__(self, index: int | slice) -> MetricResult | list[MetricResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("row block index out of range")
+        sample, metric = divmod(index, len(self.columns))
+        return self.columns[metric].row(
+            sample, self.sample_ids[sample], _held(self.sources[sample])
+        )
+
+    def __iter__(self) -> Iterator[MetricResult]:
+        columns = self.columns
+        for position, (sample_id, source) in enumerate(
+            zip(self.sample_ids, self.sources, strict=True)
+        ):
+            sample = _held(source)  # one for all of the sample's rows
+            for column in columns:
+                yield column.row(position, sample_id, sample)
+
+    def __repr__(self) -> str:
+        return f"<RowBlock {len(self.sources)} samples x {len(self.columns)} metrics>"
+
+    def column(self, metric: str) -> Column | None:
+        """The column of ``metric`` (its row name), if the block has one."""
+        return next((c for c in self.columns if c.metric == metric), None)
+
+    def tally(self) -> Tally:
+        """The counts of the block's rows, read from the columns (built rows are ``ok``)."""
+        tally = Tally()
+        for column in self.columns:
+            for row in column.rows.values():
+                tally.add(row)
+        return tally
+
+
+def _held(source: Source) -> Sample | _Reread:
+    """What a row holds for its evidence: the sample, or its line to read again."""
+    return _Reread(source) if isinstance(source, bytes) else source
+
+
+def tally(rows: Sequence[MetricResult]) -> Tally:
+    """The counts of ``rows`` (a :class:`RowBlock` is read from its columns)."""
+    if isinstance(rows, RowBlock):
+        return rows.tally()
+    counts = Tally()
+    for row in rows:
+        counts.add(row)
+    return counts
+
+
+def scores_of(parts: Sequence[Sequence[MetricResult]], metric: str) -> list[float | None]:
+    """The scores of ``metric``'s rows in ``parts`` (blocks or plain sequences of rows), in
+    order (None for undefined and error rows)."""
+    out: list[float | None] = []
+    for part in parts:
+        if isinstance(part, RowBlock):
+            column = part.column(metric)
+            if column is not None:
+                rows = column.rows
+                out += [s if s is not None else rows[i].score for i, s in enumerate(column.scores)]
+        else:
+            out += [row.score for row in part if row.metric == metric]
+    return out
+
+
+def tally_of(parts: Sequence[Sequence[MetricResult]], metric: str) -> Tally:
+    """The counts of ``metric``'s rows in ``parts``."""
+    counts = Tally()
+    for part in parts:
+        if isinstance(part, RowBlock):
+            column = part.column(metric)
+            for row in column.rows.values() if column is not None else ():
+                counts.add(row)
+        else:
+            for row in part:
+                if row.metric == metric:
+                    counts.add(row)
+    return counts
+
+
+def metrics_of(parts: Sequence[Sequence[MetricResult]]) -> list[str]:
+    """The metric names of the rows in ``parts``, in order of first appearance."""
+    names: dict[str, None] = {}
+    for part in parts:
+        if isinstance(part, RowBlock):
+            names.update(dict.fromkeys(c.metric for c in part.columns))
+        else:
+            names.update(dict.fromkeys(row.metric for row in part))
+    return list(names)

@@ -1,0 +1,284 @@
+"""The outcome of a run: :class:`Evaluation`, its rows and its per-metric :class:`MetricSummary`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ctxeval._data.sample import Sample
+from ctxeval._judge.labels import Labels
+from ctxeval._results.collector import collector_paused
+from ctxeval._results.columns import Tally, metrics_of, scores_of, tally, tally_of
+from ctxeval._results.results import MetricResult, Usage
+from ctxeval._results.stats import mean_ci
+
+if TYPE_CHECKING:
+    from ctxeval._judge.trust import JudgeTrust
+
+__all__ = ["Evaluation", "MetricSummary"]
+
+
+@attrs.frozen(slots=True)
+class MetricSummary:
+    """How one metric did over all samples.
+
+    Attributes:
+        metric: the metric's row name.
+        mean: mean score over the ``ok`` rows (None when there is none).
+        n_ok, n_undefined, n_error: rows of each status.
+        ci95: a 95% confidence interval of the mean (a seeded percentile bootstrap, see
+            ``ci95_method``); None with fewer than two ``ok`` rows. The same numbers as
+            ``summary.json``, the report and the terminal.
+        usage: what the metric's rows cost, summed.
+        ci95_method: how ``ci95`` was computed, in words.
+    """
+
+    metric: str
+    mean: float | None
+    n_ok: int
+    n_undefined: int
+    n_error: int
+    ci95: tuple[float, float] | None
+    usage: Usage
+    ci95_method: str | None = None
+
+    @property
+    def n(self) -> int:
+        """All rows of the metric."""
+        return self.n_ok + self.n_undefined + self.n_error
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "mean": self.mean,
+            "n_ok": self.n_ok,
+            "n_undefined": self.n_undefined,
+            "n_error": self.n_error,
+            "ci95": list(self.ci95) if self.ci95 is not None else None,
+            "ci95_method": self.ci95_method,
+            "usage": self.usage.to_dict(),
+        }
+
+
+def _summarize(metric: str, all_scores: Sequence[float | None], counts: Tally) -> MetricSummary:
+    scores = [s for s in all_scores if s is not None]
+    n = len(scores)
+    mean = math.fsum(scores) / n if n else None
+    interval = mean_ci(scores)
+    ci95, method = interval if interval is not None else (None, None)
+    return MetricSummary(
+        metric=metric,
+        mean=mean,
+        n_ok=n,
+        n_undefined=counts.undefined,
+        n_error=counts.errors,
+        ci95=ci95,
+        usage=counts.usage,
+        ci95_method=method,
+    )
+
+
+class Evaluation:
+    """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric).
+
+    Attributes:
+        results: the rows (a tuple; built on first read when the run kept them as columns).
+        metrics: the metric row names, in the order they were asked for.
+        samples: the samples by id, when kept (for the report); else empty.
+    """
+
+    def __init__(
+        self,
+        results: Sequence[MetricResult],
+        metrics: Sequence[str],
+        *,
+        samples: Mapping[str, Sample] | None = None,
+        labels: Labels | None = None,
+        formulas: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._parts: tuple[Sequence[MetricResult], ...] = (tuple(results),)
+        self._results: tuple[MetricResult, ...] | None = self._parts[0]
+        self.metrics: tuple[str, ...] = tuple(metrics)
+        self.samples: Mapping[str, Sample] = samples or {}
+        """The scored samples by id, when the caller kept them (the command line does): the
+        report shows their texts beside the evidence."""
+        self.labels: Labels | None = labels
+        """People's labels of judged items, when the run was given some (``labels=``)."""
+        self._formulas: Mapping[str, Any] = formulas or {}
+        self._summary: dict[str, MetricSummary] | None = None
+        self._trust: dict[str, JudgeTrust] | None = None
+
+    @classmethod
+    def of_parts(
+        cls,
+        parts: Sequence[Sequence[MetricResult]],
+        metrics: Sequence[str],
+        *,
+        samples: Mapping[str, Sample] | None = None,
+        labels: Labels | None = None,
+        formulas: Mapping[str, Any] | None = None,
+    ) -> Evaluation:
+        """An evaluation of the rows of ``parts`` (read-only sequences of rows, in order:
+        what :meth:`RowStream.parts <ctxeval.RowStream.parts>` gives). The rows of
+        :class:`~ctxeval._results.columns.RowBlock` parts are built only when :attr:`results` is
+        first read; :meth:`summary`, :meth:`scores`, ``len`` and :attr:`ok` read the
+        columns."""
+        evaluation = cls((), metrics, samples=samples, labels=labels, formulas=formulas)
+        evaluation._parts = tuple(parts)
+        evaluation._results = None
+        return evaluation
+
+    @property
+    def results(self) -> tuple[MetricResult, ...]:
+        """The rows, in input order (sample by sample, metric by metric)."""
+        if self._results is None:
+            with collector_paused():  # (building rows by the hundred thousand: see there)
+                self._results = tuple(row for part in self._parts for row in part)
+            self._parts = (self._results,)
+        return self._results
+
+    def __len__(self) -> int:
+        return sum(map(len, self._parts))
+
+    def __iter__(self) -> Iterator[MetricResult]:
+        return iter(self.results)
+
+    def __repr__(self) -> str:
+        return f"<Evaluation {len(self)} rows, metrics={list(self.metrics)}>"
+
+    def rows(self, metric: str) -> list[MetricResult]:
+        """The rows of one metric, in input order."""
+        self._check_metric(metric)
+        return [r for r in self.results if r.metric == metric]
+
+    def scores(self, metric: str) -> list[float | None]:
+        """The scores of one metric in input order (None for undefined and error rows)."""
+        self._check_metric(metric)
+        return scores_of(self._parts, metric)
+
+    def summary(self) -> dict[str, MetricSummary]:
+        """Per metric: mean, n_ok, n_undefined, n_error, 95% CI (and how it was computed) and
+        usage; computed once (the rows do not change)."""
+        if self._summary is None:
+            names = list(dict.fromkeys([*self.metrics, *metrics_of(self._parts)]))
+            self._summary = {
+                metric: _summarize(
+                    metric, scores_of(self._parts, metric), tally_of(self._parts, metric)
+                )
+                for metric in names
+            }
+        return dict(self._summary)
+
+    def trust(self, labels: Labels | str | os.PathLike[str] | None = None) -> dict[str, JudgeTrust]:
+        """How far to trust each judged metric's judge (see :mod:`ctxeval._judge.trust`): agreement
+        with people's labels and the mean corrected by them (PPI), flip rates over repeats,
+        agreement within a jury. Only metrics with something to report are in it.
+
+        Args:
+            labels: people's labels (a :class:`~ctxeval.Labels` or a file); by default those
+                the run was given.
+        """
+        from ctxeval._judge.trust import judge_trust
+
+        if labels is not None:
+            return self.with_labels(labels).trust()
+        if self._trust is None:
+            self._trust = judge_trust(self, self.labels, formulas=self._formulas)
+        return dict(self._trust)
+
+    def with_labels(
+        self,
+        labels: Labels | str | os.PathLike[str] | None,
+        *,
+        formulas: Mapping[str, Any] | None = None,
+    ) -> Evaluation:
+        """The same rows with people's labels attached (``Evaluation.from_jsonl(path)`` of an
+        earlier run, say): :meth:`trust`, ``summary.json`` and the report then use them.
+
+        Raises:
+            DataError: the labels file is malformed (file, line and field named).
+            ConfigError: labels for a metric the run does not score.
+        """
+        from ctxeval._judge.trust import resolve_label_metrics
+
+        if labels is not None:
+            labels = resolve_label_metrics(labels, self.metrics)
+        return Evaluation.of_parts(
+            self._parts,
+            self.metrics,
+            samples=self.samples,
+            labels=labels,
+            formulas=formulas or self._formulas,
+        )
+
+    @property
+    def usage(self) -> Usage:
+        """What the whole run cost."""
+        total = Usage()
+        for part in self._parts:
+            counts = tally(part)
+            if not counts.usage.is_zero:
+                total = total + counts.usage
+        return total
+
+    @property
+    def ok(self) -> bool:
+        """True when no row is an error."""
+        return all(tally(part).errors == 0 for part in self._parts)
+
+    def to_jsonl(self, path: str | os.PathLike[str]) -> Path:
+        """Write one JSON object per row (``results.jsonl`` format); returns the path."""
+        target = Path(path)
+        with target.open("w", encoding="utf-8") as handle:
+            for row in self.results:
+                handle.write(row.to_json())
+                handle.write("\n")
+        return target
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike[str]) -> Evaluation:
+        """Read back what :meth:`to_jsonl` wrote."""
+        rows = []
+        with Path(path).open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    rows.append(MetricResult.from_dict(json.loads(line)))
+        metrics = list(dict.fromkeys(r.metric for r in rows))
+        return cls(rows, metrics)
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` with one row per result (needs pandas).
+
+        Columns: ``sample_id``, ``metric``, ``status``, ``score``, ``reason``, ``details``,
+        and the usage fields (``requests``, ``retries``, ``prompt_tokens``,
+        ``completion_tokens``, ``cost_usd``, ``cache_hits``).
+        """
+        from ctxeval._plugins.optional import require_pandas
+
+        require_pandas("Evaluation.to_pandas()")
+        import pandas as pd
+
+        records = []
+        for row in self.results:
+            record = row.to_dict()
+            record.update(record.pop("usage"))
+            records.append(record)
+        columns = [
+            "sample_id", "metric", "status", "score", "reason", "details",
+            "requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits",
+        ]  # fmt: skip
+        return pd.DataFrame.from_records(records, columns=columns)
+
+    def _check_metric(self, metric: str) -> None:
+        if metric not in self.metrics:
+            from ctxeval._errors import ConfigError
+
+            raise ConfigError(
+                f"no metric {metric!r} in this evaluation; it has: {', '.join(self.metrics)}"
+            )

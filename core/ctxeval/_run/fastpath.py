@@ -1,0 +1,286 @@
+"""The fast path of a run whose metrics are all deterministic.
+
+Samples go through each metric in chunks of :data:`CHUNK`: a metric with ``score_batch``
+(:class:`~ctxeval.BatchMetric`; every built-in deterministic metric, through its pipeline's
+batch form) scores a whole chunk per call, the others sample by sample with ``score``. A
+``score_batch`` that fails, or gives a different number of results, is replaced for that chunk
+by ``score`` sample by sample, so a failure stays with its sample; a ``score_batch`` cut at
+``metric_timeout`` is not used again in the run. The calls are made in the run's worker thread
+(:mod:`ctxeval._run.worker`), one hand-over per metric and chunk. Rows leave a chunk at a time.
+See docs/decisions/0002-deterministic-fast-path.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ctxeval._data.loading import SampleStream
+from ctxeval._data.sample import Sample
+from ctxeval._errors import DataError
+from ctxeval._pipeline.pipeline import DeterministicPipelineMetric
+from ctxeval._plugins.protocols import Metric
+from ctxeval._results.collector import collector_paused
+from ctxeval._results.columns import Column, RowBlock, Source
+from ctxeval._results.results import MetricResult
+from ctxeval._run.rows import (
+    SampleInput,
+    checked,
+    identify,
+    lacking,
+    missing_field_error,
+    unreadable,
+)
+from ctxeval._run.worker import TIMED_OUT
+
+if TYPE_CHECKING:
+    from ctxeval._run.local import Run
+
+__all__ = ["CHUNK", "collector_paused", "score_chunk", "score_in_chunks"]
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 2048
+"""Samples scored per call when every metric of a run is deterministic."""
+
+
+async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
+    """Read, score and send ``samples`` a chunk at a time (every metric deterministic).
+
+    From a :class:`~ctxeval.SampleStream`, the rows keep each sample's source (the JSON line
+    it was read from, see :class:`~ctxeval._results.columns.RowBlock`) rather than the sample."""
+    seen_ids: set[str] = set()
+    index = 0
+    stream = samples if isinstance(samples, SampleStream) else None
+    items = iter(samples)
+    while True:
+        taken: list[SampleInput] = []
+        sources: list[Source] = []
+        chunk: list[Sample] = []
+        ids: list[str] = []
+        kept: list[Source] = []  # the sources of the samples in `chunk`
+        error: Exception | None = None
+        bad: list[tuple[int, list[MetricResult]]] = []  # (position in chunk, error rows)
+        with collector_paused():
+            try:
+                if stream is not None:
+                    read = stream._take(CHUNK, taken, sources)  # type: ignore[arg-type]
+                else:
+                    taken.extend(itertools.islice(items, CHUNK))  # (kept when it raises)
+                    read = len(taken)
+            except Exception as exc:  # the rows of the samples before the bad one still go out
+                error = exc
+                read = len(taken)
+            try:
+                for position, item in enumerate(taken):
+                    if type(item) is Sample:  # the usual case, as `identify` decides it
+                        sample_id = item.id if item.id is not None else str(index)
+                        if sample_id not in seen_ids:
+                            seen_ids.add(sample_id)
+                            chunk.append(item)
+                            ids.append(sample_id)
+                            if stream is not None:
+                                kept.append(sources[position])
+                            index += 1
+                            continue
+                    try:
+                        sample, sample_id = identify(item, index, seen_ids)
+                    except DataError as exc:
+                        if not run.lenient:
+                            raise
+                        rows_of_bad = unreadable(exc, index, seen_ids, run.metrics)
+                        run.finish_rows_of_unreadable(rows_of_bad)
+                        bad.append((len(chunk), rows_of_bad))
+                        index += 1
+                        continue
+                    chunk.append(sample)
+                    ids.append(sample_id)
+                    if stream is not None:
+                        kept.append(sources[position])
+                    index += 1
+            except Exception as exc:  # an earlier sample than a read error's: it comes first
+                error = exc
+            rows: Sequence[MetricResult] = (
+                await score_chunk(run, chunk, ids, kept if stream is not None else None)
+                if chunk
+                else []
+            )
+            del taken, sources, chunk  # freed before the collector resumes (not walked)
+            if bad:
+                mixed = list(rows)
+                width = len(run.metrics)
+                for position, rows_of_bad in reversed(bad):  # in input order among the others
+                    mixed[position * width : position * width] = rows_of_bad
+                rows = mixed
+        await run.emitter.send_now(rows)
+        if error is not None:
+            raise error
+        if not read:
+            return
+
+
+async def score_chunk(
+    run: Run, samples: list[Sample], ids: list[str], sources: list[Source] | None = None
+) -> RowBlock:
+    """Every row of ``samples``, in emission order (sample by sample, metric by metric); the
+    block keeps ``sources`` for their evidence when given (else the samples).
+
+    The calls go to the run's worker in one hand-over for the batches (one per group of
+    metrics that judge alike, see
+    :meth:`~ctxeval._pipeline.pipeline.DeterministicPipelineMetric.judging_key`,
+    and one per other ``score_batch``), and one more, when needed, for the metrics scored
+    sample by sample.
+    """
+    size = len(samples)
+    missing: dict[tuple[str, ...], list[int]] = {}  # per `requires`: samples lacking some
+    columns = [Column(metric.name, size) for metric in run.metrics]
+    todo: list[tuple[list[int], list[Sample]]] = []  # per metric: positions and samples to score
+    for metric, column in zip(run.metrics, columns, strict=True):
+        ready = _lacking_fields(metric, samples, ids, missing, column)
+        todo.append((ready, samples if len(ready) == size else [samples[i] for i in ready]))
+    groups: dict[tuple[object, ...], list[int]] = {}  # metrics judging alike, by judging key
+    batched: list[int] = []  # the others with a score_batch
+    for position, (_, some) in enumerate(todo):
+        if not some or run.batch_score[position] is None:
+            continue
+        key = run.judging_keys[position]
+        if key is None:
+            batched.append(position)
+        else:
+            groups.setdefault((key, tuple(run.metrics[position].requires)), []).append(position)
+    calls: list[Callable[[list[Sample]], object]] = [
+        functools.partial(_score_group, run, group, columns, todo[group[0]][0], ids)
+        for group in groups.values()
+    ]
+    calls += [run.batch_scorer(p) for p in batched]
+    inputs = [todo[group[0]][1] for group in groups.values()] + [todo[p][1] for p in batched]
+    made = await run.call_sync(calls, inputs)
+    results: list[Sequence[object] | None] = [None] * len(run.metrics)
+    for position, outcome in zip(batched, made[len(groups) :], strict=True):
+        results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
+    scored: set[int] = set()  # the metrics whose column a group filled
+    retry: list[int] = []
+    for group, outcome in zip(groups.values(), made, strict=False):
+        if isinstance(outcome, list):
+            for position, column in zip(group, outcome, strict=True):
+                columns[position] = column
+            scored.update(group)
+        else:  # each metric as its own batch that failed or was cut (then not batched again)
+            for position in group:
+                _batch_results(run, position, outcome, len(todo[position][1]))
+            retry += [p for p in group if run.batch_score[p] is not None]
+    if retry:  # the metrics of a failed group: each its own score_batch
+        made = await run.call_sync(
+            [run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry]
+        )
+        for position, outcome in zip(retry, made, strict=True):
+            results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
+    one_by_one = [
+        p for p, (_, some) in enumerate(todo) if some and results[p] is None and p not in scored
+    ]
+    functions: list[Callable[[Sample], object]] = []
+    arguments: list[Sample] = []
+    for position in one_by_one:
+        functions += [run.scorer(position)] * len(todo[position][1])
+        arguments += todo[position][1]
+    made = await run.call_sync(functions, arguments)
+    start = 0
+    for position in one_by_one:
+        end = start + len(todo[position][1])
+        metric = run.metrics[position]
+        results[position] = [run.outcome(result, metric) for result in made[start:end]]
+        start = end
+    for position, metric in enumerate(run.metrics):
+        some_results = results[position]
+        if some_results is None:
+            continue
+        rows = columns[position].rows
+        for i, result in zip(todo[position][0], some_results, strict=True):
+            rows[i] = checked(result, metric, ids[i])
+    block = RowBlock(ids, samples if sources is None else sources, columns)
+    run.finish_rows(block, samples)
+    return block
+
+
+def _score_group(
+    run: Run,
+    group: list[int],
+    columns: list[Column],
+    positions: list[int],
+    ids: list[str],
+    samples: list[Sample],
+) -> list[Column]:
+    """The columns of the metrics at ``group`` (equal judging keys), ``samples`` judged once
+    for all of them (in the run's worker thread; the rows of samples lacking a field are
+    copied from ``columns``, which it does not change)."""
+    metrics = [run.metrics[p] for p in group]
+    first = metrics[0]
+    assert isinstance(first, DeterministicPipelineMetric)
+    key = run.judging_keys[group[0]]
+    assert key is not None
+    sides = {m.pipeline.formula.judged for m in metrics}  # type: ignore[attr-defined]
+    judged = first.judge_batch(samples, whole=key[-1] is None, sides=sides)  # (key: depth last)
+    if judged is None:
+        raise TypeError(f"metric {first.name}: a judging key but no batch judgement")
+    out: list[Column] = []
+    for position, metric in zip(group, metrics, strict=True):
+        assert isinstance(metric, DeterministicPipelineMetric)
+        column = Column(metric.name, len(columns[position]))
+        column.rows.update(columns[position].rows)
+        metric.fill_column(column, samples, judged, positions, ids)
+        out.append(column)
+    return out
+
+
+def _lacking_fields(
+    metric: Metric,
+    samples: list[Sample],
+    ids: list[str],
+    missing: dict[tuple[str, ...], list[int]],
+    column: Column,
+) -> list[int]:
+    """Put the error rows of the samples lacking a field ``metric`` requires in its
+    ``column``; the positions of the others."""
+    requires = tuple(metric.requires)
+    if requires not in missing:
+        missing[requires] = lacking(samples, requires)
+    for i in missing[requires]:
+        row = missing_field_error(samples[i], metric, samples[i].missing(requires))
+        column.rows[i] = row.labelled(ids[i], metric.name)
+    if not missing[requires]:
+        return list(range(len(samples)))
+    skip = set(missing[requires])
+    return [i for i in range(len(samples)) if i not in skip]
+
+
+def _batch_results(
+    run: Run, position: int, results: object, expected: int
+) -> Sequence[object] | None:
+    """What a ``score_batch`` call gave, when usable (else None: score one by one)."""
+    metric = run.metrics[position]
+    if results is TIMED_OUT:
+        logger.warning(
+            "metric %s: score_batch() did not finish within %g s (metric_timeout) for %d "
+            "sample(s); scoring sample by sample from now on",
+            metric.name, run.metric_timeout, expected,
+        )  # fmt: skip
+        run.batch_score[position] = None
+    elif isinstance(results, BaseException):
+        logger.debug("metric %s: score_batch() failed; scoring one by one", metric.name)
+    elif isinstance(results, Sequence) and len(results) == expected:
+        return results
+    else:
+        logger.warning(
+            "metric %s: score_batch() gave %s for %d sample(s); scoring them one by one",
+            metric.name, _count(results), expected,
+        )  # fmt: skip
+    return None
+
+
+def _count(results: object) -> str:
+    if isinstance(results, Sequence):
+        return f"{len(results)} result(s)"
+    return f"a {type(results).__name__}, not a sequence"

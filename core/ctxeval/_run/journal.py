@@ -1,0 +1,213 @@
+"""The journal of a run: every finished row, appended and flushed as it completes.
+
+A run given a journal path writes one JSON line per finished row (in completion order, after a
+header line naming the metrics and a fingerprint of each), with a digest of the sample it
+scored. A later run with ``resume=True`` reads it back: rows that were ``ok`` or ``undefined``
+are reused, ``error`` rows are computed again, and so is every row whose setup or sample
+changed. A metric's fingerprint covers what changes its rows: its type and options, ctxeval's
+version, what its parts report in ``fingerprint_data`` (an LLM part: its prompt versions) and
+the judge it calls (model and endpoint); the sample's digest covers its every field. A line cut
+short by a crash is ignored. The file is created with mode 0600.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Final
+
+import orjson
+
+from ctxeval._data.sample import Sample
+from ctxeval._errors import DataError
+from ctxeval._plugins.protocols import Metric
+from ctxeval._results.results import MetricResult, Status
+from ctxeval._version import __version__
+
+__all__ = ["Journal", "Previous", "fingerprint", "sample_digest"]
+
+logger = logging.getLogger(__name__)
+
+FORMAT: Final = 2
+
+Previous = dict[tuple[str, str], tuple[MetricResult, str]]
+"""The reusable rows of an earlier run, with the digest of the sample each one scored, keyed by
+``(sample_id, metric)``."""
+
+
+def sample_digest(sample: Sample) -> str:
+    """A short hash of every field of ``sample``: a resumed row is reused only for the same
+    sample."""
+    data = sample.to_dict()
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # metadata orjson cannot write: its repr
+        text = repr(sorted(data.items(), key=lambda item: item[0])).encode("utf-8", "replace")
+    return hashlib.blake2b(text, digest_size=8).hexdigest()
+
+
+def judge_identity(llm: Any) -> str:
+    """Which LLM ``llm`` names (its model and endpoint), for a fingerprint; never its key."""
+    if llm is None:
+        return ""
+    if isinstance(llm, str):
+        return llm
+    if isinstance(llm, Mapping):
+        return f"{llm.get('model')}@{llm.get('api_base')}"
+    resource = getattr(llm, "resource", None)  # ctxeval_llm.LLMConfig: model@endpoint
+    if isinstance(resource, str):
+        return resource
+    model = getattr(llm, "model", None)
+    if isinstance(model, str):
+        return model
+    kind = llm if callable(llm) and hasattr(llm, "__qualname__") else type(llm)
+    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
+
+
+def fingerprint(metric: Metric, llm: Any = None) -> str:
+    """A short hash of what makes a metric's rows what they are: its type and options (its
+    repr), ctxeval's version, its parts' ``fingerprint_data`` (an LLM part's prompt versions)
+    and the judge it calls (its own ``llm``, else the run's ``llm`` when it needs one).
+
+    Only the hash is stored, never the text, so no option value (a key, say) reaches the
+    journal.
+    """
+    kind = type(metric)
+    parts = getattr(getattr(metric, "pipeline", None), "parts", ())
+    data = [str(getattr(p, "fingerprint_data", "") or "") for p in (metric, *parts)]
+    own = getattr(metric, "llm", None)
+    judge = judge_identity(own) if own is not None else ""
+    if not judge and getattr(metric, "needs_llm", False):
+        judge = judge_identity(llm)
+    text = "\x1f".join(
+        [__version__, f"{kind.__module__}.{kind.__qualname__}:{metric!r}", *data, judge]
+    )
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _open_private(path: Path, mode: str) -> IO[str]:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    descriptor = os.open(path, flags, 0o600)
+    return os.fdopen(descriptor, mode, encoding="utf-8")
+
+
+class Journal:
+    """An open journal file; :meth:`write` appends a row and flushes it."""
+
+    def __init__(self, path: Path, handle: IO[str]) -> None:
+        self.path = path
+        self._handle = handle
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        metrics: Sequence[Metric],
+        *,
+        resume: bool,
+        llm: Any = None,
+    ) -> tuple[Journal, Previous]:
+        """Open ``path`` for a run of ``metrics`` (with the run's ``llm``).
+
+        Returns the journal and, when resuming, the reusable rows of the earlier run with their
+        samples' digests (see :data:`Previous`). Without ``resume`` an existing journal is
+        replaced.
+        """
+        target = Path(path)
+        if not target.parent.exists():  # a run folder of its own: its owner's only
+            target.parent.mkdir(parents=True, mode=0o700)
+        prints = {m.name: fingerprint(m, llm) for m in metrics}
+        kept: Previous = {}
+        if resume and target.exists():
+            kept = _read(target, prints)
+        # Rewrite: header, then the rows kept (drops stale errors and a torn last line).
+        temporary = target.with_name(target.name + ".tmp")
+        with _open_private(temporary, "w") as handle:
+            handle.write(json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n")
+            for row, digest in kept.values():
+                handle.write(_line(row, digest))
+        os.replace(temporary, target)
+        os.chmod(target, 0o600)
+        return cls(target, _open_private(target, "a")), kept
+
+    def write(self, row: MetricResult, digest: str) -> None:
+        """Append ``row`` (of the sample with ``digest``) and flush it to the operating
+        system."""
+        self.write_many((row,), (digest,))
+
+    def write_many(self, rows: Iterable[MetricResult], digests: Iterable[str]) -> None:
+        """Append ``rows`` (each with its sample's digest) and flush them."""
+        self._handle.write("".join(map(_line, rows, digests)))
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _line(row: MetricResult, digest: str) -> str:
+    text = row.to_json()
+    return f'{text[:-1]},"sample_digest":"{digest}"}}\n'
+
+
+def _header(line: str) -> dict[str, str] | None:
+    """The metric fingerprints of a journal's header line, or None when it is not one."""
+    try:
+        header: Any = json.loads(line)
+        prints = header["metrics"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if header.get("ctxeval_journal") not in (1, FORMAT) or not isinstance(prints, dict):
+        return None
+    return prints
+
+
+def recorded_metrics(path: str | os.PathLike[str]) -> list[str] | None:
+    """The metric row names the journal at ``path`` was written for, or None when it cannot
+    be read as a journal (opening it with ``resume=True`` then says why)."""
+    try:
+        with Path(path).open(encoding="utf-8", errors="replace") as handle:
+            prints = _header(handle.readline())
+    except OSError:
+        return None
+    return None if prints is None else list(prints)
+
+
+def _read(path: Path, prints: Mapping[str, str]) -> Previous:
+    kept: Previous = {}
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        old_prints = _header(handle.readline())
+        if old_prints is None:
+            raise DataError(
+                "not a ctxeval journal (bad header line)",
+                path=str(path),
+                line=1,
+                hint="point the run at another folder, or run without resume",
+            )
+        changed = sorted(n for n in prints if n in old_prints and old_prints[n] != prints[n])
+        if changed:
+            logger.warning(
+                "%s: the setup of %s changed since the journal was written (options, judge, "
+                "prompt versions or ctxeval's version); recomputing their rows",
+                path, ", ".join(changed),
+            )  # fmt: skip
+        usable = {n for n in prints if old_prints.get(n) == prints[n]}
+        torn = 0
+        for line in handle:
+            try:
+                data = json.loads(line)
+                row = MetricResult.from_dict(data)
+                digest = str(data.get("sample_digest") or "")
+            except Exception:
+                torn += 1
+                continue
+            if row.metric in usable and row.status is not Status.ERROR:
+                kept[row.sample_id, row.metric] = (row, digest)
+            else:
+                kept.pop((row.sample_id, row.metric), None)
+        if torn:
+            logger.warning("%s: ignored %d unreadable line(s) (a run cut short)", path, torn)
+    return kept

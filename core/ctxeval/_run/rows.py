@@ -1,0 +1,154 @@
+"""Turning what happened to a sample into its rows: ids, labels and error rows.
+
+Nothing is dropped in a run: a sample that lacks a field a metric requires, a metric that
+raises, or one that returns something that is not a :class:`~ctxeval.MetricResult`, each gives
+an ``error`` row saying why.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxeval._data.sample import Sample, id_for_message
+from ctxeval._errors import CtxevalError, DataError
+from ctxeval._plugins.protocols import Metric
+from ctxeval._results.results import MetricResult, Status
+
+__all__ = [
+    "SampleInput",
+    "checked",
+    "failure",
+    "identify",
+    "lacking",
+    "leaves",
+    "method",
+    "missing_field_error",
+]
+
+logger = logging.getLogger(__name__)
+
+SampleInput = Sample | Mapping[str, Any]
+"""What a run takes as a sample: a :class:`~ctxeval.Sample`, or a dict of its fields."""
+
+
+def _to_sample(item: SampleInput, index: int) -> Sample:
+    if isinstance(item, Sample):
+        return item
+    try:
+        return Sample.from_dict(item)
+    except DataError as exc:
+        sample_id = item.get("id") if isinstance(item, Mapping) else None
+        raise exc.located(sample_id=id_for_message(sample_id) or str(index)) from None
+
+
+def identify(item: SampleInput, index: int, seen_ids: set[str]) -> tuple[Sample, str]:
+    """The sample and its id (its position when it has none), refusing an id seen before."""
+    sample = _to_sample(item, index)
+    sample_id = sample.id if sample.id is not None else str(index)
+    if sample_id in seen_ids:
+        raise DataError(
+            "two samples have this id",
+            sample_id=sample_id,
+            hint="sample ids must be unique; results and resumed runs are keyed by them",
+        )
+    seen_ids.add(sample_id)
+    return sample, sample_id
+
+
+def method(metric: Metric, name: str) -> Any:
+    """``metric.<name>`` if the metric has such a method, else None."""
+    found = getattr(metric, name, None)
+    return found if callable(found) else None
+
+
+def lacking(samples: Sequence[Sample], requires: tuple[str, ...]) -> list[int]:
+    """The positions of the samples that lack a field in ``requires``."""
+    if not requires:
+        return []
+    if not any(None in map(operator.attrgetter(name), samples) for name in requires):
+        return []  # the usual case, found without a Python loop over the samples
+    values = operator.attrgetter(*requires)
+    if len(requires) == 1:
+        return [i for i, sample in enumerate(samples) if values(sample) is None]
+    return [i for i, sample in enumerate(samples) if None in values(sample)]
+
+
+def missing_field_error(sample: Sample, metric: Metric, missing: list[str]) -> MetricResult:
+    """The error row of a sample that lacks fields ``metric`` requires (with a hint when the
+    sample has a field of a close name)."""
+    reason = (
+        f"the sample has no {', '.join(repr(f) for f in missing)}, which {metric.name} requires"
+    )
+    typos = [
+        f"{key!r} (did you mean {close[0]!r}?)"
+        for key in sample.metadata
+        for close in [difflib.get_close_matches(key, missing, n=1, cutoff=0.75)]
+        if close
+    ]
+    if typos:
+        reason += f"; the sample has a field {', '.join(typos)}"
+    return MetricResult.error(reason, details={"missing_fields": missing})
+
+
+def checked(result: object, metric: Metric, sample_id: str) -> MetricResult:
+    """The row for ``result``: labelled with sample and metric, or an error if it is no result."""
+    if not isinstance(result, MetricResult):
+        result = MetricResult.error(
+            f"metric {metric.name!r} returned {type(result).__name__}, not a MetricResult"
+        )
+    elif not _still_valid(result):  # checked when built, then changed behind attrs' back
+        result = MetricResult.error(
+            f"metric {metric.name!r} returned a result changed after it was built "
+            f"(status {result.status.value}, score {result.score!r}); results are immutable"
+        )
+    elif result.sample_id == sample_id and result.metric == metric.name:
+        return result  # a batch scorer labelled it already
+    return result.labelled(sample_id, metric.name)
+
+
+def _still_valid(result: MetricResult) -> bool:
+    """The score policy, checked again: an ``ok`` row has a finite score in [0, 1], the
+    others none."""
+    score = result.score
+    if result.status is Status.OK:
+        return isinstance(score, float) and 0.0 <= score <= 1.0  # (NaN fails both)
+    return score is None
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or ``[exc]``."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, Exception) and isinstance(inner, tuple) and inner:
+        return [leaf for sub in inner for leaf in leaves(sub)]
+    return [exc]
+
+
+def failure(exc: BaseException, metric: Metric) -> MetricResult:
+    """The error row for a metric that raised (the first failure inside a task group)."""
+    logger.debug("metric %s failed", metric.name, exc_info=exc)
+    found = leaves(exc)
+    first = found[0]
+    kind = type(first).__name__
+    more = f" (and {len(found) - 1} more failure(s))" if len(found) > 1 else ""
+    if isinstance(first, CtxevalError):
+        return MetricResult.error(f"{kind}: {first}{more}")
+    return MetricResult.error(f"{kind} in metric {metric.name!r}: {first}{more}")
+
+
+def unreadable(
+    exc: DataError, index: int, seen_ids: set[str], metrics: Sequence[Metric]
+) -> list[MetricResult]:
+    """The error rows (one per metric) of a sample that could not be read (lenient runs): its
+    own id when it has a usable one not seen before, else its position."""
+    given = exc.sample_id
+    usable = given is not None and id_for_message(given) == given  # valid text, short
+    sample_id = given if usable and given is not None and given not in seen_ids else str(index)
+    while sample_id in seen_ids:
+        sample_id = f"{sample_id}#"
+    seen_ids.add(sample_id)
+    reason = f"the sample could not be read: {exc}"
+    return [MetricResult.error(reason).labelled(sample_id, m.name) for m in metrics]
