@@ -191,7 +191,7 @@ def test_details_json_cannot_hold_do_not_take_the_run_down(tmp_path: Path) -> No
     journal = tmp_path / "run" / "journal.jsonl"
     ev = ctxeval.evaluate([{"id": str(i)} for i in range(4)], [Odd()], journal=journal)
     assert [r.score for r in ev.results] == [0.5] * 4
-    from ctxeval._output.report import summary_dict
+    from ctxeval._output.summary import summary_dict
 
     summary = summary_dict(ev)
     for writer in (JSONLWriter(), SummaryWriter(), HTMLWriter(), CSVWriter(), MarkdownWriter()):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import ctxeval
 from ctxeval import MetricResult, Sample, Status, policy
 from ctxeval._data.sample import MAX_ID_LENGTH, _prebuilt
-from ctxeval._pipeline.pipeline import BatchJudgement
+from ctxeval._pipeline.batch import BatchJudgement
 from ctxeval._plugins.base import BaseDeterministicMetric
 from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import LazyDetails

@@ -2,9 +2,10 @@
 core imports no plugin package.
 
 Plugin packages are ctxeval's built-in ones (``ctxeval_ids``, ``ctxeval_llm``,
-``ctxeval_spacy``, and ``ctxeval.builtin``, registered like any plugin) and the example
-third-party package. Each may import from ctxeval exactly one module, :mod:`ctxeval.plugin`,
-and only the names in its ``__all__``.
+``ctxeval_spacy``, ``ctxeval_ray`` and ``ctxeval.builtin``, registered like any plugin) and the
+example third-party package. Each may import from ctxeval only its public modules: the names in
+the ``__all__`` of :mod:`ctxeval.plugin` (the plugin API), of :mod:`ctxeval.runners` (the runner
+SPI) and of :mod:`ctxeval` itself (``ctxeval.evaluate``, ``ctxeval.load_samples``...).
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from pathlib import Path
 
 import pytest
 
+import ctxeval
 import ctxeval.plugin
+import ctxeval.runners
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_PACKAGES = {
     "ctxeval_ids": ROOT / "plugins" / "ctxeval_ids",
     "ctxeval_llm": ROOT / "plugins" / "ctxeval_llm",
     "ctxeval_spacy": ROOT / "plugins" / "ctxeval_spacy",
+    "ctxeval_ray": ROOT / "plugins" / "ctxeval_ray",
     "ctxeval.builtin": ROOT / "core" / "ctxeval" / "builtin",
     "ctxeval_example": ROOT / "examples" / "ctxeval-example-plugin" / "src" / "ctxeval_example",
 }
@@ -33,7 +37,12 @@ PLUGIN_TOP_LEVELS = {
     "ctxeval_ray",
     "ctxeval_example",
 }
-PUBLIC = frozenset(ctxeval.plugin.__all__)
+PUBLIC = {
+    "ctxeval.plugin": frozenset(ctxeval.plugin.__all__),
+    "ctxeval.runners": frozenset(ctxeval.runners.__all__),
+    "ctxeval": frozenset(ctxeval.__all__),
+}
+"""The modules of ctxeval a plugin package may import from, with the names it may import."""
 
 
 def _shown(path: Path) -> str:
@@ -62,7 +71,8 @@ def _imports(path: Path, root: Path, package: str) -> Iterator[tuple[int, str, s
 
 
 def plugin_violations(root: Path, package: str) -> list[str]:
-    """Every import of a ctxeval module other than the public plugin API in ``root``."""
+    """Every import in ``root`` of a ctxeval module other than the public ones, or of a name
+    not in a public module's ``__all__``."""
     found = []
     for path in sorted(root.rglob("*.py")):
         for line, module, name in _imports(path, root, package):
@@ -70,10 +80,12 @@ def plugin_violations(root: Path, package: str) -> list[str]:
             if own or not (module == "ctxeval" or module.startswith("ctxeval.")):
                 continue
             where = f"{_shown(path)}:{line}"
-            if module != "ctxeval.plugin":
+            public = PUBLIC.get(module)
+            if public is None or (module == "ctxeval" and name is not None and name not in public):
+                # (``from ctxeval import _errors`` names a private module, not a public name)
                 found.append(f"{where}: imports {module}" + (f".{name}" if name else ""))
-            elif name is not None and name not in PUBLIC:
-                found.append(f"{where}: imports {name}, not in ctxeval.plugin.__all__")
+            elif name is not None and name not in public:
+                found.append(f"{where}: imports {name}, not in {module}.__all__")
     return found
 
 
@@ -96,8 +108,9 @@ def test_core_imports_no_plugin_package() -> None:
     assert core_violations(CORE) == []
 
 
-def test_every_public_name_exists() -> None:
-    missing = [name for name in ctxeval.plugin.__all__ if not hasattr(ctxeval.plugin, name)]
+@pytest.mark.parametrize("module", [ctxeval.plugin, ctxeval.runners, ctxeval])
+def test_every_public_name_exists(module: object) -> None:
+    missing = [name for name in module.__all__ if not hasattr(module, name)]  # type: ignore[attr-defined]
     assert missing == []
 
 
@@ -105,7 +118,9 @@ def test_every_public_name_exists() -> None:
     ("source", "expected"),
     [
         ("from ctxeval._results.results import _make\n", "imports ctxeval._results.results._make"),
-        ("from ctxeval import MetricResult\n", "imports ctxeval.MetricResult"),
+        ("from ctxeval import _errors\n", "imports ctxeval._errors"),
+        ("import ctxeval._run.plan\n", "imports ctxeval._run.plan"),
+        ("from ctxeval.runners import ProgressTracker\n", "imports ProgressTracker, not in"),
         ("import ctxeval._plugins.registry\n", "imports ctxeval._plugins.registry"),
         ("from ctxeval.plugin import Scheduler\n", "imports Scheduler, not in"),
         ("from ctxeval.builtin.entities import normalize_entity\n", "ctxeval.builtin.entities"),
@@ -118,6 +133,21 @@ def test_a_planted_private_import_is_caught(tmp_path: Path, source: str, expecte
     problems = plugin_violations(package, "planted")
     assert len(problems) == 1
     assert expected in problems[0]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from ctxeval import MetricResult, evaluate, load_samples\n",
+        "import ctxeval\n",
+        "from ctxeval.runners import RowSink, RunPlan, SQLiteCache, score_part\n",
+    ],
+)
+def test_public_imports_are_allowed(tmp_path: Path, source: str) -> None:
+    package = tmp_path / "allowed"
+    package.mkdir()
+    (package / "__init__.py").write_text("from ctxeval.plugin import policy\n" + source)
+    assert plugin_violations(package, "allowed") == []
 
 
 def test_a_planted_plugin_import_in_core_is_caught(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # Names the examples use as placeholders for the reader's own data.
 PREAMBLE = """
 import json, ctxeval
-from ctxeval._calls.cache import SQLiteCache
+from ctxeval.runners import SQLiteCache
 samples = [json.loads(line) for line in open({demo!r}, encoding="utf-8")][:6]
 metrics = ["id_mrr", "non_llm_context_recall"]
 """
@@ -72,12 +72,15 @@ class _Always(dict):  # type: ignore[type-arg]
 
 @pytest.fixture(scope="module")
 def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example plugin and the example runner, installed in one target folder."""
     target = tmp_path_factory.mktemp("example-plugin")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(ROOT / "examples" / "ctxeval-example-plugin")],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    for example in ("ctxeval-example-plugin", "ctxeval-example-runner"):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+             "--no-build-isolation", "--no-index", "--target", str(target),
+             str(ROOT / "examples" / example)],
+            check=True, capture_output=True,
+        )  # fmt: skip
     return target
 
 

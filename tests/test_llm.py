@@ -184,11 +184,13 @@ def test_degenerate_inputs_make_no_request(server: FakeOpenAI) -> None:
 
 
 def test_a_metric_without_an_llm_says_how_to_give_one() -> None:
-    [row] = ctxeval.evaluate(
-        [{"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}], ["context_recall"]
-    ).results
-    assert row.status is Status.ERROR
-    assert "this metric needs an LLM: pass llm='openai/gpt-4o-mini'" in (row.reason or "")
+    # one ConfigError before the run (it used to be an error row per sample: issue #30)
+    with pytest.raises(ctxeval.ConfigError, match="needs an LLM and the run has none: pass "
+                       "llm='openai/gpt-4o-mini'"):  # fmt: skip
+        ctxeval.evaluate(
+            [{"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}],
+            ["context_recall"],
+        )
 
 
 # --- faults ----------------------------------------------------------------------------------

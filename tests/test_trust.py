@@ -21,7 +21,8 @@ import ctxeval
 from ctxeval import Labels, RetryPolicy
 from ctxeval._calls.cache import MemoryCache
 from ctxeval._errors import ConfigError, DataError
-from ctxeval._judge.trust import Agreement, label_sheet
+from ctxeval._judge.agreement import Agreement
+from ctxeval._judge.sheet import label_sheet
 from ctxeval._results.stats import cohen_kappa, ppi_mean
 from ctxeval.plugin import Panel, Verdict, majority, policy
 from ctxeval_llm import LLMConfig
@@ -321,7 +322,8 @@ def test_agreement_and_corrected_mean_of_a_run_with_a_labels_file(
     assert corrected.n_unlabelled == 210
     # the same figures in summary.json, the terminal and the report
     out = tmp_path / "run"
-    from ctxeval._output.report import summary_dict, write_outputs
+    from ctxeval._output.folder import write_outputs
+    from ctxeval._output.summary import summary_dict
 
     summary = summary_dict(ev)
     paths = write_outputs(ev, out, title="t", summary=summary)
@@ -574,7 +576,7 @@ def test_entity_recall_rows_are_checked_against_people_entity_by_entity() -> Non
 def test_a_label_sheet_drawn_from_a_run_and_filled_in_is_a_labels_file(
     server: FakeOpenAI, tmp_path: Path, capsys: Any
 ) -> None:
-    from ctxeval._output.report import write_outputs
+    from ctxeval._output.folder import write_outputs
     from ctxeval.cli import main
 
     server.responder = ErringJudge(fp=0.1, fn=0.2)
@@ -617,7 +619,7 @@ def test_a_label_sheet_drawn_from_a_run_and_filled_in_is_a_labels_file(
 def test_trust_leaves_the_evidence_of_deterministic_rows_uncomputed() -> None:
     """summary.json asks every run what it says of its judges; the fast path's rows have no
     judge, and their evidence (computed when read) must stay unread."""
-    from ctxeval._output.report import summary_dict
+    from ctxeval._output.summary import summary_dict
     from ctxeval._results.results import LazyDetails
 
     rows = [
@@ -633,7 +635,7 @@ def test_trust_leaves_the_evidence_of_deterministic_rows_uncomputed() -> None:
 
 
 def test_the_unsure_items_in_the_report_link_to_their_samples() -> None:
-    from ctxeval._output.report import _trust_section
+    from ctxeval._output.trust_section import trust_section
 
     votes = {"judge": [1, 0, 1]}
     summary = {
@@ -651,6 +653,6 @@ def test_the_unsure_items_in_the_report_link_to_their_samples() -> None:
             }
         }
     }
-    page = _trust_section(summary)
+    page = trust_section(summary)
     view = f"#metric={PRECISION}&amp;id=a%26b+c&amp;open=a%26b+c"
     assert f"<a href='{view}'><code>a&amp;b c</code></a>" in page

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import ctxeval
-from ctxeval._output.report import summary_dict, write_outputs
+from ctxeval._output.folder import write_outputs
+from ctxeval._output.summary import summary_dict
 from ctxeval.cli import main
 
 ROWS = [

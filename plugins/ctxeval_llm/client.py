@@ -31,7 +31,6 @@ from .batch import Batcher
 from .config import LLMConfig, resolve_llm
 from .openai_http import OpenAITransport
 from .parsing import parse_json, redact
-from .pricing import cost_usd
 from .prompts import Prompt
 from .transport import transport_for
 
@@ -162,9 +161,7 @@ class LLMClient:
                 Usage(
                     prompt_tokens=completion.prompt_tokens,
                     completion_tokens=completion.completion_tokens,
-                    cost_usd=cost_usd(
-                        config.model, completion.prompt_tokens, completion.completion_tokens
-                    ),
+                    cost_usd=_cost(config, completion.prompt_tokens, completion.completion_tokens),
                 )
             )
             try:
@@ -206,7 +203,7 @@ class LLMClient:
         except CallError as exc:
             logger.debug("%s; sending it the normal way", exc)
             return None
-        price = cost_usd(config.model, completion.prompt_tokens, completion.completion_tokens)
+        price = _cost(config, completion.prompt_tokens, completion.completion_tokens)
         ctx.add_usage(
             Usage(
                 requests=1,
@@ -216,6 +213,12 @@ class LLMClient:
             )
         )
         return raw, answer
+
+
+def _cost(config: LLMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """The price of one request: the user's price, else the provider's (None: unknown)."""
+    price = config.price()
+    return None if price is None else price.cost(prompt_tokens, completion_tokens)
 
 
 BATCH_PRICE = 0.5

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctxeval.plugin import ChatTransport, ConfigError, validators
+from ctxeval.plugin import ChatTransport, ConfigError, Price, validators
 
 __all__ = ["LLMConfig", "resolve_llm"]
 
@@ -22,6 +22,25 @@ OPENAI_BASE = "https://api.openai.com/v1"
 
 def _transport_name(value: Any) -> Any:
     return "openai" if value == "direct" else value  # "direct": the former name of "openai"
+
+
+def _to_price(value: Any) -> Any:
+    """A :class:`Price` from ``(input, output)`` USD per million tokens (or a Price, or None)."""
+    if value is None or isinstance(value, Price):
+        return value
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
+        try:
+            return Price.per_million(*value)
+        except ValueError as exc:
+            raise ConfigError(f"price_per_million_tokens: {exc}") from None
+    raise ConfigError(
+        "price_per_million_tokens must be a pair (input, output) of USD per million prompt and "
+        f"completion tokens, e.g. (0.15, 0.60), or a ctxeval.plugin.Price; got {value!r}"
+    )
 
 
 def _no_secret(value: object) -> str:
@@ -68,6 +87,14 @@ class LLMConfig:
             request dict (``model``, ``messages``, ``temperature``, ...) and returns the answer
             text, or a dict with ``content`` and optional ``prompt_tokens`` /
             ``completion_tokens``.
+        price_per_million_tokens: the model's price as ``(input, output)``: USD per million
+            prompt and per million completion tokens, e.g. ``(0.15, 0.60)`` (kept as a
+            :class:`ctxeval.plugin.Price`). It overrides the provider's price; give it for a
+            model whose price the provider does not know (a local or private model), which a
+            run with ``max_cost_usd`` otherwise refuses.
+        provider: the LLM provider that made this configuration
+            (:class:`ctxeval.plugin.LLMProvider`); its ``price(model)`` prices the requests.
+            Default: the ``auto`` provider (litellm's bundled price table).
     """
 
     model: str = attrs.field(validator=attrs.validators.instance_of(str))
@@ -93,6 +120,8 @@ class LLMConfig:
     completion: Callable[[dict[str, Any]], Awaitable[Any]] | None = attrs.field(
         default=None, repr=False, eq=False
     )
+    price_per_million_tokens: Price | None = attrs.field(default=None, converter=_to_price)
+    provider: Any = attrs.field(default=None, repr=False, eq=False)
 
     @transport.validator
     def _check_transport(self, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -121,6 +150,22 @@ class LLMConfig:
                 f"{self.model!r} goes through {self.chosen_transport()!r}: use 'openai/<name>' "
                 "(with api_base for another server)"
             )
+
+    def price(self) -> Price | None:
+        """The price of this model's tokens: ``price_per_million_tokens`` when given, else its
+        provider's ``price(model)`` (None when neither knows it)."""
+        if self.price_per_million_tokens is not None:
+            return self.price_per_million_tokens
+        provider = self.provider
+        if provider is None:
+            from .provider import AutoProvider
+
+            provider = AutoProvider()
+        price_of = getattr(provider, "price", None)
+        if not callable(price_of):
+            return None
+        price = price_of(self.model)
+        return price if isinstance(price, Price) else None
 
     @property
     def endpoint(self) -> str:

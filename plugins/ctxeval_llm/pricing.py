@@ -14,7 +14,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cost_usd", "price_table"]
+from ctxeval.plugin import Price
+
+__all__ = ["cost_usd", "price_of", "price_table"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +44,8 @@ def price_table() -> dict[str, Any]:
     return {}
 
 
-def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """The price of one request, or None when the model is not in the table."""
+def price_of(model: str) -> Price | None:
+    """The price of ``model``'s tokens from the table, or None when it is not there."""
     table = price_table()
     entry = table.get(model) or table.get(model.split("/", 1)[-1])
     if not isinstance(entry, dict):
@@ -51,4 +53,13 @@ def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float | 
     inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
     if not isinstance(inp, (int, float)) or not isinstance(out, (int, float)):
         return None
-    return prompt_tokens * float(inp) + completion_tokens * float(out)
+    try:
+        return Price(float(inp), float(out))
+    except ValueError:  # a negative or infinite number in the table: not a price
+        return None
+
+
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """The price of one request, or None when the model is not in the table."""
+    price = price_of(model)
+    return None if price is None else price.cost(prompt_tokens, completion_tokens)

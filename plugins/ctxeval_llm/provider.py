@@ -11,8 +11,10 @@ from typing import Any, ClassVar
 
 import attrs
 
+from ctxeval.plugin import Price
+
 from .config import LLMConfig
-from .pricing import cost_usd
+from .pricing import price_of
 
 __all__ = ["AutoProvider"]
 
@@ -21,13 +23,19 @@ __all__ = ["AutoProvider"]
 class AutoProvider:
     """Provider ``auto``: ``configure(model=..., api_base=..., **settings)`` gives an
     :class:`LLMConfig` (``settings`` are its fields: ``timeout``, ``temperature``,
-    ``max_tokens``, ``transport``...)."""
+    ``max_tokens``, ``transport``, ``price_per_million_tokens``...); the configuration it makes
+    is priced by :meth:`price` unless it was given a price of its own."""
 
     registry_name: ClassVar[str] = "auto"
     name: str = "auto"
 
     def configure(self, *, model: str, api_base: str | None = None, **settings: Any) -> LLMConfig:
-        return LLMConfig(model=model, api_base=api_base, **settings)
+        return LLMConfig(model=model, api_base=api_base, provider=self, **settings)
+
+    def price(self, model: str) -> Price | None:
+        """``model``'s price from litellm's bundled table (None when it is not there)."""
+        return price_of(model)
 
     def estimate_cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        return cost_usd(model, prompt_tokens, completion_tokens)
+        price = self.price(model)
+        return None if price is None else price.cost(prompt_tokens, completion_tokens)

@@ -4,7 +4,7 @@ A provider's limits are per key, not per worker: N workers each holding "16 in f
 requests a minute" send up to 16N and 600N. The budget actor holds the run's
 :class:`~ctxeval.Limits` for the whole cluster, and each worker's gates ask it for a lease
 before every request (``RunSettings(shared_limits=...)``, the
-:class:`~ctxeval._calls.limits.SharedLimits` interface):
+:class:`~ctxeval.runners.SharedLimits` interface):
 
 * calls in flight: at most ``max_concurrency`` across the cluster;
 * requests and tokens per minute: buckets that hold one request (one second of tokens) at
@@ -28,10 +28,40 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ctxeval._calls.limits import Limits, TokenBucket
-from ctxeval._errors import BudgetExceededError
+from ctxeval.plugin import BudgetExceededError, Limits
 
 __all__ = ["BudgetActor", "SharedBudget"]
+
+
+class TokenBucket:
+    """A budget of ``per_minute`` units that refills continuously, holding at most ``burst``
+    units (it starts full); :meth:`take` waits for units, first come, first served."""
+
+    def __init__(self, per_minute: float, burst: float) -> None:
+        import asyncio
+
+        self.capacity = float(burst)
+        self.rate = float(per_minute) / 60.0
+        self._tokens = self.capacity
+        self._stamp = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+    async def take(self, amount: float = 1.0) -> None:
+        """Wait until ``amount`` units are available and spend them."""
+        import asyncio
+
+        amount = min(float(amount), self.capacity)
+        async with self._lock:
+            self._refill()
+            while self._tokens < amount:
+                await asyncio.sleep((amount - self._tokens) / self.rate)
+                self._refill()
+            self._tokens -= amount
 
 
 class _Resource:
@@ -174,7 +204,7 @@ def _alive(pid: int) -> bool:
 
 
 class SharedBudget:
-    """A :class:`~ctxeval._calls.limits.SharedLimits` backed by a :class:`BudgetActor`: give it to
+    """A :class:`~ctxeval.runners.SharedLimits` backed by a :class:`BudgetActor`: give it to
     every worker (``RunSettings(shared_limits=budget)``); it pickles as the actor's handle.
 
     Use :meth:`start` to make one (``ray.init`` first).
@@ -228,3 +258,9 @@ class SharedBudget:
 
         stats: dict[str, Any] = ray.get(self._actor.stats.remote())
         return stats
+
+    def close(self) -> None:
+        """Stop the budget actor (at the end of the run that started it)."""
+        import ray
+
+        ray.kill(self._actor)

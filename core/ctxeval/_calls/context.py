@@ -3,37 +3,55 @@
 Each metric call on a sample gets its own :class:`RowContext`, the
 :class:`~ctxeval.RunContext` a plugin sees: its calls go through the run's
 :class:`~ctxeval._calls.scheduler.Scheduler` (limits, retries, timeouts, budget), and it counts what
-its row spent.
+its row spent. The scheduler passes itself in; this module knows it only as the
+:class:`CallServices` it needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ctxeval._calls.meter import Meter
 from ctxeval._results.results import Usage
 
 if TYPE_CHECKING:
     from ctxeval._calls.limits import Limits
-    from ctxeval._calls.scheduler import Scheduler
     from ctxeval._data.sample import Sample
     from ctxeval._plugins.registry import Registry
 
-__all__ = ["RowContext"]
+__all__ = ["CallServices", "RowContext"]
 
 T = TypeVar("T")
 
 
-class _Meter:
-    """What one row has spent so far."""
+class CallServices(Protocol):
+    """What a :class:`RowContext` asks of the run: the services of
+    :class:`~ctxeval._calls.scheduler.Scheduler`, which passes itself in."""
 
-    __slots__ = ("extra", "requests", "retries")
+    registry: Registry
+    llm: Any
+    cache: Any
+    run_folder: Path | None
 
-    def __init__(self) -> None:
-        self.requests = 0
-        self.retries = 0
-        self.extra: Usage | None = None
+    async def call(
+        self,
+        func: Callable[[], Awaitable[T]],
+        *,
+        resource: str,
+        tokens: float,
+        timeout: float | None,
+        meter: Meter,
+    ) -> T: ...
+
+    async def run_cpu(self, func: Callable[..., T], *args: Any) -> T: ...
+
+    def shared(self, key: str, factory: Callable[[], T]) -> T: ...
+
+    def limits_of(self, resource: str) -> Limits: ...
+
+    def spend(self, cost_usd: float | None) -> None: ...
 
 
 class RowContext:
@@ -44,10 +62,10 @@ class RowContext:
     counts requests and retries itself. The row's ``usage`` is the sum.
     """
 
-    def __init__(self, scheduler: Scheduler, sample: Sample | None = None) -> None:
+    def __init__(self, scheduler: CallServices, sample: Sample | None = None) -> None:
         self._scheduler = scheduler
         self._sample = sample
-        self._meter = _Meter()
+        self._meter = Meter()
 
     @property
     def registry(self) -> Registry:

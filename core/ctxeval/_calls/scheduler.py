@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from ctxeval._calls.context import RowContext, _Meter
+from ctxeval._calls.context import RowContext
 from ctxeval._calls.failures import classify, retry_after_of
 from ctxeval._calls.limits import Gate, Limits
+from ctxeval._calls.meter import Meter
 from ctxeval._errors import (
     BudgetExceededError,
     CallTimeoutError,
@@ -28,6 +29,7 @@ from ctxeval._errors import (
     EndpointUnreachableError,
     UnusableLLMError,
 )
+from ctxeval._plugins.hooks import AsyncCloseable
 from ctxeval._plugins.registry import Registry
 from ctxeval._run.settings import RunSettings
 
@@ -149,10 +151,9 @@ class Scheduler:
         """Close the run-wide objects that can be closed."""
         shared, self._shared = self._shared, {}
         for value in shared.values():
-            close = getattr(value, "aclose", None)
-            if close is not None:
+            if isinstance(value, AsyncCloseable):
                 with anyio.CancelScope(shield=True):
-                    await close()
+                    await value.aclose()
 
     def context(self, sample: Sample | None = None) -> RowContext:
         """A fresh run context for one metric call on ``sample``."""
@@ -195,7 +196,7 @@ class Scheduler:
         resource: str,
         tokens: float,
         timeout: float | None,
-        meter: _Meter,
+        meter: Meter,
     ) -> T:
         """Await ``func()`` through the gate of ``resource``, retrying transient failures.
 
@@ -292,7 +293,7 @@ class Scheduler:
         clock: _CallClock,
         gate: Gate,
         resource: str,
-        meter: _Meter,
+        meter: Meter,
     ) -> T:
         """Attempts 2 and later on tenacity's ``AsyncRetrying`` (sleeping via anyio), until
         ``out_of_time(attempts so far, next wait)``."""

@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -72,13 +72,24 @@ class SampleStream(Iterator[Sample]):
         rows_read: rows read so far, good and bad.
     """
 
-    def __init__(self, path: Path, format: str, strict: bool) -> None:
+    def __init__(
+        self, path: Path, format: str, strict: bool, rows: Iterator[Row] | None = None
+    ) -> None:
         self.path = path
         self.format = format
         self.strict = strict
         self.errors: list[DataError] = []
         self.rows_read = 0
-        self._rows = _READERS[format](path)
+        self._rows = _READERS[format](path) if rows is None else rows
+
+    @classmethod
+    def of_lines(
+        cls, path: Path, lines: Iterable[bytes], *, first_line: int, strict: bool = True
+    ) -> SampleStream:
+        """The samples of some lines of the JSONL file ``path`` (its lines from number
+        ``first_line`` on), read as reading the whole file reads them, errors located at their
+        real line: how a worker of the ``processes`` runner reads its part of a file."""
+        return cls(path, "jsonl", strict, _jsonl_rows(zip(itertools.count(first_line), lines)))
 
     def __iter__(self) -> SampleStream:
         return self
@@ -207,32 +218,37 @@ Row = tuple[int, Any, bytes | None]
 
 
 def _read_jsonl(path: Path) -> Iterator[Row]:
+    with path.open("rb") as handle:
+        yield from _jsonl_rows(enumerate(handle, start=1))
+
+
+def _jsonl_rows(lines: Iterable[tuple[int, bytes]]) -> Iterator[Row]:
+    """The rows of numbered JSONL lines (a blank line is no row)."""
     import orjson  # about five times faster than json on sample lines; json explains errors
 
     fast = orjson.loads
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if number > 1:
-                try:
-                    yield number, fast(raw), raw
-                    continue
-                except orjson.JSONDecodeError:
-                    pass  # blank, not UTF-8, not JSON, NaN...: json reads or explains it
+    for number, raw in lines:
+        if number > 1:
             try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, _Bad(f"not valid UTF-8 at byte {exc.start} of the line"), None
+                yield number, fast(raw), raw
                 continue
-            if not text.strip():
-                continue
-            try:
-                yield number, json.loads(text), None
-            except json.JSONDecodeError as exc:
-                yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}"), None
-            except RecursionError:
-                yield number, _Bad("the JSON is nested too deeply to read"), None
-            except ValueError as exc:  # an integer of thousands of digits
-                yield number, _Bad(f"a value that cannot be read: {str(exc).split(';')[0]}"), None
+            except orjson.JSONDecodeError:
+                pass  # blank, not UTF-8, not JSON, NaN...: json reads or explains it
+        try:
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            yield number, _Bad(f"not valid UTF-8 at byte {exc.start} of the line"), None
+            continue
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text), None
+        except json.JSONDecodeError as exc:
+            yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}"), None
+        except RecursionError:
+            yield number, _Bad("the JSON is nested too deeply to read"), None
+        except ValueError as exc:  # an integer of thousands of digits
+            yield number, _Bad(f"a value that cannot be read: {str(exc).split(';')[0]}"), None
 
 
 def _read_json(path: Path) -> Iterator[Row]:

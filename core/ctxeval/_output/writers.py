@@ -26,10 +26,11 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 import attrs
 
+from ctxeval._output.files import private_open, write_text
 from ctxeval._plugins.base import Dependency
 from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.results import json_line
@@ -46,22 +47,6 @@ __all__ = [
 ]
 
 _USAGE = ("requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits")
-
-
-def private_open(path: Path, *, newline: str | None = None) -> IO[str]:
-    """``path`` opened for writing text, readable by its owner only (0600): run files hold the
-    data and the judge's reasons."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(descriptor, 0o600)  # also when the file was there already
-    # a lone surrogate a plugin let through is written as \ud800 text, never a crash
-    return os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace", newline=newline)
-
-
-def write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` (UTF-8, 0600)."""
-    with private_open(path) as handle:
-        handle.write(text)
-    return path
 
 
 @attrs.frozen(kw_only=True)

@@ -33,7 +33,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 import anyio
 import attrs
 
-from ctxeval._plugins.protocols import RunContext, Unit, Verdict, Votes, majority
+from ctxeval._plugins.hooks import (
+    DescribesLLM,
+    EstimatesMatcherCalls,
+    NeedsLLM,
+    ReportsProvenance,
+    fingerprint_of,
+    needs_run_llm,
+    own_llm,
+)
+from ctxeval._plugins.protocols import Attributor, RunContext, Unit, Verdict, Votes, majority
 from ctxeval._plugins.validators import non_negative_number, one_of
 from ctxeval._results.results import Usage
 
@@ -195,9 +204,7 @@ class Panel:
     @property
     def needs_llm(self) -> bool:
         """True when a judge calls the run's LLM (it has no ``llm`` of its own)."""
-        return any(
-            getattr(j, "needs_llm", False) and getattr(j, "llm", None) is None for j in self.judges
-        )
+        return any(needs_run_llm(j) for j in self.judges)
 
     llm: ClassVar[None] = None
     """A panel has no LLM of its own (its judges have theirs)."""
@@ -205,7 +212,7 @@ class Panel:
     @property
     def fingerprint_data(self) -> str:
         """The judges' own fingerprints and names, the repeats, rule and temperature."""
-        own = [f"{n}={getattr(j, 'fingerprint_data', '') or ''}" for n, j in self._named()]
+        own = [f"{n}={fingerprint_of(j)}" for n, j in self._named()]
         return f"panel:{self.rule}:{self.repeats}:{self.temperature}:" + ";".join(own)
 
     def provenance(self, ctx: RunContext) -> list[dict[str, Any]]:
@@ -214,8 +221,7 @@ class Panel:
         tally = self._tallies.get(ctx, {})
         out = []
         for name, judge in self._named():
-            report = getattr(judge, "provenance", None)
-            said = dict(report(ctx) or {}) if report is not None else {}
+            said = dict(judge.provenance(ctx) or {}) if isinstance(judge, ReportsProvenance) else {}
             spent = tally.get(name)
             said.update(
                 judge=name,
@@ -244,13 +250,12 @@ class Panel:
         for the run's) with the sizes of its requests."""
         out: list[tuple[str | None, list[int]]] = []
         for name, judge in self._named():
-            estimate = getattr(judge, "estimate_calls", None)
-            if estimate is None:
+            if not isinstance(judge, EstimatesMatcherCalls):
                 continue
             times = 1 if self._once(name) else self.repeats
-            own = getattr(judge, "llm", None)
+            own = own_llm(judge)
             model = judge_name(own) if own is not None else None
-            out.append((model, list(estimate(items, candidates, sample)) * times))
+            out.append((model, list(judge.estimate_calls(items, candidates, sample)) * times))
         return out
 
     def _named(self) -> list[tuple[str, Any]]:
@@ -276,14 +281,13 @@ class Panel:
         """The first judge splits ``text`` into units and judges them (its first judgement);
         every other judgement judges those same units with ``match``."""
         first = self.judges[0]
-        attribute = getattr(first, "attribute", None)
-        if attribute is None:
+        if not isinstance(first, Attributor):
             raise TypeError(
                 f"the first judge of a panel used as an attributor must split texts "
                 f"(attribute()); {first!r} cannot"
             )
         tally = self._tallies.setdefault(ctx, {})
-        pairs = await attribute(text, candidates, self._context(ctx, 0, 0, tally))
+        pairs = await first.attribute(text, candidates, self._context(ctx, 0, 0, tally))
         if not pairs:
             return []
         units = [unit for unit, _ in pairs]
@@ -440,7 +444,10 @@ def judge_name(llm: Any) -> str | None:
     object's ``model``, a function's name; None when it has none."""
     if isinstance(llm, str):
         return llm
-    model = llm.get("model") if isinstance(llm, dict) else getattr(llm, "model", None)
+    if isinstance(llm, dict):
+        model = llm.get("model")
+    else:
+        model = llm.model if isinstance(llm, DescribesLLM) else None
     if isinstance(model, str) and model != "custom":
         return model
     name = getattr(llm, "__name__", None)
@@ -479,7 +486,7 @@ def judge_part(
         names.append(name if name not in names else f"{name}#{position}")
     parts = [make(judge) for judge in chosen]
     for part in parts:
-        if not getattr(part, "needs_llm", False):
+        if not (isinstance(part, NeedsLLM) and part.needs_llm):
             raise ValueError(
                 f"repeats and juries are for judges that call an LLM; {part.name!r} does not"
             )

@@ -1,6 +1,6 @@
 """The kinds of plugin, as protocols.
 
-Every metric of the seeds is one pipeline (:mod:`ctxeval._pipeline.pipeline`): reference *units*
+Every metric of the seeds is one pipeline (:mod:`ctxeval._pipeline.parts`): reference *units*
 (extracted from a text, or given as reference contexts or IDs) are *matched* against the
 retrieved items, and the verdicts go into a *formula* (:mod:`ctxeval.policy`).
 
@@ -35,7 +35,6 @@ import attrs
 if TYPE_CHECKING:
     from ctxeval._calls.limits import Limits
     from ctxeval._data.sample import Sample
-    from ctxeval._plugins.registry import Registry
     from ctxeval._results.results import MetricResult, Usage
 
 __all__ = [
@@ -49,6 +48,9 @@ __all__ = [
     "LLMProvider",
     "Matcher",
     "Metric",
+    "PluginLookup",
+    "Price",
+    "PricedLLMProvider",
     "RunContext",
     "Unit",
     "Verdict",
@@ -137,6 +139,35 @@ def majority(votes: Sequence[int]) -> int:
     return int(2 * ones > len(votes))
 
 
+class PluginLookup(Protocol):
+    """Where a run resolves plugin names: what :attr:`RunContext.registry` gives a plugin
+    (a :class:`ctxeval.Registry`; typed here as what a plugin may ask of it)."""
+
+    def names(self, group: str = ...) -> list[str]:
+        """Every name registered in ``group`` (an entry-point group), sorted."""
+        ...
+
+    def get_metric(self, name: str, /, **options: Any) -> Metric:
+        """Build the metric registered under ``name`` with ``options``."""
+        ...
+
+    def get_extractor(self, name: str, /, **options: Any) -> Extractor:
+        """Build the extractor registered under ``name`` with ``options``."""
+        ...
+
+    def get_matcher(self, name: str, /, **options: Any) -> Matcher:
+        """Build the matcher registered under ``name`` with ``options``."""
+        ...
+
+    def get_llm_provider(self, name: str, /, **options: Any) -> LLMProvider:
+        """Build the LLM provider registered under ``name`` with ``options``."""
+        ...
+
+    def get_writer(self, name: str, /, **options: Any) -> Writer:
+        """Build the writer registered under ``name`` with ``options``."""
+        ...
+
+
 @runtime_checkable
 class RunContext(Protocol):
     """The services a run gives to the plugins it calls (one context per metric and sample).
@@ -147,7 +178,7 @@ class RunContext(Protocol):
     """
 
     @property
-    def registry(self) -> Registry:
+    def registry(self) -> PluginLookup:
         """The registry this run resolves plugin names in."""
         ...
 
@@ -263,7 +294,7 @@ class Attributor(Protocol):
 
     It takes the place of an extractor and a matcher together, where one request does both
     (an LLM splitting a reference answer into statements and attributing each to the
-    retrieved contexts). See :class:`ctxeval._pipeline.pipeline.SplitAndAttribute`.
+    retrieved contexts). See :class:`ctxeval._pipeline.sources.SplitAndAttribute`.
     """
 
     @property
@@ -282,7 +313,9 @@ class Attributor(Protocol):
 class LLMProvider(Protocol):
     """Reaches LLMs: turns a model name and endpoint into the run's ``llm=`` value, and prices
     requests. Registered in the ``ctxeval.llms`` entry-point group; the command line's
-    ``--model``, ``--api-base`` and ``--provider`` and its dry-run estimate go through it."""
+    ``--model``, ``--api-base`` and ``--provider`` and its dry-run estimate go through it.
+    A provider that also has ``price(model)`` (:class:`PricedLLMProvider`, optional) prices
+    the run's live requests and lets a cost cap be enforced."""
 
     @property
     def name(self) -> str:
@@ -297,6 +330,53 @@ class LLMProvider(Protocol):
 
     def estimate_cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         """The price in USD of one request of this size, or None when it is not known."""
+        ...
+
+
+def _price_value(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"price: {attribute.name} must be a number >= 0, got {value!r}")
+    if value == float("inf"):
+        raise ValueError(f"price: {attribute.name} must be finite, got {value!r}")
+
+
+@attrs.frozen(slots=True)
+class Price:
+    """What a model's tokens cost, in USD per token.
+
+    Attributes:
+        prompt: USD per prompt (input) token.
+        completion: USD per completion (output) token.
+    """
+
+    prompt: float = attrs.field(validator=_price_value)
+    completion: float = attrs.field(validator=_price_value)
+
+    @classmethod
+    def per_million(cls, prompt: float, completion: float) -> Price:
+        """The price from USD per million prompt and per million completion tokens (as
+        providers list them): ``Price.per_million(0.15, 0.60)``."""
+        fields = attrs.fields(cls)
+        _price_value(None, fields.prompt, prompt)
+        _price_value(None, fields.completion, completion)
+        return cls(prompt / 1_000_000, completion / 1_000_000)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The price in USD of one request of this size."""
+        return prompt_tokens * self.prompt + completion_tokens * self.completion
+
+
+@runtime_checkable
+class PricedLLMProvider(LLMProvider, Protocol):
+    """An :class:`LLMProvider` that also knows the price of its models' tokens (an optional
+    capability: a provider without :meth:`price` still works, but ``max_cost_usd`` then needs
+    a price given by the user, and costs show as unknown)."""
+
+    def price(self, model: str) -> Price | None:
+        """The price of ``model``'s tokens (USD per prompt and per completion token), or None
+        when it is not known. Live requests are priced with it, the cost cap
+        (``max_cost_usd``) counts it, and a run with a cost cap refuses a model whose price is
+        None unless the user gives one."""
         ...
 
 
@@ -338,6 +418,22 @@ class ChatTransport(Protocol):
 
     async def aclose(self) -> None:
         """Release connections (called once when the run ends)."""
+        ...
+
+
+@runtime_checkable
+class RunnerPlugin(Protocol):
+    """What the registry checks a plugin of the ``ctxeval.runners`` group to be: an object
+    with a ``name`` and an async ``run(plan, samples, sink)``. The runner SPI itself, with the
+    plan and the sink typed, is :class:`ctxeval.runners.Runner`."""
+
+    @property
+    def name(self) -> str:
+        """The runner's name (``--runner NAME``)."""
+        ...
+
+    def run(self, plan: Any, samples: Any, sink: Any) -> Awaitable[None]:
+        """Score ``samples`` as ``plan`` says and hand the rows to ``sink``."""
         ...
 
 

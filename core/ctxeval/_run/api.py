@@ -16,26 +16,19 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Sequence, Sized
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
-
-from ctxeval._calls.scheduler import Scheduler
-from ctxeval._errors import ConfigError, DataError, MissingExtraError, UnusableLLMError
 from ctxeval._judge.labels import Labels
-from ctxeval._judge.trust import formulas_of, resolve_label_metrics
 from ctxeval._plugins.protocols import Metric
+from ctxeval._plugins.protocols import RunnerPlugin as Runner
 from ctxeval._plugins.registry import PluginInfo, Registry, default_registry
 from ctxeval._results.evaluation import Evaluation
-from ctxeval._results.results import MetricResult
 from ctxeval._run.bridge import Backend, run_sync
-from ctxeval._run.emission import BATCH_ROWS, Emitter
-from ctxeval._run.journal import Journal, Previous
-from ctxeval._run.local import Run, produce
-from ctxeval._run.progress import ProgressTracker
-from ctxeval._run.resolve import resolve_metrics
+from ctxeval._run.checks import check_backend, check_run_inputs
+from ctxeval._run.execute import execute, get_runner
+from ctxeval._run.plan import RunPlan
 from ctxeval._run.rows import SampleInput
 from ctxeval._run.rowstream import RowStream
 from ctxeval._run.settings import RunSettings
@@ -75,6 +68,7 @@ async def stream(
     llm: Any = None,
     registry: Registry | None = None,
     settings: RunSettings | None = None,
+    runner: str | Runner | None = None,
     **overrides: Any,
 ) -> AsyncIterator[RowStream]:
     """Score samples and read the rows as they come, in input order.
@@ -88,75 +82,10 @@ async def stream(
     Leaving the block early cancels the work still running. Arguments are those of
     :func:`aevaluate`.
     """
-    run_settings = RunSettings.build(settings, **overrides)
-    registry = registry or default_registry()
-    resolved = resolve_metrics(metrics, registry)
-    scheduler = Scheduler(registry, run_settings, llm=llm)
-    total = len(samples) * len(resolved) if isinstance(samples, Sized) else None
-    tracker = ProgressTracker(run_settings.on_progress, total)
-    journal: Journal | None = None
-    previous: Previous = {}
-    if run_settings.journal is not None:
-        journal, previous = Journal.open(
-            run_settings.journal, resolved, resume=run_settings.resume, llm=llm
-        )
-        if previous:
-            logger.info("%s: resuming; %d row(s) already done", journal.path, len(previous))
-    in_flight = run_settings.samples_in_flight
-    send, receive = anyio.create_memory_object_stream[Sequence[MetricResult]](
-        max_buffer_size=max(1, in_flight * len(resolved) // BATCH_ROWS)
-    )
-    run = Run(
-        resolved,
-        scheduler,
-        journal,
-        previous,
-        tracker,
-        Emitter(send, in_flight),
-        run_settings.metric_timeout,
-        run_settings.lenient,
-    )
-
-    async def batches() -> AsyncIterator[Sequence[MetricResult]]:
-        async with receive:
-            async for batch in receive:
-                yield batch
-        if run.stale:
-            logger.warning(
-                "%d row(s) of the journal were scored again: their sample changed since it was "
-                "written (same id, other content)", run.stale,
-            )  # fmt: skip
-        if run.failure is not None:
-            raise run.failure
-        tracker.finish()
-
-    error: Exception | None = None
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(produce, run, samples, send)
-            try:
-                yield RowStream(batches(), tuple(m.name for m in resolved), tracker)
-            except Exception as exc:  # raised again below, not wrapped in an exception group
-                error = exc
-            finally:
-                group.cancel_scope.cancel()
-        if error is not None:
-            raise error
-    except BaseException as exc:
-        if journal is not None and not isinstance(exc, (DataError, ConfigError)):
-            # (after bad input, the error names the row to fix; resuming as it is cannot help)
-            said = isinstance(exc, (UnusableLLMError, MissingExtraError))  # says what to fix
-            logger.log(
-                logging.INFO if said else logging.WARNING,
-                "run stopped with %d row(s) saved in %s; run again with resume=True "
-                "(ctxeval evaluate --resume) to finish it",
-                tracker.done, journal.path,
-            )  # fmt: skip
-        raise
-    finally:
-        await scheduler.aclose()
-        if journal is not None:
-            journal.close()
+    samples = check_run_inputs(samples, llm=llm, registry=registry, labels=None)
+    plan = RunPlan.build(metrics, llm=llm, registry=registry, settings=settings, **overrides)
+    async with execute(plan, samples, get_runner(runner, registry=registry)) as rows:
+        yield rows
 
 
 async def aevaluate(
@@ -167,13 +96,14 @@ async def aevaluate(
     registry: Registry | None = None,
     settings: RunSettings | None = None,
     labels: Labels | str | os.PathLike[str] | None = None,
+    runner: str | Runner | None = None,
     **overrides: Any,
 ) -> Evaluation:
     """Score every sample with every metric, inside a running anyio/asyncio/trio program.
 
     Args:
         samples: :class:`Sample` objects or dicts with sample field names, read lazily (an
-            async iterable works too).
+            async iterable works too), or a pandas DataFrame or a dict of columns.
         metrics: metric names (with default options) or metrics from :func:`get_metric`.
         llm: the LLM configuration for metrics that need one (unused by the others).
         registry: resolve names here instead of the default registry.
@@ -182,6 +112,10 @@ async def aevaluate(
         labels: people's labels of judged items (a :class:`~ctxeval.Labels` or its file),
             read and checked before anything is scored; ``Evaluation.trust()`` then compares
             each judge with them and corrects its mean (see "How far to trust the judge").
+        runner: where the run executes: ``"local"`` (this process, the default),
+            ``"processes"`` (every core of this machine), ``"ray"``, a third party's runner
+            name, or a runner object (:mod:`ctxeval.runners`, e.g.
+            ``ProcessesRunner(workers=2)``). The rows are the same whatever runs them.
         **overrides: any field of :class:`~ctxeval.RunSettings` (``max_concurrency=8``,
             ``journal="run.jsonl"``...), in place of the same field of ``settings``.
 
@@ -190,18 +124,21 @@ async def aevaluate(
 
     Raises:
         ConfigError: a metric is unknown, misconfigured or given twice; a bad or unknown
-            setting.
+            setting or argument; an LLM metric without an LLM.
         DataError: a sample dict is malformed, or two samples share an id.
     """
-    resolved = resolve_metrics(metrics, registry or default_registry())
-    names = [m.name for m in resolved]
-    if labels is not None:
-        labels = resolve_label_metrics(labels, names, registry)
-    async with stream(
-        samples, resolved, llm=llm, registry=registry, settings=settings, **overrides
-    ) as rows:
+    samples = check_run_inputs(samples, llm=llm, registry=registry, labels=labels)
+    plan = RunPlan.build(
+        metrics, llm=llm, registry=registry, settings=settings, labels=labels, **overrides
+    )
+    return await evaluate_plan(plan, samples, get_runner(runner, registry=registry))
+
+
+async def evaluate_plan(plan: RunPlan, samples: Any, runner: Runner) -> Evaluation:
+    """Run ``plan`` on ``samples`` with ``runner`` and gather every row."""
+    async with execute(plan, samples, runner) as rows:
         parts = [batch async for batch in rows.parts()]
-    return Evaluation.of_parts(parts, rows.metrics, labels=labels, formulas=formulas_of(resolved))
+    return Evaluation.of_parts(parts, rows.metrics, labels=plan.labels, formulas=plan.formulas)
 
 
 def evaluate(
@@ -227,4 +164,5 @@ def evaluate(
         >>> ev.results[0].score
         0.5
     """
+    check_backend(backend)
     return run_sync(functools.partial(aevaluate, samples, metrics, **options), backend=backend)

@@ -9,10 +9,9 @@ started and not yet emitted, so memory stays bounded even behind one slow sample
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
-from anyio.abc import ObjectSendStream
 
 from ctxeval._results.results import MetricResult
 
@@ -28,7 +27,7 @@ class Emitter:
     """Emits the rows of finished samples in input order (see the module's description)."""
 
     def __init__(
-        self, send: ObjectSendStream[Sequence[MetricResult]], samples_in_flight: int
+        self, send: Callable[[Sequence[MetricResult]], Awaitable[None]], samples_in_flight: int
     ) -> None:
         self._send = send
         self._window = anyio.Semaphore(samples_in_flight)
@@ -78,11 +77,11 @@ class Emitter:
         """Send ``rows`` at once, bypassing the window (the deterministic fast path's chunks,
         which are complete and in order: a :class:`~ctxeval._results.columns.RowBlock` each)."""
         if rows:
-            await self._send.send(rows)
+            await self._send(rows)
 
     async def flush(self) -> None:
         """Send the rows emitted so far to the reader."""
         batch, self._batch = self._batch, []
         self._last_flush = time.monotonic()
         if batch:
-            await self._send.send(batch)
+            await self._send(batch)

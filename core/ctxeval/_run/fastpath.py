@@ -37,7 +37,7 @@ from ctxeval._run.rows import (
 from ctxeval._run.worker import TIMED_OUT
 
 if TYPE_CHECKING:
-    from ctxeval._run.local import Run
+    from ctxeval._run.state import Run
 
 __all__ = ["CHUNK", "collector_paused", "score_chunk", "score_in_chunks"]
 
@@ -54,6 +54,7 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
     it was read from, see :class:`~ctxeval._results.columns.RowBlock`) rather than the sample."""
     seen_ids: set[str] = set()
     index = 0
+    first = run.first_index  # positional ids count from the run's first sample
     stream = samples if isinstance(samples, SampleStream) else None
     items = iter(samples)
     while True:
@@ -77,7 +78,7 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
             try:
                 for position, item in enumerate(taken):
                     if type(item) is Sample:  # the usual case, as `identify` decides it
-                        sample_id = item.id if item.id is not None else str(index)
+                        sample_id = item.id if item.id is not None else str(first + index)
                         if sample_id not in seen_ids:
                             seen_ids.add(sample_id)
                             chunk.append(item)
@@ -87,11 +88,11 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
                             index += 1
                             continue
                     try:
-                        sample, sample_id = identify(item, index, seen_ids)
+                        sample, sample_id = identify(item, first + index, seen_ids)
                     except DataError as exc:
                         if not run.lenient:
                             raise
-                        rows_of_bad = unreadable(exc, index, seen_ids, run.metrics)
+                        rows_of_bad = unreadable(exc, first + index, seen_ids, run.metrics)
                         run.finish_rows_of_unreadable(rows_of_bad)
                         bad.append((len(chunk), rows_of_bad))
                         index += 1

@@ -110,20 +110,20 @@ class Journal:
         *,
         resume: bool,
         llm: Any = None,
+        kept: Previous | None = None,
     ) -> tuple[Journal, Previous]:
         """Open ``path`` for a run of ``metrics`` (with the run's ``llm``).
 
         Returns the journal and, when resuming, the reusable rows of the earlier run with their
-        samples' digests (see :data:`Previous`). Without ``resume`` an existing journal is
-        replaced.
+        samples' digests (see :data:`Previous`; ``kept``: those rows as :meth:`previous` read
+        them already). Without ``resume`` an existing journal is replaced.
         """
         target = Path(path)
         if not target.parent.exists():  # a run folder of its own: its owner's only
             target.parent.mkdir(parents=True, mode=0o700)
         prints = {m.name: fingerprint(m, llm) for m in metrics}
-        kept: Previous = {}
-        if resume and target.exists():
-            kept = _read(target, prints)
+        if kept is None:
+            kept = _read(target, prints) if resume and target.exists() else {}
         # Rewrite: header, then the rows kept (drops stale errors and a torn last line).
         temporary = target.with_name(target.name + ".tmp")
         with _open_private(temporary, "w") as handle:
@@ -133,6 +133,18 @@ class Journal:
         os.replace(temporary, target)
         os.chmod(target, 0o600)
         return cls(target, _open_private(target, "a")), kept
+
+    @staticmethod
+    def previous(
+        path: str | os.PathLike[str], metrics: Sequence[Metric], *, llm: Any = None
+    ) -> Previous:
+        """The reusable rows of the journal at ``path`` (none when there is no such file), for
+        a run of ``metrics`` with ``llm``: what a resumed run need not score again. Reads only;
+        :meth:`open` writes."""
+        target = Path(path)
+        if not target.exists():
+            return {}
+        return _read(target, {m.name: fingerprint(m, llm) for m in metrics})
 
     def write(self, row: MetricResult, digest: str) -> None:
         """Append ``row`` (of the sample with ``digest``) and flush it to the operating

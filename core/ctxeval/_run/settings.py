@@ -13,12 +13,14 @@ same field of ``settings``: ``evaluate(samples, metrics, max_concurrency=8)``.
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
+from ctxeval._calls.cache import Cache
 from ctxeval._calls.limits import Limits, SharedLimits
 from ctxeval._errors import ConfigError
 from ctxeval._plugins.validators import (
@@ -116,9 +118,40 @@ def _journal(instance: object, attribute: attrs.Attribute[Any], value: Any) -> N
         raise ConfigError(f"run setting journal must be a path or None, got {value!r}")
 
 
-def _callable(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not callable(value):
-        raise ConfigError(f"run setting {attribute.name} must be callable or None, got {value!r}")
+def _on_progress(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if not callable(value):
+        raise ConfigError(
+            f"run setting on_progress must be callable or None, got {value!r}: it is called with "
+            "one ctxeval.Progress"
+        )
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):  # a builtin or extension whose signature cannot be read
+        return
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise ConfigError(
+            f"run setting on_progress must take exactly one positional argument (it is called "
+            f"with one ctxeval.Progress), but {_callable_name(value)} has the signature "
+            f"{signature}"
+        ) from None
+
+
+def _callable_name(value: Any) -> str:
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    return repr(name) if isinstance(name, str) else repr(value)
+
+
+def _cache(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, Cache):
+        raise ConfigError(
+            f"run setting cache must have get(key) and set(key, value) (a ctxeval cache: "
+            f"ctxeval._calls.cache.SQLiteCache(path) or MemoryCache()), got {value!r}; pass "
+            "None for no cache"
+        )
 
 
 def _shared(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -153,9 +186,11 @@ class RunSettings:
         samples_in_flight: samples being worked on at once; bounds memory on large inputs.
         journal: a file to append each finished row to, so an interrupted run can resume.
         resume: reuse the ``ok`` and ``undefined`` rows of ``journal`` (error rows are redone).
-        on_progress: called with a :class:`~ctxeval.Progress` at most every 0.1 s and at the end.
-        cache: a cache handed to plugins through the run context (e.g.
-            :class:`ctxeval._calls.cache.SQLiteCache`).
+        on_progress: called with a :class:`~ctxeval.Progress` at most every 0.1 s and at the end
+            (a callable taking one positional argument).
+        cache: a cache handed to plugins through the run context, with ``get(key)`` and
+            ``set(key, value)`` (:class:`ctxeval._calls.cache.Cache`, e.g.
+            :class:`~ctxeval._calls.cache.SQLiteCache`); None for no cache.
         max_cost_usd: stop taking new samples once the run has spent this much (the samples
             already started finish, and :class:`~ctxeval.BudgetExceededError` is raised; with a
             journal, the run can be resumed).
@@ -184,9 +219,9 @@ class RunSettings:
     journal: str | os.PathLike[str] | None = attrs.field(default=None, validator=_journal)
     resume: bool = attrs.field(default=False, validator=_setting(boolean))
     on_progress: Callable[[Progress], object] | None = attrs.field(
-        default=None, validator=_callable, eq=False, repr=False
+        default=None, validator=_on_progress, eq=False, repr=False
     )
-    cache: Any = attrs.field(default=None, repr=False)
+    cache: Cache | None = attrs.field(default=None, validator=_cache, repr=False)
     max_cost_usd: float | None = attrs.field(
         default=None, validator=_setting(optional(non_negative_number))
     )

@@ -135,21 +135,39 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="do not read or write the LLM answer cache"
     )
     ev.add_argument(
+        "--runner",
+        metavar="NAME",
+        help="where the run executes: local (this process, the default), processes (every "
+        "core of this machine), ray (a Ray cluster, pip install 'ctxeval[ray]'), or a "
+        "runner plugin's name (see: ctxeval plugins)",
+    )
+    ev.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes or actors of --runner (default: processes, the CPU count; ray, 2)",
+    )
+    ev.add_argument(
         "--ray",
         nargs="?",
         const="local",
         metavar="ADDRESS",
-        help="run on a Ray cluster: ADDRESS (auto: the one this machine is in), or a local "
-        "one when no ADDRESS is given; needs pip install 'ctxeval[ray]'",
+        help="--runner ray on the Ray cluster at ADDRESS (auto: the one this machine is "
+        "in), or a local one when no ADDRESS is given",
     )
-    ev.add_argument(
-        "--ray-workers", type=int, default=2, metavar="N", help="Ray workers (default 2)"
-    )
+    ev.add_argument("--ray-workers", type=int, metavar="N", help=argparse.SUPPRESS)
     ev.add_argument(
         "--max-cost",
         type=float,
         metavar="USD",
         help="stop cleanly once the run has spent this much",
+    )
+    ev.add_argument(
+        "--price",
+        metavar="IN,OUT",
+        help="the price of --model in USD per million prompt (IN) and completion (OUT) tokens, "
+        "e.g. 0.15,0.60: for a model the provider has no price for (needed with --max-cost); "
+        "overrides the provider's price",
     )
     ev.add_argument(
         "--format",

@@ -58,16 +58,26 @@ def _with_judges(
     for name, options in specs:
         judges = options.get("judges")
         if isinstance(judges, list) and any(isinstance(j, str) for j in judges):
-            made = [_configure(args, run, j)[0] if isinstance(j, str) else j for j in judges]
+            made = [
+                _configure(args, run, j, judge=True)[0] if isinstance(j, str) else j for j in judges
+            ]
             options = {**options, "judges": made}
         out.append((name, options))
     return out
 
 
-def _configure(args: argparse.Namespace, run: dict[str, Any], model: str) -> tuple[Any, Any]:
-    """The LLM settings of ``model`` made by the run's provider, and the provider."""
+def _configure(
+    args: argparse.Namespace, run: dict[str, Any], model: str, *, judge: bool = False
+) -> tuple[Any, Any]:
+    """The LLM settings of ``model`` made by the run's provider, and the provider. A price
+    given (``--price``, ``price_per_million_tokens`` in ``[llm]``) is --model's: a judge named
+    in a metric's options is priced by the provider."""
     provider = llm_provider(args.provider or run.get("provider") or DEFAULT_PROVIDER)
     settings = dict(run.get("llm", {}))
+    if judge:
+        settings.pop("price_per_million_tokens", None)
+    elif getattr(args, "price", None) is not None:
+        settings["price_per_million_tokens"] = _price_option(args.price)
     if args.timeout is not None:
         settings["timeout"] = args.timeout
     if _batch(args, run):
@@ -81,10 +91,25 @@ def _configure(args: argparse.Namespace, run: dict[str, Any], model: str) -> tup
     return llm, provider
 
 
+def _price_option(text: str) -> tuple[float, float]:
+    """``--price IN,OUT``: USD per million prompt and completion tokens."""
+    parts = text.split(",")
+    try:
+        inp, out = (float(p) for p in parts)
+    except ValueError:
+        inp = out = math.nan
+    if not (math.isfinite(inp) and math.isfinite(out) and inp >= 0 and out >= 0):
+        raise UsageError(
+            f"--price: give IN,OUT, USD per million prompt and completion tokens, e.g. "
+            f"--price 0.15,0.60; got {text!r}"
+        )
+    return inp, out
+
+
 RUN_FILE_KEYS = (
     "data", "metrics", "out", "model", "api_base", "provider", "llm", "lenient", "no_cache",
     "max_concurrency", "max_cost", "qrels", "run", "complete", "trec_eval_averaging",
-    "fail_under", "batch", "metric_timeout", "labels",
+    "fail_under", "batch", "metric_timeout", "labels", "runner", "workers",
 )  # fmt: skip
 """The keys a run file (``--config``) may hold."""
 
@@ -267,6 +292,10 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     def price(model: str | None, calls: int, chars: int) -> float | None:
         if not calls:
             return 0.0
+        if model is not None and model == run_model and callable(getattr(llm, "price", None)):
+            known = llm.price()  # the price given with --price, else the provider's
+            if known is not None:
+                return float(known.cost(math.ceil(chars / 4), 60 * calls))
         if provider is None or not model:
             return None
         cost: float | None = provider.estimate_cost(model, math.ceil(chars / 4), 60 * calls)
@@ -317,52 +346,33 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     return EXIT_OK
 
 
-def _on_ray(
-    args: argparse.Namespace, data: Any, metrics: list[Any], llm: Any, settings: RunSettings
-) -> tuple[Any, Any]:
-    """The run on Ray (``--ray [ADDRESS]``): ``ctxeval_ray.evaluate_on_ray`` with the same
-    settings, the LLM cache shared by the workers of this machine."""
-    import attrs
+def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
+    """The runner of ``--runner NAME [--workers N]`` (``--ray [ADDRESS]`` is ``--runner ray``),
+    or of the run file's ``runner``/``workers``; None: the local runner."""
+    from ctxeval._run.execute import get_runner
 
-    from ctxeval._errors import BudgetExceededError
-    from ctxeval._plugins.optional import require_ray
-
-    require_ray("--ray")
-    if args.batch:
-        raise UsageError("--ray and --batch do not go together (a batch needs no workers)")
-    if args.ray_workers < 1:
-        raise UsageError(f"--ray-workers: must be a whole number >= 1, got {args.ray_workers}")
-    evaluate_on_ray = _ray_runner()
-    cache = settings.cache
-    cache_path = getattr(cache, "path", None)
-    try:
-        evaluation = evaluate_on_ray(
-            data,
-            metrics,
-            llm=llm,
-            settings=attrs.evolve(settings, cache=None),
-            workers=args.ray_workers,
-            address=None if args.ray == "local" else args.ray,
-            cache_path=cache_path,
+    name = args.runner or run.get("runner")
+    if args.ray is not None:
+        if name not in (None, "ray"):
+            raise UsageError(f"--ray and --runner {name} do not go together")
+        name = "ray"
+    workers = _first(args.workers, args.ray_workers, run.get("workers"))
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
+        raise UsageError(f"--workers: must be a whole number >= 1, got {workers!r}")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers: must be a whole number >= 1, got {workers}")
+    if name is None or name == "local":
+        if workers is not None:
+            raise UsageError("--workers goes with --runner processes, ray or a runner plugin")
+        return None
+    if _batch(args, run):
+        raise UsageError(
+            f"--runner {name} and --batch do not go together (a batch needs no workers)"
         )
-    except BudgetExceededError as exc:
-        from ctxeval._results.evaluation import Evaluation
-
-        return Evaluation([], [m.name for m in metrics]), exc
-    return evaluation, None
-
-
-def _ray_runner() -> Any:
-    """``evaluate_on_ray`` of the installed Ray runner, found like every plugin: through its
-    entry point (group ``ctxeval.runners``, name ``ray``)."""
-    import importlib.metadata
-
-    from ctxeval._errors import MissingExtraError
-
-    for point in importlib.metadata.entry_points(group="ctxeval.runners"):
-        if point.name == "ray":
-            return point.load()
-    raise MissingExtraError("--ray needs Ray", install="pip install 'ctxeval[ray]'")
+    options: dict[str, Any] = {} if workers is None else {"workers": workers}
+    if name == "ray" and args.ray not in (None, "local"):
+        options["address"] = args.ray
+    return get_runner(name, **options)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -403,6 +413,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.resume and not out:
         raise UsageError("--resume needs --out DIR (the folder of the run to resume)")
     llm, provider = _llm(args, run)
+    runner = _runner(args, run)
     if not args.quiet:  # long waits (a Batch API batch) report under ctxeval.progress
         import logging
 
@@ -439,18 +450,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         cache = SQLiteCache(home / "ctxeval" / "llm.sqlite")
     settings = _settings(args, run, out=out, cache=cache)
-    if args.ray:
-        evaluation, stopped = _on_ray(args, samples if trec else path, metrics, llm, settings)
-    else:
-        total = len(samples) if trec else count_rows(path) if path.exists() else None
-        evaluation, stopped = run_with_progress(
-            samples,
-            metrics,
-            llm=llm,
-            settings=settings,
-            quiet=args.quiet,
-            total=None if total is None else total * len(metrics),
-        )
+    total = len(samples) if trec else count_rows(path) if path.exists() else None
+    evaluation, stopped = run_with_progress(
+        samples,
+        metrics,
+        llm=llm,
+        settings=settings,
+        quiet=args.quiet,
+        total=None if total is None else total * len(metrics),
+        runner=runner,
+    )
     if labels is not None:
         from ctxeval._judge.trust import formulas_of
 

@@ -89,6 +89,7 @@ def run_with_progress(
     settings: RunSettings,
     quiet: bool,
     total: int | None,
+    runner: Any = None,
 ) -> tuple[Any, BudgetExceededError | None]:
     """Run ``metrics`` over ``samples`` with a progress view; the evaluation, and the cost
     limit that stopped it early if one did. Ctrl-C exits 130 with how to resume; an LLM no
@@ -102,11 +103,16 @@ def run_with_progress(
     stopped: list[BudgetExceededError] = []
     journal = Path(settings.journal) if settings.journal is not None else None
     kept: dict[str, Any] = {}
-    samples = _recording(samples, kept)
+    if runner is None:
+        samples = _recording(samples, kept)
+    else:  # the runner reads the input its own way: the report's samples are read apart
+        kept = _first_samples(samples)
     with ProgressView(quiet=quiet, total=total) as view:
 
         async def main() -> None:
-            async with stream(samples, metrics, llm=llm, settings=settings, on_progress=view) as r:
+            async with stream(
+                samples, metrics, llm=llm, settings=settings, on_progress=view, runner=runner
+            ) as r:
                 try:
                     async for row in r:
                         rows.append(row)
@@ -154,6 +160,30 @@ def _recording(samples: Any, kept: dict[str, Any]) -> Any:
             if isinstance(sample, Sample) and isinstance(item, (Sample, Mapping)):
                 kept[sample.id if sample.id is not None else str(position)] = sample
         yield item
+
+
+def _first_samples(samples: Any) -> dict[str, Any]:
+    """The first :data:`REPORT_SAMPLES` samples of ``samples`` by id, read apart from the run
+    (a file read again from its start; samples in memory as they are)."""
+    import itertools
+
+    from ctxeval._data.loading import SampleStream, load_samples
+
+    kept: dict[str, Any] = {}
+    if isinstance(samples, SampleStream):
+        again = load_samples(samples.path, format=samples.format, strict=False)
+        try:
+            _recording_all(itertools.islice(again, REPORT_SAMPLES), kept)
+        finally:
+            again.close()
+    elif isinstance(samples, (list, tuple)):
+        _recording_all(samples[:REPORT_SAMPLES], kept)
+    return kept
+
+
+def _recording_all(samples: Any, kept: dict[str, Any]) -> None:
+    for _ in _recording(samples, kept):
+        pass
 
 
 def _journal_rows(journal: Path) -> int:

@@ -1,0 +1,336 @@
+"""The optional hooks of a plugin, one runtime-checkable protocol each.
+
+A plugin needs only what its kind's protocol (:mod:`ctxeval._plugins.protocols`) asks for; the
+hooks here are extra attributes or methods that ctxeval uses when a plugin has them. Each
+protocol's docstring says who calls the hook and when. ctxeval reads a hook only through its
+protocol (``isinstance(part, EstimatesMatcherCalls)``), or through the typed helpers at the end
+of this module, never by a bare ``getattr``.
+
+Plugin authors import them from :mod:`ctxeval.plugin`; a plugin does not have to inherit from
+them (they are protocols), but may, to have a type checker check its signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ctxeval._data.sample import Sample
+    from ctxeval._plugins.base import Dependency
+    from ctxeval._plugins.protocols import RunContext
+    from ctxeval._results.results import Usage
+
+__all__ = [
+    "AsyncCloseable",
+    "ChecksReady",
+    "DeclaresDependencies",
+    "DescribesLLM",
+    "EstimatesAttributorCalls",
+    "EstimatesCallsByJudge",
+    "EstimatesCallsByModel",
+    "EstimatesExtractorCalls",
+    "EstimatesMatcherCalls",
+    "EstimatesMetricCalls",
+    "Fingerprinted",
+    "HasOwnLLM",
+    "HasPipeline",
+    "HasRegistryName",
+    "ItemwiseMatcher",
+    "MatchesBothSides",
+    "MembershipMatcher",
+    "MetersUsage",
+    "NeedsLLM",
+    "PipelineView",
+    "RepeatedJudgement",
+    "ReportsProvenance",
+    "SpendsResource",
+    "TrecEvalAveraging",
+    "fingerprint_of",
+    "is_itemwise",
+    "is_membership",
+    "needs_run_llm",
+    "own_llm",
+]
+
+
+# --- what a plugin class declares --------------------------------------------------------------
+
+
+@runtime_checkable
+class HasRegistryName(Protocol):
+    """A plugin class's canonical name. The registry reads it when one target is registered
+    under several names (:meth:`ctxeval.Registry.plugins`): the name equal to
+    ``registry_name`` is canonical, the others are its aliases."""
+
+    registry_name: str
+
+
+@runtime_checkable
+class DeclaresDependencies(Protocol):
+    """A plugin class's optional modules (:class:`~ctxeval.plugin.Dependency`). The registry
+    reads them before building the plugin (:meth:`ctxeval.Registry.load`) and when listing
+    plugins: a missing one makes the plugin *unavailable*, with its install command."""
+
+    dependencies: Sequence[Dependency]
+
+
+# --- LLM use ----------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class NeedsLLM(Protocol):
+    """A part or metric that calls an LLM says so with ``needs_llm = True``. The pipeline and
+    panels read it (with :class:`HasOwnLLM`) to tell whether the run's ``llm=`` is needed; the
+    command line, to ask for ``--model``; the journal, to fingerprint the run's judge."""
+
+    needs_llm: bool
+
+
+@runtime_checkable
+class HasOwnLLM(Protocol):
+    """A part with an LLM of its own (``llm``, None for the run's). Read with
+    :class:`NeedsLLM` (does the part use the run's LLM?), by the dry-run estimate (which
+    model answers its requests) and by the journal's fingerprint."""
+
+    llm: Any
+
+
+@runtime_checkable
+class DescribesLLM(Protocol):
+    """An ``llm=`` value (what :meth:`~ctxeval.plugin.LLMProvider.configure` returns) that
+    names its ``model``. Read for a judge's name in panels and dry-run prices, and by the
+    journal's fingerprint."""
+
+    model: str
+
+
+@runtime_checkable
+class SpendsResource(Protocol):
+    """An ``llm=`` value that names the resource its requests spend (``model@endpoint``, the
+    key of the run's limits). The journal's fingerprint prefers it to the model alone."""
+
+    resource: str
+
+
+# --- evidence and reproducibility -------------------------------------------------------------
+
+
+@runtime_checkable
+class Fingerprinted(Protocol):
+    """A part or metric whose rows depend on more than its options (an LLM part: its prompt
+    versions). The journal adds ``fingerprint_data`` to the run's fingerprint when a run
+    starts, so a resumed run recomputes rows when it changes; a panel adds its judges'."""
+
+    @property
+    def fingerprint_data(self) -> str: ...
+
+
+@runtime_checkable
+class ReportsProvenance(Protocol):
+    """A part that judges says who judged a row. A pipeline metric calls ``provenance(ctx)``
+    on each part after scoring a sample that made requests, and puts the reports (one, or a
+    list from a panel) in the row's ``details["provenance"]``."""
+
+    def provenance(self, ctx: RunContext) -> Mapping[str, Any] | Sequence[Any] | None: ...
+
+
+@runtime_checkable
+class MetersUsage(Protocol):
+    """A run context that knows what its row has spent so far (``usage``; None when
+    nothing). A pipeline metric reads it after scoring: no usage, nobody judged the row."""
+
+    @property
+    def usage(self) -> Usage | None: ...
+
+
+@runtime_checkable
+class RepeatedJudgement(Protocol):
+    """The run context a :class:`~ctxeval.plugin.Panel` hands each judgement
+    (:class:`~ctxeval.plugin.JudgeContext`): which repeat it is (0-based) and the temperature
+    to ask for (None: the judge's own). An LLM judge reads them so that repeats are
+    distinct requests (not one cached answer)."""
+
+    @property
+    def repeat(self) -> int: ...
+
+    @property
+    def temperature(self) -> float | None: ...
+
+
+# --- the dry-run estimate ---------------------------------------------------------------------
+
+
+@runtime_checkable
+class EstimatesExtractorCalls(Protocol):
+    """An extractor that calls an LLM says what it would send: the prompt size (characters)
+    of each request extracting ``texts`` would make. Called by a pipeline metric's
+    :meth:`~ctxeval.plugin.PipelineMetric.estimate_calls`, for ``ctxeval evaluate --dry-run``."""
+
+    def estimate_calls(self, texts: Sequence[str]) -> list[int]: ...
+
+
+@runtime_checkable
+class EstimatesMatcherCalls(Protocol):
+    """A matcher that calls an LLM says what it would send for one sample (see
+    :class:`EstimatesExtractorCalls`)."""
+
+    def estimate_calls(
+        self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[int]: ...
+
+
+@runtime_checkable
+class EstimatesAttributorCalls(Protocol):
+    """An attributor that calls an LLM says what it would send for one sample (see
+    :class:`EstimatesExtractorCalls`)."""
+
+    def estimate_calls(
+        self, text: str, candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[int]: ...
+
+
+@runtime_checkable
+class EstimatesCallsByJudge(Protocol):
+    """A matcher with several judges (a :class:`~ctxeval.plugin.Panel`) says what each judge
+    would send: ``(model, sizes)`` per judge, model None for the run's. A pipeline metric's
+    ``estimate_calls_by_model`` calls it, so that a dry run prices each judge at its price."""
+
+    def estimate_calls_by_judge(
+        self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[tuple[str | None, list[int]]]: ...
+
+
+@runtime_checkable
+class EstimatesMetricCalls(Protocol):
+    """A metric that calls an LLM says what scoring ``sample`` would send (prompt sizes in
+    characters). ``ctxeval evaluate --dry-run`` calls it for each sample to estimate the
+    run's requests and cost."""
+
+    def estimate_calls(self, sample: Sample) -> list[int]: ...
+
+
+@runtime_checkable
+class EstimatesCallsByModel(Protocol):
+    """:class:`EstimatesMetricCalls` by the model that would answer (None: the run's
+    ``llm=``). The dry run prefers it, to price each judge of a jury at its own price."""
+
+    def estimate_calls_by_model(self, sample: Sample) -> dict[str | None, list[int]]: ...
+
+
+# --- matchers on the fast path ----------------------------------------------------------------
+
+
+@runtime_checkable
+class MembershipMatcher(Protocol):
+    """A deterministic matcher that says ``membership = True``: an item is matched exactly
+    when it is among the candidates (the ID matcher). The fast path then scores a batch with
+    set lookups instead of calling ``match_batch``."""
+
+    membership: bool
+
+
+@runtime_checkable
+class ItemwiseMatcher(Protocol):
+    """A deterministic matcher that says ``itemwise = True``: an item's verdict depends on that
+    item and the candidates only. The fast path then judges each distinct pair once for a run
+    where several metrics match the same sides."""
+
+    itemwise: bool
+
+
+@runtime_checkable
+class MatchesBothSides(Protocol):
+    """A deterministic matcher that judges both sides in one pass: for each ``(reference
+    items, retrieved items)`` pair, the reference flags and the retrieved flags (what
+    ``match_batch`` gives each way). ``both_sides_key()`` says what decides the flags, so
+    that the fast path matches a run's precision and recall over the same sides once."""
+
+    def both_sides_key(self) -> Any: ...
+
+    def match_both_batch(
+        self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]]
+    ) -> list[tuple[list[bool], list[bool]]]: ...
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+
+class PipelineView(Protocol):
+    """What is read of a metric's :class:`~ctxeval.plugin.Pipeline` through
+    :class:`HasPipeline`: its parts and its formula."""
+
+    @property
+    def parts(self) -> Sequence[Any]: ...
+
+    @property
+    def formula(self) -> Any: ...
+
+
+@runtime_checkable
+class HasPipeline(Protocol):
+    """A metric built from parts exposes its :class:`~ctxeval.plugin.Pipeline`
+    (``pipeline``). Read for its formula (people's labels are scored through it) and its
+    parts (the journal's fingerprint)."""
+
+    @property
+    def pipeline(self) -> PipelineView: ...
+
+
+@runtime_checkable
+class TrecEvalAveraging(Protocol):
+    """A ranked metric with trec_eval's averaging as an option (``trec_eval_averaging``: a
+    query with nothing retrieved scores 0). The command line's ``--trec-eval`` sets it on the
+    metrics that have it."""
+
+    trec_eval_averaging: bool
+
+
+# --- transports and run-wide objects ----------------------------------------------------------
+
+
+@runtime_checkable
+class ChecksReady(Protocol):
+    """A :class:`~ctxeval.plugin.ChatTransport` that checks, once before its first request,
+    that it can work (credentials, the endpoint reachable); it raises a
+    :class:`~ctxeval.plugin.CallError` when not. The LLM plugin awaits ``ready(ctx)``
+    before the first request of a run."""
+
+    async def ready(self, ctx: RunContext) -> None: ...
+
+
+@runtime_checkable
+class AsyncCloseable(Protocol):
+    """A run-wide object (:meth:`~ctxeval.plugin.RunContext.shared`) that holds resources.
+    The scheduler awaits ``aclose()`` once when the run ends."""
+
+    async def aclose(self) -> None: ...
+
+
+# --- typed readers ------------------------------------------------------------------------------
+
+
+def own_llm(part: object) -> Any:
+    """``part``'s own ``llm`` (:class:`HasOwnLLM`), else None."""
+    return part.llm if isinstance(part, HasOwnLLM) else None
+
+
+def needs_run_llm(part: object) -> bool:
+    """Whether ``part`` calls an LLM (:class:`NeedsLLM`) and has none of its own: it uses the
+    run's ``llm=``."""
+    return isinstance(part, NeedsLLM) and bool(part.needs_llm) and own_llm(part) is None
+
+
+def fingerprint_of(part: object) -> str:
+    """``part``'s ``fingerprint_data`` (:class:`Fingerprinted`), else ``""``."""
+    return (part.fingerprint_data or "") if isinstance(part, Fingerprinted) else ""
+
+
+def is_membership(matcher: object) -> bool:
+    """Whether ``matcher`` says ``membership = True`` (:class:`MembershipMatcher`)."""
+    return isinstance(matcher, MembershipMatcher) and matcher.membership is True
+
+
+def is_itemwise(matcher: object) -> bool:
+    """Whether ``matcher`` says ``itemwise = True`` (:class:`ItemwiseMatcher`)."""
+    return isinstance(matcher, ItemwiseMatcher) and matcher.itemwise is True

@@ -1,0 +1,283 @@
+"""The ``processes`` runner: a run spread over worker processes of this machine, no Ray
+needed.
+
+The driving process cuts the input into parts of :attr:`ProcessesRunner.part_size` samples
+and hands each to a worker process, which scores it with the local runner
+(:func:`~ctxeval._run.local.score_locally`) and sends its rows back; the parts go to the run's
+:class:`~ctxeval.runners.RowSink` in input order, so the rows are the rows of a ``local`` run.
+
+* A JSONL file read with :func:`ctxeval.load_samples` (strict, not yet read) is not parsed by
+  the driving process: it reads lines, and each worker reads its lines as reading the whole
+  file does (errors name the file and the real line). Anything else is read by the driving
+  process and its samples are sent to the workers.
+* Positional ids (a sample without ``id``) count from the start of the whole input.
+* The limits of outside calls (calls in flight, requests and tokens per minute) and the cost
+  cap are divided among the workers, so that together they never exceed them; give
+  ``shared_limits=`` (e.g. ``ctxeval_ray.SharedBudget``) to share them instead.
+* Workers are started with the ``spawn`` method: a script that runs an evaluation with this
+  runner must guard it with ``if __name__ == "__main__":``, as every program using
+  :mod:`multiprocessing` does, and its own metric classes must be importable.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import itertools
+import multiprocessing
+import os
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+import anyio.to_thread
+import attrs
+
+from ctxeval._calls.limits import Limits
+from ctxeval._data.loading import SampleStream
+from ctxeval._errors import ConfigError
+from ctxeval._results.columns import RowBlock
+from ctxeval._results.results import MetricResult
+from ctxeval._run.local import score_locally
+from ctxeval._run.plan import RunPlan
+from ctxeval._run.progress import ProgressTracker
+from ctxeval._run.settings import RunSettings
+from ctxeval._run.sink import RowSink
+
+__all__ = ["ProcessesRunner"]
+
+_BYTES_PER_SAMPLE = 256
+"""A JSONL file is cut into parts of ``part_size`` times this many bytes."""
+
+_Payload = tuple[str, Any]
+"""What a worker scores: ``("lines", (path, first_line, lines))`` or ``("items", items)``."""
+_Done = tuple[list[Sequence[MetricResult]], list[list[str]] | None, BaseException | None]
+"""What a worker sends back: its rows in parts, their digests, and the failure that stopped
+it (raised once its rows are in the sink)."""
+
+
+class ProcessesRunner:
+    """Scores a run in ``workers`` processes of this machine (the runner ``processes``).
+
+    Args:
+        workers: worker processes (default: the machine's CPU count).
+        part_size: samples a worker scores at a time (a JSONL file is cut into parts of
+            ``part_size`` x 256 bytes).
+    """
+
+    name: ClassVar[str] = "processes"
+
+    def __init__(self, workers: int | None = None, part_size: int = 8192) -> None:
+        if workers is None:
+            workers = os.cpu_count() or 1
+        for label, value in (("workers", workers), ("part_size", part_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(
+                    f"runner 'processes': {label} must be a whole number of at least 1, "
+                    f"got {value!r}"
+                )
+        self.workers = workers
+        self.part_size = part_size
+
+    def __repr__(self) -> str:
+        return f"ProcessesRunner(workers={self.workers}, part_size={self.part_size})"
+
+    async def run(self, plan: RunPlan, samples: Iterable[Any] | Any, sink: RowSink) -> None:
+        """Score ``samples`` in the worker processes and hand the rows to ``sink``."""
+        if hasattr(samples, "__aiter__"):
+            raise ConfigError(
+                "runner 'processes' reads samples from a file or an iterable, not an async "
+                "iterable; use the local runner for an async source"
+            )
+        worker_plan = plan.for_workers(**_divided(plan.settings, self.workers))
+        digests = sink.journaled
+        pending: deque[Future[_Done]] = deque()
+        pool = ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
+        )
+        part = 0
+        try:
+            for first, payload in _parts(samples, self.part_size):
+                pending.append(pool.submit(_score_part, worker_plan, first, payload, digests))
+                if len(pending) > 2 * self.workers:  # two parts queued per worker at most
+                    part = await _deliver(pending.popleft(), sink, part)
+            while pending:
+                part = await _deliver(pending.popleft(), sink, part)
+        finally:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _deliver(future: Future[_Done], sink: RowSink, part: int) -> int:
+    """Hand a worker's rows to the sink as parts ``part``, ``part + 1``...; the next part."""
+    parts, digests, error = await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+    for index, rows in enumerate(parts):
+        await sink.put(part, rows, None if digests is None else digests[index])
+        part += 1
+    if error is not None:
+        raise error
+    return part
+
+
+def _parts(samples: Any, size: int) -> Iterator[tuple[int, _Payload]]:
+    """The input in parts of ``size`` samples: each part's position in the input, and what
+    a worker needs to read it."""
+    if (
+        isinstance(samples, SampleStream)
+        and samples.format == "jsonl"
+        and samples.strict
+        and samples.rows_read == 0
+    ):
+        samples.close()  # read by line here, by sample in the workers
+        yield from _line_parts(samples.path, size * _BYTES_PER_SAMPLE)
+        return
+    first = 0
+    items = iter(samples)
+    while True:
+        taken = list(itertools.islice(items, size))
+        if not taken:
+            return
+        yield first, ("items", taken)
+        first += len(taken)
+
+
+_BLANK_CANDIDATE = re.compile(rb"^[\s\x80-\xff]*$", re.MULTILINE)
+"""A line that may be blank as the reader decides it: ASCII white space, or bytes that may
+be other Unicode white space (checked by decoding)."""
+
+
+def _line_parts(path: Path, size: int) -> Iterator[tuple[int, _Payload]]:
+    """Parts of a JSONL file of about ``size`` bytes each, cut at line ends: each part's
+    position in the input (a blank line is no row, as the reader decides it) and the number of
+    its first line. The lines are counted here, not parsed."""
+    first = 0
+    line = 1
+    rest = b""
+    with path.open("rb") as handle:
+        while True:
+            block = handle.read(size)
+            data = rest + block
+            if not block:
+                rest = b""
+            else:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:  # one line longer than a part: read on
+                    rest = data
+                    continue
+                data, rest = data[:cut], data[cut:]
+            if not data:
+                return
+            lines = data.count(b"\n") + (not data.endswith(b"\n"))
+            blank = sum(1 for m in _BLANK_CANDIDATE.finditer(data) if _blank(data, m, line))
+            yield first, ("lines", (str(path), line, data))
+            first += lines - blank
+            line += lines
+
+
+def _blank(data: bytes, match: re.Match[bytes], first_line: int) -> bool:
+    """Whether the candidate ``match`` is a blank line as the reader decides it (no row)."""
+    start, end = match.span()
+    if end == len(data) and start == end:
+        return False  # the end of the data, not a line
+    raw = data[start:end]
+    if raw.isascii():
+        return True
+    number = first_line + data.count(b"\n", 0, start)
+    try:
+        return not raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+    except UnicodeDecodeError:
+        return False  # a bad row: it takes a place
+
+
+def _divided(settings: RunSettings, workers: int) -> dict[str, Any]:
+    """Settings for each of ``workers`` workers so that together they keep the run's limits
+    and cost cap (nothing to divide when the limits are shared)."""
+    if settings.shared_limits is not None or workers == 1:
+        return {}
+
+    def share(limits: Limits) -> Limits:
+        return attrs.evolve(
+            limits,
+            max_concurrency=max(1, limits.max_concurrency // workers),
+            requests_per_minute=None
+            if limits.requests_per_minute is None
+            else limits.requests_per_minute / workers,
+            tokens_per_minute=None
+            if limits.tokens_per_minute is None
+            else limits.tokens_per_minute / workers,
+        )
+
+    cap = settings.max_cost_usd
+    return {
+        "limits": {name: share(limits) for name, limits in settings.resource_limits.items()},
+        "max_concurrency": None,
+        "max_cost_usd": None if cap is None else cap / workers,
+    }
+
+
+class _Collect:
+    """A worker's rows, in the order its local run passes them on."""
+
+    def __init__(self) -> None:
+        self.parts: list[Sequence[MetricResult]] = []
+
+    async def send(self, rows: Sequence[MetricResult]) -> None:
+        self.parts.append(rows)
+
+
+class _Digests:
+    """A worker's stand-in for the journal: the digest of each sample it scored."""
+
+    def __init__(self, previous: Any) -> None:
+        self.of: dict[str | None, str] = {}
+        self.previous = previous  # the digests of the rows reused from an interrupted run
+
+    def write_many(self, rows: Sequence[MetricResult], digests: Sequence[str]) -> None:
+        if isinstance(rows, RowBlock):
+            width = len(rows.columns)
+            self.of.update(zip(rows.sample_ids, digests[::width], strict=True))
+        else:
+            self.of.update((r.sample_id, d) for r, d in zip(rows, digests, strict=True))
+
+    def close(self) -> None:
+        pass
+
+    def per_row(self, rows: Sequence[MetricResult]) -> list[str]:
+        if isinstance(rows, RowBlock):
+            width = len(rows.columns)
+            return [self.of.get(s, "") for s in rows.sample_ids for _ in range(width)]
+        return [self._of_row(row) for row in rows]
+
+    def _of_row(self, row: MetricResult) -> str:
+        digest = self.of.get(row.sample_id)
+        if digest is None:  # every row of its sample was reused: its journaled digest
+            earlier = self.previous.get((row.sample_id or "", row.metric or ""))
+            digest = earlier[1] if earlier is not None and earlier[0] is row else ""
+        return digest
+
+
+def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> _Done:
+    """In a worker process: score one part of the input with the local runner."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    kind, data = payload
+    if kind == "lines":
+        path, first_line, blob = data
+        lines = io.BytesIO(blob)  # split as iterating the file splits it
+        samples: Any = SampleStream.of_lines(Path(path), lines, first_line=first_line)
+    else:
+        samples = data
+    collected = _Collect()
+    log = _Digests(plan.previous) if digests else None
+    sink = RowSink(plan, collected, ProgressTracker(None, None), log)
+    error: BaseException | None = None
+    try:
+        anyio.run(functools.partial(score_locally, plan, samples, sink, first_index=first))
+    except Exception as exc:  # raised by the driving process once these rows are in
+        error = exc
+    per_part = None if log is None else [log.per_row(rows) for rows in collected.parts]
+    return collected.parts, per_part, error

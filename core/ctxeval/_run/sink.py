@@ -1,0 +1,188 @@
+"""The row sink: where a runner hands the rows it scored, and core takes over.
+
+A runner scores; everything a run must do with rows whatever runs it stays in core, in the
+:class:`RowSink`: each row is journaled (so that an interrupted run resumes), counted (progress,
+errors, tokens and cost), checked (no sample id scored twice, the cost cap), and passed on to
+the reader in input order. A runner hands rows in *parts*: part ``0`` holds the first rows of
+the input, part ``1`` the next, and so on, a part being one sample's rows or a whole chunk's.
+Parts may arrive in any order (one worker finishes before another); the sink passes them on in
+the order of their numbers, holding the early ones. A runner that has handed part ``n`` out of
+order is made to wait in :meth:`RowSink.put` while too many parts are held, so memory stays
+bounded behind a slow part.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+import anyio
+
+from ctxeval._errors import BudgetExceededError, ConfigError, DataError
+from ctxeval._results.columns import RowBlock
+from ctxeval._results.results import MetricResult
+from ctxeval._run.plan import RunPlan
+from ctxeval._run.progress import ProgressTracker
+
+__all__ = ["RowLog", "RowReceiver", "RowSink"]
+
+logger = logging.getLogger(__name__)
+
+
+class RowReceiver(Protocol):
+    """Where the sink passes the rows on, in input order (the reader's stream)."""
+
+    async def send(self, item: Sequence[MetricResult], /) -> None: ...
+
+
+class RowLog(Protocol):
+    """Where the sink journals rows (a :class:`~ctxeval._run.journal.Journal`)."""
+
+    def write_many(self, rows: Sequence[MetricResult], digests: Sequence[str]) -> None: ...
+
+
+class RowSink:
+    """Takes a runner's rows: journals, counts and checks them, and passes them on in input
+    order (see the module's description). Made by core for each run; a runner only calls
+    :meth:`put`.
+
+    Attributes:
+        plan: the run's plan.
+        tracker: the run's progress (rows done, errors, usage).
+    """
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        send: RowReceiver,
+        tracker: ProgressTracker,
+        journal: RowLog | None,
+        *,
+        max_held: int = 64,
+    ) -> None:
+        self.plan = plan
+        self.tracker = tracker
+        self._send = send
+        self._journal = journal
+        self._held: dict[int, Sequence[MetricResult]] = {}
+        self._next = 0
+        self._passing = False
+        self._room = anyio.Condition()
+        self._max_held = max(1, max_held)
+        self._seen: set[str] = set()
+        self._previous = plan.previous
+        self._cap = plan.settings.max_cost_usd
+        self._spent = 0.0
+
+    async def put(
+        self, part: int, rows: Sequence[MetricResult], digests: Sequence[str] | None = None
+    ) -> None:
+        """Hand over part ``part`` of the run's rows: the rows of one or more whole samples,
+        sample by sample and, within a sample, in the order of the plan's metrics.
+
+        ``digests``: for each row, the digest of the sample it scored
+        (:meth:`RunPlan.digest <ctxeval.runners.RunPlan.digest>`), so that a resumed run
+        reuses the row only for the same sample; without it the rows are journaled as not
+        reusable. A row taken from :meth:`RunPlan.reusable` is not journaled again.
+
+        Raises:
+            DataError: a sample id of these rows was in an earlier part (two samples with one
+                id), or ``part`` was handed over before.
+            BudgetExceededError: the rows handed over so far cost more than the run's
+                ``max_cost_usd`` (the rows are kept; stop taking new samples).
+            ConfigError: ``digests`` does not have one digest per row.
+        """
+        if part < self._next or part in self._held:
+            raise DataError(f"the runner handed part {part} of the rows twice")
+        if digests is not None and len(digests) != len(rows):
+            raise ConfigError(
+                f"RowSink.put: {len(digests)} digest(s) for {len(rows)} row(s); give one per row"
+            )
+        self._check_ids(rows)
+        self.record(rows, digests)
+        while part != self._next and len(self._held) >= self._max_held:
+            async with self._room:
+                await self._room.wait()
+        self._held[part] = rows
+        await self._pass_on()
+        self._check_budget(rows)
+
+    def record(self, rows: Sequence[MetricResult], digests: Sequence[str] | None) -> None:
+        """Journal and count ``rows`` (a row reused from an interrupted run is counted as
+        resumed, not journaled again; ``digests``: each row's sample digest, or None)."""
+        if self._previous:
+            sums: Sequence[str | None] = digests if digests is not None else [None] * len(rows)
+            reused = [self._reused(r, d) for r, d in zip(rows, sums, strict=True)]
+            if any(reused):
+                self.tracker.add_many(
+                    [r for r, old in zip(rows, reused, strict=True) if old], resumed=True
+                )
+                if digests is not None:
+                    digests = [d for d, old in zip(digests, reused, strict=True) if not old]
+                rows = [r for r, old in zip(rows, reused, strict=True) if not old]
+        if self._journal is not None and rows:
+            self._journal.write_many(rows, digests if digests is not None else [""] * len(rows))
+        if rows:
+            self.tracker.add_many(rows)
+
+    def _reused(self, row: MetricResult, digest: str | None) -> bool:
+        """Whether ``row`` is the journaled row of an interrupted run, reused (the same object,
+        or, from another process, an equal row of a sample with the same digest)."""
+        earlier = self._previous.get((row.sample_id or "", row.metric or ""))
+        if earlier is None:
+            return False
+        if earlier[0] is row:
+            return True
+        return (digest is None or digest == earlier[1]) and earlier[0] == row
+
+    def _check_ids(self, rows: Sequence[MetricResult]) -> None:
+        ids = rows.sample_ids if isinstance(rows, RowBlock) else {r.sample_id for r in rows}
+        seen = self._seen
+        new = set(ids)
+        if not seen.isdisjoint(new):
+            twice = sorted(seen & new)[0]
+            raise DataError(f"two samples have the id {twice!r}; give each sample its own id")
+        seen |= new
+
+    def _check_budget(self, rows: Sequence[MetricResult]) -> None:
+        if self._cap is None:
+            return
+        for row in rows if not isinstance(rows, RowBlock) else ():
+            cost = row.usage.cost_usd
+            if cost is not None and math.isfinite(cost):
+                self._spent += cost
+        if self._spent >= self._cap > 0 or (self._cap == 0 and self._spent > 0):
+            raise BudgetExceededError(self._spent, self._cap)
+
+    async def _pass_on(self) -> None:
+        if self._passing:
+            return  # the task passing parts on will take this one too
+        self._passing = True
+        try:
+            while self._next in self._held:
+                rows = self._held.pop(self._next)
+                self._next += 1
+                async with self._room:
+                    self._room.notify_all()
+                if rows:
+                    await self._send.send(rows)
+        finally:
+            self._passing = False
+
+    async def send_in_order(self, rows: Sequence[MetricResult]) -> None:
+        """Pass ``rows`` on as they are: rows already in input order and already recorded
+        (core's own local runner orders its rows itself)."""
+        if rows:
+            await self._send.send(rows)
+
+    @property
+    def journaled(self) -> bool:
+        """Whether the run has a journal (a runner then gives each row's sample digest)."""
+        return self._journal is not None
+
+    @property
+    def parts_passed(self) -> int:
+        """How many parts have been passed on (the next part expected)."""
+        return self._next

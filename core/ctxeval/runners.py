@@ -1,0 +1,127 @@
+"""Where a run executes: the runner SPI.
+
+Every run, from :func:`ctxeval.evaluate`, :func:`ctxeval.aevaluate`, :func:`ctxeval.stream`
+or ``ctxeval evaluate``, is one :class:`RunPlan`, built by core, executed by a runner:
+
+* :class:`RunPlan`: what to score and how, decided before any row (the metrics resolved, the
+  settings validated, people's labels bound, the rows a resume reuses). A frozen value;
+  :meth:`RunPlan.for_workers` gives the picklable plan to send to other processes.
+* :class:`Runner`: what a runner is: a ``name`` and ``async run(plan, samples, sink)``.
+* :class:`RowSink`: where a runner hands the rows it scored. Core keeps the rest: the journal,
+  the order of the rows, the check that no sample id is scored twice, the progress, the cost
+  cap and the :class:`~ctxeval.Evaluation`.
+* :class:`SQLiteCache`: the LLM answer cache, a file the workers of one machine can share
+  (the driving process's cache object is not sent to workers; its ``path`` is).
+* :class:`SharedLimits`: the interface through which the workers of a cluster share ONE budget
+  of outside calls (calls in flight, requests and tokens per minute, ``Retry-After`` pauses,
+  the cost cap): pass one as ``RunSettings(shared_limits=...)``.
+
+Three runners ship, registered in the entry-point group ``ctxeval.runners`` like a third
+party's: ``local`` (:class:`LocalRunner`, this process, the default), ``processes``
+(:class:`ProcessesRunner`, every core of this machine) and ``ray`` (extra ``ray``). Pick one
+with ``evaluate(..., runner="processes")`` or ``ctxeval evaluate --runner processes
+--workers 2``; :func:`get_runner` builds one by name.
+
+A runner of your own, in a few lines (see docs/runners.md for the whole guide)::
+
+    from ctxeval.runners import RunPlan, RowSink, score_part
+
+    class ThreadsRunner:
+        name = "threads"
+
+        async def run(self, plan: RunPlan, samples, sink: RowSink) -> None:
+            part = 0
+            for first, chunk in chunks(samples, 1000):      # your way of splitting the work
+                rows, digests = await score_part(plan, chunk, first_index=first)
+                await sink.put(part, rows, digests)
+                part += 1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ctxeval._calls.cache import SQLiteCache
+from ctxeval._calls.limits import SharedLimits
+from ctxeval._results.results import MetricResult
+from ctxeval._run.execute import get_runner
+from ctxeval._run.local import LocalRunner, score_locally
+from ctxeval._run.plan import RunPlan
+from ctxeval._run.processes import ProcessesRunner
+from ctxeval._run.progress import ProgressTracker
+from ctxeval._run.sink import RowSink
+
+__all__ = [
+    "LocalRunner",
+    "ProcessesRunner",
+    "RowSink",
+    "RunPlan",
+    "Runner",
+    "SQLiteCache",
+    "SharedLimits",
+    "get_runner",
+    "score_part",
+]
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Executes a :class:`RunPlan`: scores ``samples`` and hands the rows to ``sink``.
+
+    A runner is registered in the entry-point group ``ctxeval.runners`` (its options, such as
+    ``workers``, are its constructor's keyword arguments), or passed as an object:
+    ``evaluate(..., runner=MyRunner())``.
+    """
+
+    @property
+    def name(self) -> str:
+        """The runner's name (``--runner NAME``)."""
+        ...
+
+    async def run(self, plan: RunPlan, samples: Iterable[Any] | Any, sink: RowSink) -> None:
+        """Score every sample of ``samples`` with every metric of ``plan`` and give the rows to
+        ``sink.put`` in parts numbered from 0 in input order (see :class:`RowSink`). Raise
+        what stops the run (a malformed sample in a strict run, an unusable LLM) after
+        handing over the rows scored before it."""
+        ...
+
+
+async def score_part(
+    plan: RunPlan, samples: Iterable[Any], *, first_index: int = 0
+) -> tuple[list[MetricResult], list[str]]:
+    """Score some samples of a run, in this process, as the local runner scores them: what a
+    runner's worker calls on its share of the input.
+
+    Args:
+        plan: the run's plan (in another process: the one :meth:`RunPlan.for_workers` gave).
+        samples: the samples (or dicts) of this part, in input order.
+        first_index: the position of the first of them in the whole input (a sample without
+            ``id`` is named by its position).
+
+    Returns:
+        The rows, sample by sample and metric by metric, and each row's sample digest (give
+        both to :meth:`RowSink.put`).
+
+    Raises:
+        CtxevalError: what the run raises (a malformed sample in a strict run...); the rows
+            scored before it are lost with it: split your input so that a failure costs
+            little.
+    """
+    rows: list[MetricResult] = []
+
+    class _Gather:
+        async def send(self, batch: Sequence[MetricResult], /) -> None:
+            rows.extend(batch)
+
+    digests: dict[str | None, str] = {}
+
+    class _Log:
+        def write_many(self, written: Sequence[MetricResult], sums: Sequence[str]) -> None:
+            width = len(plan.metrics)
+            for position in range(0, len(written), width):
+                digests[written[position].sample_id] = sums[position]
+
+    sink = RowSink(plan, _Gather(), ProgressTracker(None, None), _Log())
+    await score_locally(plan, samples, sink, first_index=first_index)
+    return rows, [digests.get(row.sample_id, "") for row in rows]

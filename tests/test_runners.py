@@ -1,0 +1,340 @@
+"""The run plan, the runner SPI and the runners that ship: ``local`` and ``processes``.
+
+Every runner's rows must be the rows of a ``local`` run, whatever the input (a JSONL file
+the ``processes`` runner cuts by bytes, samples in memory, positional ids, blank lines, a BOM,
+Unicode white space), and core keeps the journal, the order and the duplicate-id check
+whatever runs the run.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import ctxeval
+from ctxeval.runners import (
+    LocalRunner,
+    ProcessesRunner,
+    RowSink,
+    Runner,
+    RunPlan,
+    get_runner,
+    score_part,
+)
+from fakes.openai_server import FakeOpenAI
+from llm_judge import Judge
+
+IDS = ["id_based_context_precision", "id_ndcg_at_k", "id_bpref"]
+TEXTS = ["non_llm_context_recall", "non_llm_context_precision_with_reference"]
+SMALL = 2  # part_size: parts of 2 x 256 bytes, so a few hundred samples make many parts
+
+
+def _sample(i: int, *, with_id: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "retrieved_context_ids": [f"d{(i * 7 + k) % 13}" for k in range(5)],
+        "reference_context_ids": [f"d{(i * 3 + k) % 11}" for k in range(3)],
+        "retrieved_contexts": [f"text {i % 5} about {k}" for k in range(3)],
+        "reference_contexts": [f"text {i % 3} about {k}" for k in range(2)],
+    }
+    if with_id:
+        row["id"] = f"q{i}"
+    return row
+
+
+def _write(path: Path, lines: Iterable[str]) -> Path:
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def _jsonl(path: Path, n: int = 300) -> Path:
+    """A JSONL file with and without ids, blank lines, a Unicode-blank line and a BOM."""
+    lines = []
+    for i in range(n):
+        lines.append(json.dumps(_sample(i, with_id=i % 3 != 0), ensure_ascii=False) + "\n")
+        if i % 50 == 7:
+            lines.append("\n")
+        if i % 70 == 11:
+            lines.append("   \u3000 \r\n")  # blank as the reader decides it: no row, no position
+    lines[0] = "\ufeff" + lines[0]
+    return _write(path, lines)
+
+
+def _rows(evaluation: ctxeval.Evaluation) -> list[dict[str, Any]]:
+    return [row.to_dict() for row in evaluation.results]
+
+
+@pytest.fixture(scope="module")
+def processes() -> ProcessesRunner:
+    return ProcessesRunner(workers=2, part_size=SMALL)
+
+
+# --- the processes runner gives the local runner's rows -------------------------------------
+
+
+def test_processes_rows_equal_local_rows_on_a_jsonl_file(
+    tmp_path: Path, processes: ProcessesRunner
+) -> None:
+    path = _jsonl(tmp_path / "data.jsonl")
+    local = ctxeval.evaluate(ctxeval.load_samples(path), IDS + TEXTS)
+    spread = ctxeval.evaluate(ctxeval.load_samples(path), IDS + TEXTS, runner=processes)
+    assert len(local.results) == 300 * 5
+    assert _rows(spread) == _rows(local)
+    assert {r.sample_id for r in local.results} >= {"0", "q1", "297"}  # positions count rows
+    assert spread.summary() == local.summary()
+
+
+def test_processes_rows_equal_local_rows_on_samples_in_memory(
+    processes: ProcessesRunner,
+) -> None:
+    samples = [_sample(i, with_id=i % 2 == 0) for i in range(200)]
+    local = ctxeval.evaluate(samples, IDS)
+    assert _rows(ctxeval.evaluate(samples, IDS, runner=processes)) == _rows(local)
+    assert _rows(ctxeval.evaluate(samples, IDS, runner="processes")) == _rows(local)
+
+
+def test_a_bad_line_stops_both_runners_alike(tmp_path: Path, processes: ProcessesRunner) -> None:
+    lines = [json.dumps(_sample(i, with_id=True)) + "\n" for i in range(120)]
+    lines[90] = '{"id": "broken", "retrieved_context_ids": [1, \n'
+    path = _write(tmp_path / "bad.jsonl", lines)
+
+    def rows_then_error(runner: Any) -> tuple[list[dict[str, Any]], str]:
+        got: list[dict[str, Any]] = []
+
+        async def main() -> None:
+            async with ctxeval.stream(ctxeval.load_samples(path), IDS, runner=runner) as rows:
+                async for row in rows:
+                    got.append(row.to_dict())
+
+        with pytest.raises(ctxeval.DataError) as caught:
+            anyio.run(main)
+        return got, str(caught.value)
+
+    local_rows, local_error = rows_then_error(None)
+    spread_rows, spread_error = rows_then_error(processes)
+    assert "bad.jsonl:91:" in local_error
+    assert spread_error == local_error
+    assert spread_rows == local_rows
+    assert len(local_rows) == 90 * len(IDS)
+
+
+def test_a_duplicate_id_in_two_parts_is_a_data_error(
+    tmp_path: Path, processes: ProcessesRunner
+) -> None:
+    lines = [json.dumps(_sample(i, with_id=True)) + "\n" for i in range(100)]
+    lines[80] = json.dumps({**_sample(80, with_id=False), "id": "q3"}) + "\n"
+    path = _write(tmp_path / "twice.jsonl", lines)
+    with pytest.raises(ctxeval.DataError, match="two samples have the id 'q3'"):
+        ctxeval.evaluate(ctxeval.load_samples(path), IDS, runner=processes)
+
+
+def test_a_journaled_processes_run_resumes_a_local_one(
+    tmp_path: Path, processes: ProcessesRunner
+) -> None:
+    path = _jsonl(tmp_path / "data.jsonl", n=200)
+    journal = tmp_path / "run" / "journal.jsonl"
+    whole = ctxeval.evaluate(ctxeval.load_samples(path), IDS)
+    half = list(ctxeval.load_samples(path))[:120]
+    ctxeval.evaluate(half, IDS, journal=journal)  # an interrupted run: 120 samples done
+    resumed = ctxeval.evaluate(
+        ctxeval.load_samples(path), IDS, journal=journal, resume=True, runner=processes
+    )
+    assert _rows(resumed) == _rows(whole)
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + 200 * len(IDS)  # the header, then each row once
+    again = ctxeval.evaluate(
+        ctxeval.load_samples(path), IDS, journal=journal, resume=True, runner=processes
+    )
+    assert _rows(again) == _rows(whole)
+
+
+def test_llm_rows_are_the_same_on_processes(processes: ProcessesRunner) -> None:
+    from ctxeval_llm import LLMConfig
+
+    contexts = ["Paris is in France.", "Bananas are yellow.", "The Eiffel Tower is in Paris."]
+    samples = [
+        {
+            "id": f"s{i}",
+            "user_input": "Where is the Eiffel Tower?",
+            "reference": "The Eiffel Tower is in Paris.",
+            "retrieved_contexts": contexts[i % 3 :] + contexts[: i % 3],
+        }
+        for i in range(12)
+    ]
+    judge = Judge(verdicts={contexts[0]: 1, contexts[1]: 0, contexts[2]: 1})
+    with FakeOpenAI(judge) as server:
+        llm = LLMConfig(model="openai/fake-judge", api_base=server.url, api_key="sk-test")
+        local = ctxeval.evaluate(samples, ["context_precision"], llm=llm, max_concurrency=4)
+        spread = ctxeval.evaluate(
+            samples, ["context_precision"], llm=llm, max_concurrency=4, runner=processes
+        )
+    assert [r.score for r in spread.results] == [r.score for r in local.results]
+    assert all(r.status is ctxeval.Status.OK for r in spread.results)
+    assert [r.details for r in spread.results] == [r.details for r in local.results]
+
+
+# --- the plan -----------------------------------------------------------------------------
+
+
+def test_a_plan_resolves_once_and_pickles_for_workers(tmp_path: Path) -> None:
+    plan = RunPlan.build(["@ids"], journal=tmp_path / "j.jsonl", max_concurrency=3)
+    assert "nDCG@10" in plan.names
+    assert len(plan.metrics) > 5
+    sent = pickle.loads(pickle.dumps(plan.for_workers()))
+    assert sent.names == plan.names
+    assert sent.settings.journal is None
+    assert sent.settings.on_progress is None
+    assert sent.settings.max_concurrency == 3
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"metrics": ["id_mrr", "id_mrr"]}, "more than once"),
+        ({"metrics": ["id_mrr"], "max_concurrency": 0}, "max_concurrency"),
+        ({"metrics": ["no_such_metric"]}, "no_such_metric"),
+        ({"metrics": ["id_mrr"], "resume": True}, "journal"),
+    ],
+)
+def test_a_bad_plan_fails_before_any_row(arguments: dict[str, Any], message: str) -> None:
+    with pytest.raises(ctxeval.ConfigError, match=message):
+        RunPlan.build(**arguments)
+
+
+# --- the SPI: a runner of the test's own, and the sink --------------------------------------
+
+
+class Backwards:
+    """A runner that scores its parts and hands them to the sink last part first."""
+
+    name = "backwards"
+
+    def __init__(self, part_size: int = 7) -> None:
+        self.part_size = part_size
+
+    async def run(self, plan: RunPlan, samples: Iterable[Any], sink: RowSink) -> None:
+        items = list(samples)
+        parts = []
+        for first in range(0, len(items), self.part_size):
+            chunk = items[first : first + self.part_size]
+            parts.append(await score_part(plan, chunk, first_index=first))
+        for number in reversed(range(len(parts))):
+            await sink.put(number, *parts[number])
+
+
+@pytest.mark.anyio
+async def test_the_sink_puts_parts_back_in_order(tmp_path: Path) -> None:
+    samples = [_sample(i, with_id=i % 4 != 0) for i in range(60)]
+    local = await ctxeval.aevaluate(samples, IDS)
+    journal = tmp_path / "j.jsonl"
+    backwards = await ctxeval.aevaluate(samples, IDS, runner=Backwards(), journal=journal)
+    assert isinstance(Backwards(), Runner)
+    assert _rows(backwards) == _rows(local)
+    written = journal.read_text(encoding="utf-8").splitlines()[1:]
+    assert len(written) == 60 * len(IDS)
+    assert all(json.loads(line)["sample_digest"] for line in written)  # resumable rows
+
+
+class Twice(Backwards):
+    name = "twice"
+
+    async def run(self, plan: RunPlan, samples: Iterable[Any], sink: RowSink) -> None:
+        rows, digests = await score_part(plan, list(samples))
+        await sink.put(0, rows, digests)
+        await sink.put(0, rows, digests)
+
+
+class Mismatched(Backwards):
+    name = "mismatched"
+
+    async def run(self, plan: RunPlan, samples: Iterable[Any], sink: RowSink) -> None:
+        rows, _ = await score_part(plan, list(samples))
+        await sink.put(0, rows, ["x"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("runner", "error", "message"),
+    [
+        (Twice(), ctxeval.DataError, "part 0 of the rows twice"),
+        (Mismatched(), ctxeval.ConfigError, "digest"),
+    ],
+)
+async def test_the_sink_refuses_what_breaks_its_contract(
+    runner: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        await ctxeval.aevaluate([_sample(i, with_id=True) for i in range(5)], IDS, runner=runner)
+
+
+# --- naming a runner -----------------------------------------------------------------------
+
+
+def test_runners_are_plugins_of_their_own_group() -> None:
+    infos = {(p.group, p.name): p for p in ctxeval.plugins()}
+    for name in ("local", "processes", "ray"):
+        assert ("ctxeval.runners", name) in infos
+    assert infos["ctxeval.runners", "processes"].status == "ok"
+    assert isinstance(get_runner("local"), LocalRunner)
+    assert get_runner("processes", workers=3).workers == 3  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: get_runner("procesess"), ctxeval.UnknownNameError, "processes"),
+        (lambda: get_runner("processes", workers=0), ctxeval.ConfigError, "workers"),
+        (lambda: get_runner("processes", cores=2), ctxeval.ConfigError, "workers"),
+        (lambda: get_runner(42), ctxeval.ConfigError, "runner must be"),  # type: ignore[arg-type]
+        (lambda: ProcessesRunner(part_size=True), ctxeval.ConfigError, "part_size"),
+    ],
+)
+def test_a_wrong_runner_is_a_clear_error(call: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxeval", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_command_line_runs_on_processes(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "data.jsonl", n=150)
+    common = ["evaluate", str(path), "-m", "@ids", "-q"]
+    local = _cli(*common, "--out", str(tmp_path / "local"))
+    spread = _cli(*common, "--out", str(tmp_path / "spread"), "--runner", "processes",
+                  "--workers", "2")  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    assert spread.returncode == 0, spread.stderr
+    results = [(tmp_path / d / "results.jsonl").read_bytes() for d in ("local", "spread")]
+    assert results[0] == results[1]
+    summaries = [
+        json.loads((tmp_path / d / "summary.json").read_text()) for d in ("local", "spread")
+    ]
+    assert summaries[0]["metrics"] == summaries[1]["metrics"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workers", "2"], "--workers goes with --runner"),
+        (["--runner", "procesess"], "processes"),
+        (["--runner", "processes", "--workers", "0"], "--workers"),
+    ],
+)
+def test_the_command_line_refuses_a_wrong_runner(
+    tmp_path: Path, args: Sequence[str], message: str
+) -> None:
+    path = _jsonl(tmp_path / "data.jsonl", n=5)
+    done = _cli("evaluate", str(path), "-m", "id_mrr", "-q", *args)
+    assert done.returncode == 2
+    assert message in done.stderr
