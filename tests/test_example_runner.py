@@ -176,7 +176,9 @@ def test_parts_are_handed_out_of_order_and_core_orders_them(threads: Any) -> Non
         def __init__(self) -> None:
             self.parts: list[int] = []
 
-        async def put(self, part: int, rows: Any, digests: Any = None) -> None:
+        async def put(
+            self, part: int, rows: Any, digests: Any = None, *, last: bool = False
+        ) -> None:
             self.parts.append(part)
 
     plan = RunPlan.build([SlowFirst()])
@@ -205,9 +207,10 @@ async def test_a_run_cut_short_resumes_with_only_the_missing_samples(
     threads: Any, tmp_path: Path
 ) -> None:
     """A malformed sample in part 2 of a strict run stops it: the reader gets the rows of
-    parts 0 and 1, then the error; the journal holds every part handed over (parts 0 and 1,
-    and any later part already being scored). Resumed on the fixed input, the run scores only
-    the samples not in the journal and ends with the rows of an uninterrupted local run."""
+    every sample before it (parts 0 and 1, and part 2 up to the bad sample, as a local run
+    gives them), then the error; the journal holds every row handed over (those, and any
+    later part already being scored). Resumed on the fixed input, the run scores only the
+    samples not in the journal and ends with the rows of an uninterrupted local run."""
     journal = tmp_path / "journal.jsonl"
     good = samples()
     broken: list[Any] = list(good)
@@ -225,7 +228,7 @@ async def test_a_run_cut_short_resumes_with_only_the_missing_samples(
 
     with pytest.raises(DataError, match="a sample must be an object"):
         await first_run()
-    assert [r.sample_id for r in read[:: len(METRICS) + 1]] == [f"q{i}" for i in range(1000)]
+    assert [r.sample_id for r in read[:: len(METRICS) + 1]] == [f"q{i}" for i in range(1234)]
 
     counting = Counting()
     events: list[ctxeval.Progress] = []
@@ -242,8 +245,8 @@ async def test_a_run_cut_short_resumes_with_only_the_missing_samples(
     assert events[-1].finished
     assert events[-1].done == N * (len(METRICS) + 1)
     kept = N - len(counting.calls)
-    assert kept in (1000, 1500)  # parts 0 and 1, and part 3 if it had started before the error
-    rescored = set(range(1000, 1500)) | (set() if kept == 1500 else set(range(1500, 2000)))
+    assert kept in (1234, 1734)  # up to the bad sample, and part 3 if it had started before
+    rescored = set(range(1234, 1500)) | (set() if kept == 1734 else set(range(1500, 2000)))
     assert sorted(counting.calls) == sorted(f"q{i}" for i in rescored)  # nothing twice
 
 

@@ -255,8 +255,9 @@ def test_401_stops_the_run_at_once_and_the_rest_resumes(
 
 
 def test_a_hung_request_is_cut_by_the_timeout_and_retried(server: FakeOpenAI) -> None:
-    answers = iter(["hang", json.dumps({"reason": "ok", "verdict": 1})])
-    server.responder = lambda request: next(answers)
+    good = json.dumps({"reason": "ok", "verdict": 1})
+    answers = iter(["hang"])
+    server.responder = lambda request: next(answers, good)  # the first hangs, then answers
     [row] = run(
         [{"user_input": "q", "reference": "r", "retrieved_contexts": ["c"]}],
         ["context_precision"],
@@ -264,7 +265,10 @@ def test_a_hung_request_is_cut_by_the_timeout_and_retried(server: FakeOpenAI) ->
         timeout=0.3,
     ).results
     assert row.score == 1.0
-    assert (row.usage.requests, row.usage.retries) == (2, 1)
+    # the hung request was cut and retried; on a loaded machine a retry may be cut too (each
+    # attempt has 0.3 s), so count attempts rather than expect exactly two
+    assert row.usage.retries >= 1
+    assert row.usage.requests == row.usage.retries + 1 == server.count
 
 
 def test_a_429_with_retry_after_from_the_server_is_honoured(server: FakeOpenAI) -> None:

@@ -63,6 +63,8 @@ def _jsonl(path: Path, n: int = 300) -> Path:
             lines.append("\n")
         if i % 70 == 11:
             lines.append("   \u3000 \r\n")  # blank as the reader decides it: no row, no position
+        if i % 90 == 13:
+            lines[-1] = "  " + lines[-1]  # an indented line is a row
     lines[0] = "\ufeff" + lines[0]
     return _write(path, lines)
 
@@ -226,7 +228,7 @@ class Backwards:
             chunk = items[first : first + self.part_size]
             parts.append(await score_part(plan, chunk, first_index=first))
         for number in reversed(range(len(parts))):
-            await sink.put(number, *parts[number])
+            await parts[number].put_into(sink, number)
 
 
 @pytest.mark.anyio
@@ -242,21 +244,58 @@ async def test_the_sink_puts_parts_back_in_order(tmp_path: Path) -> None:
     assert all(json.loads(line)["sample_digest"] for line in written)  # resumable rows
 
 
+class BadInTheMiddle(Backwards):
+    """Scores three parts; the middle one holds a malformed sample. Hands part 2 first."""
+
+    name = "bad-in-the-middle"
+
+    async def run(self, plan: RunPlan, samples: Iterable[Any], sink: RowSink) -> None:
+        items = list(samples)
+        parts = [
+            await score_part(plan, items[first : first + 10], first_index=first)
+            for first in (0, 10, 20)
+        ]
+        assert parts[1].error is not None
+        assert len(parts[1].rows) == 4 * len(plan.metrics)  # the samples before the bad one
+        await parts[2].put_into(sink, 2)
+        await parts[0].put_into(sink, 0)
+        await parts[1].put_into(sink, 1)  # the last part passed on; raises its error
+
+
+@pytest.mark.anyio
+async def test_rows_after_a_failed_part_are_journaled_not_passed_on(tmp_path: Path) -> None:
+    samples: list[Any] = [_sample(i, with_id=True) for i in range(30)]
+    samples[14] = "not a sample"
+    journal = tmp_path / "j.jsonl"
+    read: list[str | None] = []
+
+    async def run() -> None:
+        async with ctxeval.stream(samples, IDS, runner=BadInTheMiddle(), journal=journal) as rows:
+            async for row in rows:
+                read.append(row.sample_id)
+
+    with pytest.raises(ctxeval.DataError, match="sample"):
+        await run()
+    assert read[:: len(IDS)] == [f"q{i}" for i in range(14)]  # as a local run gives them
+    journaled = {json.loads(line)["sample_id"] for line in journal.read_text().splitlines()[1:]}
+    assert journaled == {f"q{i}" for i in [*range(14), *range(20, 30)]}  # a resume reuses them
+
+
 class Twice(Backwards):
     name = "twice"
 
     async def run(self, plan: RunPlan, samples: Iterable[Any], sink: RowSink) -> None:
-        rows, digests = await score_part(plan, list(samples))
-        await sink.put(0, rows, digests)
-        await sink.put(0, rows, digests)
+        scored = await score_part(plan, list(samples))
+        await sink.put(0, scored.rows, scored.digests)
+        await sink.put(0, scored.rows, scored.digests)
 
 
 class Mismatched(Backwards):
     name = "mismatched"
 
     async def run(self, plan: RunPlan, samples: Iterable[Any], sink: RowSink) -> None:
-        rows, _ = await score_part(plan, list(samples))
-        await sink.put(0, rows, ["x"])
+        scored = await score_part(plan, list(samples))
+        await sink.put(0, scored.rows, ["x"])
 
 
 @pytest.mark.anyio

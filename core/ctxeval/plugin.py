@@ -33,7 +33,8 @@ What is here:
 * the optional hooks, one protocol each (a plugin has them or not; ctxeval checks with
   ``isinstance`` and calls them when there): what a plugin class declares
   (:class:`HasRegistryName`, :class:`DeclaresDependencies`); LLM use (:class:`NeedsLLM`,
-  :class:`HasOwnLLM`, :class:`DescribesLLM`, :class:`SpendsResource`); evidence and resuming
+  :class:`HasOwnLLM`, :class:`DescribesLLM`, :class:`SpendsResource`, :class:`PricedLLM`);
+  evidence and resuming
   (:class:`Fingerprinted`, :class:`ReportsProvenance`, :class:`MetersUsage`,
   :class:`RepeatedJudgement`); the dry-run estimate (:class:`EstimatesExtractorCalls`,
   :class:`EstimatesMatcherCalls`, :class:`EstimatesAttributorCalls`,
@@ -139,6 +140,7 @@ from ctxeval._plugins.hooks import (
     MetersUsage,
     NeedsLLM,
     PipelineView,
+    PricedLLM,
     RepeatedJudgement,
     ReportsProvenance,
     SpendsResource,
@@ -242,6 +244,7 @@ __all__ = [
     "PluginError",
     "PluginLookup",
     "Price",
+    "PricedLLM",
     "PricedLLMProvider",
     "RateLimitError",
     "RepeatedJudgement",

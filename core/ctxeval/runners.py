@@ -32,8 +32,8 @@ A runner of your own, in a few lines (see docs/runners.md for the whole guide)::
         async def run(self, plan: RunPlan, samples, sink: RowSink) -> None:
             part = 0
             for first, chunk in chunks(samples, 1000):      # your way of splitting the work
-                rows, digests = await score_part(plan, chunk, first_index=first)
-                await sink.put(part, rows, digests)
+                scored = await score_part(plan, chunk, first_index=first)
+                await scored.put_into(sink, part)           # the rows, then any failure
                 part += 1
 """
 
@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
+
+import attrs
 
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._calls.limits import SharedLimits
@@ -59,6 +61,7 @@ __all__ = [
     "RunPlan",
     "Runner",
     "SQLiteCache",
+    "ScoredPart",
     "SharedLimits",
     "get_runner",
     "score_part",
@@ -87,9 +90,28 @@ class Runner(Protocol):
         ...
 
 
-async def score_part(
-    plan: RunPlan, samples: Iterable[Any], *, first_index: int = 0
-) -> tuple[list[MetricResult], list[str]]:
+@attrs.frozen
+class ScoredPart:
+    """What :func:`score_part` gives: the rows of a part of the input, each row's sample
+    digest, and the failure that stopped the part, if one did (the rows are those scored
+    before it).
+
+    Hand it to the sink with :meth:`put_into`, which raises the failure once the rows are in.
+    """
+
+    rows: list[MetricResult]
+    digests: list[str]
+    error: Exception | None = None
+
+    async def put_into(self, sink: RowSink, part: int) -> None:
+        """``sink.put(part, rows, digests)`` (as the last part passed on, when the part
+        failed), then raise :attr:`error` if the part failed."""
+        await sink.put(part, self.rows, self.digests, last=self.error is not None)
+        if self.error is not None:
+            raise self.error
+
+
+async def score_part(plan: RunPlan, samples: Iterable[Any], *, first_index: int = 0) -> ScoredPart:
     """Score some samples of a run, in this process, as the local runner scores them: what a
     runner's worker calls on its share of the input.
 
@@ -100,13 +122,10 @@ async def score_part(
             ``id`` is named by its position).
 
     Returns:
-        The rows, sample by sample and metric by metric, and each row's sample digest (give
-        both to :meth:`RowSink.put`).
-
-    Raises:
-        CtxevalError: what the run raises (a malformed sample in a strict run...); the rows
-            scored before it are lost with it: split your input so that a failure costs
-            little.
+        A :class:`ScoredPart`: the rows, sample by sample and metric by metric, each row's
+        sample digest, and what stopped the part (a malformed sample in a strict run, the
+        cost cap, an unusable LLM), with the rows scored before it kept. Nothing is raised
+        but cancellation.
     """
     rows: list[MetricResult] = []
 
@@ -123,5 +142,21 @@ async def score_part(
                 digests[written[position].sample_id] = sums[position]
 
     sink = RowSink(plan, _Gather(), ProgressTracker(None, None), _Log())
-    await score_locally(plan, samples, sink, first_index=first_index)
-    return rows, [digests.get(row.sample_id, "") for row in rows]
+    error: Exception | None = None
+    try:
+        await score_locally(plan, samples, sink, first_index=first_index)
+    except Exception as exc:  # handed back with the rows scored before it
+        error = exc
+    previous = plan.previous
+    return ScoredPart(
+        rows,
+        [digests.get(r.sample_id) or _journaled_digest(previous, r) for r in rows],
+        error,
+    )
+
+
+def _journaled_digest(previous: Any, row: MetricResult) -> str:
+    """The digest journaled with ``row`` when it is a row reused from an interrupted run
+    (its sample then has no new digest), else empty."""
+    earlier = previous.get((row.sample_id or "", row.metric or "")) if previous else None
+    return earlier[1] if earlier is not None and earlier[0] is row else ""

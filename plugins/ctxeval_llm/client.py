@@ -20,6 +20,7 @@ from ctxeval.plugin import (
     BadRequestError,
     CallError,
     MalformedOutputError,
+    RepeatedJudgement,
     RunContext,
     ServiceError,
     UnusableLLMError,
@@ -109,8 +110,10 @@ class LLMClient:
         config = self.config
         # a panel's repeated judgement (ctxeval.plugin.JudgeContext): its own temperature and
         # its own cache entry (and, in a batch, its own line)
-        repeat: int = getattr(ctx, "repeat", 0)
-        temperature: float | None = getattr(ctx, "temperature", None)
+        repeat: int = 0
+        temperature: float | None = None
+        if isinstance(ctx, RepeatedJudgement):
+            repeat, temperature = ctx.repeat, ctx.temperature
         if temperature is not None and temperature != config.temperature:
             config = attrs.evolve(config, temperature=temperature)
         canonical = request_body(config, prompt, variables, OutputMode(config).mode)

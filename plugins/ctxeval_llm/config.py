@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctxeval.plugin import ChatTransport, ConfigError, Price, validators
+from ctxeval.plugin import ChatTransport, ConfigError, Price, PricedLLMProvider, validators
 
 __all__ = ["LLMConfig", "resolve_llm"]
 
@@ -161,10 +161,9 @@ class LLMConfig:
             from .provider import AutoProvider
 
             provider = AutoProvider()
-        price_of = getattr(provider, "price", None)
-        if not callable(price_of):
+        if not isinstance(provider, PricedLLMProvider):
             return None
-        price = price_of(self.model)
+        price = provider.price(self.model)
         return price if isinstance(price, Price) else None
 
     @property

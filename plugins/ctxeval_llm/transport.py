@@ -29,6 +29,7 @@ import anyio
 from ctxeval.plugin import (
     CallError,
     ChatTransport,
+    ChecksReady,
     Completion,
     MalformedOutputError,
     RunContext,
@@ -90,9 +91,8 @@ class _Ready:
         if not self.checked:
             async with self.lock:
                 if not self.checked:
-                    ready = getattr(self.transport, "ready", None)
-                    if ready is not None:
-                        await ready(ctx)
+                    if isinstance(self.transport, ChecksReady):
+                        await self.transport.ready(ctx)
                     self.checked = True
         return self.transport
 

@@ -395,11 +395,10 @@ class Scorer:
     def __call__(self, batch: Any) -> dict[str, list[Any]]:
         try:
             samples = [_sample(row) for row in batch.to_pylist()]
-            rows, digests = anyio.run(functools.partial(score_part, self.plan, samples))
-        except BudgetExceededError as exc:  # the cap stopped the batch: a resume scores it
-            return _stopped(budget_spent=exc.spent)
         except Exception as exc:  # raised by the driver once the rows before it are in
             return _stopped(failure=_pickled(exc))
+        scored = anyio.run(functools.partial(score_part, self.plan, samples))
+        rows = scored.rows
         previous = self.plan.previous
         reused = [
             bool(previous)
@@ -407,13 +406,13 @@ class Scorer:
             and earlier[0] is r
             for r in rows
         ]
-        return {
+        columns: dict[str, list[Any]] = {
             "sample_id": [r.sample_id for r in rows],
             "metric": [r.metric for r in rows],
             "status": [r.status.value for r in rows],
             "score": [r.score for r in rows],
             "reason": [r.reason for r in rows],
-            "digest": list(digests),
+            "digest": list(scored.digests),
             "row": [
                 None if was and not self.rows_reused else r.to_json()
                 for r, was in zip(rows, reused, strict=True)
@@ -422,6 +421,16 @@ class Scorer:
             "budget_spent": [None] * len(rows),
             "failure": [None] * len(rows),
         }
+        error = scored.error
+        if error is not None:  # the rows before it go out; then why the batch stopped
+            stop = (
+                _stopped(budget_spent=error.spent)
+                if isinstance(error, BudgetExceededError)  # a resume scores the rest
+                else _stopped(failure=_pickled(error))
+            )
+            for name, values in stop.items():
+                columns[name] = columns[name] + values
+        return columns
 
 
 def _stopped(*, budget_spent: float | None = None, failure: bytes | None = None) -> dict[str, Any]:

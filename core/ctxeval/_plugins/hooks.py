@@ -42,6 +42,7 @@ __all__ = [
     "MetersUsage",
     "NeedsLLM",
     "PipelineView",
+    "PricedLLM",
     "RepeatedJudgement",
     "ReportsProvenance",
     "SpendsResource",
@@ -49,8 +50,11 @@ __all__ = [
     "fingerprint_of",
     "is_itemwise",
     "is_membership",
+    "llm_model",
+    "needs_llm",
     "needs_run_llm",
     "own_llm",
+    "pipeline_parts",
 ]
 
 
@@ -103,6 +107,15 @@ class DescribesLLM(Protocol):
     journal's fingerprint."""
 
     model: str
+
+
+@runtime_checkable
+class PricedLLM(Protocol):
+    """An ``llm=`` value that knows the price of its tokens (``ctxeval_llm.LLMConfig``: the
+    price the user gave, else its provider's). Read by the cost-cap check before a run and by
+    the dry-run estimate."""
+
+    def price(self) -> Any: ...
 
 
 @runtime_checkable
@@ -313,6 +326,21 @@ class AsyncCloseable(Protocol):
 def own_llm(part: object) -> Any:
     """``part``'s own ``llm`` (:class:`HasOwnLLM`), else None."""
     return part.llm if isinstance(part, HasOwnLLM) else None
+
+
+def needs_llm(part: object) -> bool:
+    """Whether ``part`` (a metric, part or judge) calls an LLM (:class:`NeedsLLM`)."""
+    return isinstance(part, NeedsLLM) and bool(part.needs_llm)
+
+
+def llm_model(llm: object) -> str | None:
+    """The model an ``llm=`` value names (:class:`DescribesLLM`), else None."""
+    return llm.model if isinstance(llm, DescribesLLM) and isinstance(llm.model, str) else None
+
+
+def pipeline_parts(metric: object) -> Sequence[Any] | None:
+    """The parts of ``metric``'s pipeline (:class:`HasPipeline`), or None when it has none."""
+    return metric.pipeline.parts if isinstance(metric, HasPipeline) else None
 
 
 def needs_run_llm(part: object) -> bool:

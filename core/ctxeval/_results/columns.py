@@ -29,7 +29,7 @@ import orjson
 from ctxeval._data.sample import Sample
 from ctxeval._results.results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, _make
 
-__all__ = ["Column", "RowBlock", "Source", "Tally", "sample_of"]
+__all__ = ["Column", "Lines", "RowBlock", "Source", "Tally", "sample_of"]
 
 Source = Sample | bytes
 """What a row block keeps of a sample: the sample, or the JSON line it was read from."""
@@ -124,6 +124,54 @@ class Tally:
         usage = row.usage
         if usage is not NO_USAGE and not usage.is_zero:
             self.usage = self.usage + usage
+
+
+class Lines(Sequence[Source]):
+    """The sources of a row block held compactly: the JSON lines joined in one buffer with
+    their offsets, and the few sources that are samples (not lines) by position. Equal, item
+    by item, to the list it was made from; two objects however many lines (what the workers of
+    the ``processes`` runner send back: no object per line to pickle, send and build again).
+    """
+
+    __slots__ = ("_buffer", "_ends", "_samples")
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        from array import array
+
+        lines: list[bytes] = []
+        ends = array("Q")
+        samples: dict[int, Sample] = {}
+        end = 0
+        for position, source in enumerate(sources):
+            if isinstance(source, bytes):
+                lines.append(source)
+                end += len(source)
+            else:
+                samples[position] = source
+            ends.append(end)
+        self._buffer = b"".join(lines)
+        self._ends = ends
+        self._samples = samples
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> Source: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Source]: ...
+
+    def __getitem__(self, index: int | slice) -> Source | list[Source]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self._ends)
+        sample = self._samples.get(index)
+        if sample is not None:
+            return sample
+        start = self._ends[index - 1] if index else 0
+        return self._buffer[start : self._ends[index]]
 
 
 class RowBlock(Sequence[MetricResult]):

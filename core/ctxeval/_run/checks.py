@@ -20,7 +20,8 @@ from ctxeval._data.sample import FIELD_ALIASES, ID_LIST_FIELDS, TEXT_LIST_FIELDS
 from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._judge.labels import Labels
 from ctxeval._pipeline.judging import Panel, judge_name
-from ctxeval._plugins.protocols import Metric, Price
+from ctxeval._plugins.hooks import PricedLLM, llm_model, needs_llm, own_llm, pipeline_parts
+from ctxeval._plugins.protocols import Metric, Price, PricedLLMProvider
 from ctxeval._plugins.registry import Registry
 
 __all__ = ["check_backend", "check_metrics_have_llm", "check_run_inputs"]
@@ -234,7 +235,7 @@ def _check_llm(llm: Any) -> None:
         if llm.strip():
             return
         raise ConfigError(f"llm is an empty model name: pass a model, e.g. {_LLM_EXAMPLE}")
-    if isinstance(getattr(llm, "model", None), str):  # an LLM configuration (LLMConfig)
+    if llm_model(llm) is not None:  # an LLM configuration (LLMConfig)
         return
     raise ConfigError(
         f"llm must be a model name ({_LLM_EXAMPLE}), a ctxeval_llm.LLMConfig, a dict of its "
@@ -244,7 +245,7 @@ def _check_llm(llm: Any) -> None:
 
 def _needs_llm(metric: Any) -> bool:
     try:
-        return bool(getattr(metric, "needs_llm", False))
+        return needs_llm(metric)
     except Exception:  # a property that fails: the run will say it, not this check
         return False
 
@@ -252,8 +253,7 @@ def _needs_llm(metric: Any) -> bool:
 def _llms_of(metric: Any, run_llm: Any) -> list[Any]:
     """The LLMs ``metric`` calls: the run's for its parts without one of their own, the own
     ones of the others (each judge of a panel)."""
-    pipeline = getattr(metric, "pipeline", None)
-    parts = getattr(pipeline, "parts", None)
+    parts = pipeline_parts(metric)
     if parts is None:
         return _llms_of_part(metric, run_llm)
     return [value for part in parts for value in _llms_of_part(part, run_llm)]
@@ -262,7 +262,7 @@ def _llms_of(metric: Any, run_llm: Any) -> list[Any]:
 def _llms_of_part(part: Any, run_llm: Any) -> list[Any]:
     if isinstance(part, Panel):
         return [value for judge in part.judges for value in _llms_of_part(judge, run_llm)]
-    own = getattr(part, "llm", None)
+    own = own_llm(part)
     if own is not None:
         return [own]
     return [run_llm] if _needs_llm(part) else []
@@ -291,10 +291,9 @@ def _price_of(value: Any, registry: Registry | None) -> Price | None:
     elif isinstance(value, str):
         model = value
     else:
-        price = getattr(value, "price", None)
-        if callable(price):
+        if isinstance(value, PricedLLM):
             try:
-                found = price()
+                found = value.price()
             except Exception:
                 return None
             return found if isinstance(found, Price) else None
@@ -307,8 +306,7 @@ def _price_of(value: Any, registry: Registry | None) -> Price | None:
         provider = (registry or default_registry()).get_llm_provider(DEFAULT_PROVIDER)
     except CtxevalError:
         return None
-    price_of = getattr(provider, "price", None)
-    found = price_of(model) if callable(price_of) else None
+    found = provider.price(model) if isinstance(provider, PricedLLMProvider) else None
     return found if isinstance(found, Price) else None
 
 

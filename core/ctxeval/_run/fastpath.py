@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ctxeval._data.loading import SampleStream
 from ctxeval._data.sample import Sample
 from ctxeval._errors import DataError
-from ctxeval._pipeline.pipeline import DeterministicPipelineMetric
+from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.collector import collector_paused
 from ctxeval._results.columns import Column, RowBlock, Source

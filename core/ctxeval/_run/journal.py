@@ -24,6 +24,14 @@ import orjson
 
 from ctxeval._data.sample import Sample
 from ctxeval._errors import DataError
+from ctxeval._plugins.hooks import (
+    SpendsResource,
+    fingerprint_of,
+    llm_model,
+    needs_llm,
+    own_llm,
+    pipeline_parts,
+)
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.results import MetricResult, Status
 from ctxeval._version import __version__
@@ -58,11 +66,10 @@ def judge_identity(llm: Any) -> str:
         return llm
     if isinstance(llm, Mapping):
         return f"{llm.get('model')}@{llm.get('api_base')}"
-    resource = getattr(llm, "resource", None)  # ctxeval_llm.LLMConfig: model@endpoint
-    if isinstance(resource, str):
-        return resource
-    model = getattr(llm, "model", None)
-    if isinstance(model, str):
+    if isinstance(llm, SpendsResource) and isinstance(llm.resource, str):
+        return llm.resource  # ctxeval_llm.LLMConfig: model@endpoint
+    model = llm_model(llm)
+    if model is not None:
         return model
     kind = llm if callable(llm) and hasattr(llm, "__qualname__") else type(llm)
     return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
@@ -77,11 +84,11 @@ def fingerprint(metric: Metric, llm: Any = None) -> str:
     journal.
     """
     kind = type(metric)
-    parts = getattr(getattr(metric, "pipeline", None), "parts", ())
-    data = [str(getattr(p, "fingerprint_data", "") or "") for p in (metric, *parts)]
-    own = getattr(metric, "llm", None)
+    parts = pipeline_parts(metric) or ()
+    data = [str(fingerprint_of(p)) for p in (metric, *parts)]
+    own = own_llm(metric)
     judge = judge_identity(own) if own is not None else ""
-    if not judge and getattr(metric, "needs_llm", False):
+    if not judge and needs_llm(metric):
         judge = judge_identity(llm)
     text = "\x1f".join(
         [__version__, f"{kind.__module__}.{kind.__qualname__}:{metric!r}", *data, judge]

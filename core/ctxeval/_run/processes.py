@@ -21,6 +21,7 @@ and hands each to a worker process, which scores it with the local runner
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import itertools
@@ -28,7 +29,7 @@ import multiprocessing
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,8 +40,9 @@ import attrs
 
 from ctxeval._calls.limits import Limits
 from ctxeval._data.loading import SampleStream
+from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError
-from ctxeval._results.columns import RowBlock
+from ctxeval._results.columns import Lines, RowBlock
 from ctxeval._results.results import MetricResult
 from ctxeval._run.local import score_locally
 from ctxeval._run.plan import RunPlan
@@ -94,6 +96,9 @@ class ProcessesRunner:
                 "iterable; use the local runner for an async source"
             )
         worker_plan = plan.for_workers(**_divided(plan.settings, self.workers))
+        previous = _by_sample(plan.previous)  # a resume: each part gets its own rows only
+        if previous:
+            worker_plan = attrs.evolve(worker_plan, previous={})
         digests = sink.journaled
         pending: deque[Future[_Done]] = deque()
         pool = ProcessPoolExecutor(
@@ -101,8 +106,13 @@ class ProcessesRunner:
         )
         part = 0
         try:
-            for first, payload in _parts(samples, self.part_size):
-                pending.append(pool.submit(_score_part, worker_plan, first, payload, digests))
+            for first, payload in _parts(samples, self.part_size, by_lines=not previous):
+                part_plan = worker_plan
+                if previous:
+                    part_plan = attrs.evolve(
+                        worker_plan, previous=_previous_of(previous, first, payload[1])
+                    )
+                pending.append(pool.submit(_score_part, part_plan, first, payload, digests))
                 if len(pending) > 2 * self.workers:  # two parts queued per worker at most
                     part = await _deliver(pending.popleft(), sink, part)
             while pending:
@@ -117,18 +127,44 @@ async def _deliver(future: Future[_Done], sink: RowSink, part: int) -> int:
     """Hand a worker's rows to the sink as parts ``part``, ``part + 1``...; the next part."""
     parts, digests, error = await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
     for index, rows in enumerate(parts):
-        await sink.put(part, rows, None if digests is None else digests[index])
+        last = error is not None and index == len(parts) - 1  # a failure ended this part
+        await sink.put(part, rows, None if digests is None else digests[index], last=last)
         part += 1
     if error is not None:
         raise error
     return part
 
 
-def _parts(samples: Any, size: int) -> Iterator[tuple[int, _Payload]]:
+def _by_sample(previous: Any) -> dict[str, dict[tuple[str, str], Any]]:
+    """The rows of an interrupted run by sample id."""
+    grouped: dict[str, dict[tuple[str, str], Any]] = {}
+    for key, value in previous.items():
+        grouped.setdefault(key[0], {})[key] = value
+    return grouped
+
+
+def _previous_of(
+    previous: dict[str, dict[tuple[str, str], Any]], first: int, items: list[Any]
+) -> dict[tuple[str, str], Any]:
+    """The rows of an interrupted run that the samples ``items`` (from position ``first``)
+    may reuse: those of their ids, or of their positions when they have none."""
+    mine: dict[tuple[str, str], Any] = {}
+    for position, item in enumerate(items, start=first):
+        given = item.id if isinstance(item, Sample) else None
+        if isinstance(item, Mapping):
+            given = item.get("id")
+        rows = previous.get(str(position) if given is None else str(given))
+        if rows:
+            mine.update(rows)
+    return mine
+
+
+def _parts(samples: Any, size: int, *, by_lines: bool) -> Iterator[tuple[int, _Payload]]:
     """The input in parts of ``size`` samples: each part's position in the input, and what
-    a worker needs to read it."""
+    a worker needs to read it (``by_lines``: a JSONL file may go to the workers as lines)."""
     if (
-        isinstance(samples, SampleStream)
+        by_lines
+        and isinstance(samples, SampleStream)
         and samples.format == "jsonl"
         and samples.strict
         and samples.rows_read == 0
@@ -146,9 +182,9 @@ def _parts(samples: Any, size: int) -> Iterator[tuple[int, _Payload]]:
         first += len(taken)
 
 
-_BLANK_CANDIDATE = re.compile(rb"^[\s\x80-\xff]*$", re.MULTILINE)
-"""A line that may be blank as the reader decides it: ASCII white space, or bytes that may
-be other Unicode white space (checked by decoding)."""
+_ODD_LINE = re.compile(rb"\n(?!\{)")
+"""The end of a line followed by a line that does not start with ``{`` (rare in JSONL: a
+blank line, an indented or a bad one), found at the speed of a byte search."""
 
 
 def _line_parts(path: Path, size: int) -> Iterator[tuple[int, _Payload]]:
@@ -173,25 +209,30 @@ def _line_parts(path: Path, size: int) -> Iterator[tuple[int, _Payload]]:
             if not data:
                 return
             lines = data.count(b"\n") + (not data.endswith(b"\n"))
-            blank = sum(1 for m in _BLANK_CANDIDATE.finditer(data) if _blank(data, m, line))
             yield first, ("lines", (str(path), line, data))
-            first += lines - blank
+            first += lines - _blank_lines(data, line)
             line += lines
 
 
-def _blank(data: bytes, match: re.Match[bytes], first_line: int) -> bool:
-    """Whether the candidate ``match`` is a blank line as the reader decides it (no row)."""
-    start, end = match.span()
-    if end == len(data) and start == end:
-        return False  # the end of the data, not a line
-    raw = data[start:end]
-    if raw.isascii():
-        return True
-    number = first_line + data.count(b"\n", 0, start)
-    try:
-        return not raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
-    except UnicodeDecodeError:
-        return False  # a bad row: it takes a place
+def _blank_lines(data: bytes, first_line: int) -> int:
+    """How many lines of ``data`` (whose first line is line ``first_line`` of the file) are
+    blank as the reader decides it (no row): only lines that do not start with ``{`` are
+    looked at."""
+    starts = [0] if not data.startswith(b"{") else []
+    starts += [m.end() for m in _ODD_LINE.finditer(data) if m.end() < len(data)]
+    blank = 0
+    number, counted = first_line, 0
+    for start in starts:
+        number += data.count(b"\n", counted, start)
+        counted = start
+        end = data.find(b"\n", start)
+        raw = data[start : len(data) if end < 0 else end + 1]
+        if raw.isascii():
+            blank += not raw.strip()
+            continue
+        with contextlib.suppress(UnicodeDecodeError):  # (a bad row: it takes a place)
+            blank += not raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+    return blank
 
 
 def _divided(settings: RunSettings, workers: int) -> dict[str, Any]:
@@ -280,4 +321,7 @@ def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> 
     except Exception as exc:  # raised by the driving process once these rows are in
         error = exc
     per_part = None if log is None else [log.per_row(rows) for rows in collected.parts]
+    for rows in collected.parts:  # a block's lines travel as one buffer
+        if isinstance(rows, RowBlock) and isinstance(rows.sources, list):
+            rows.sources = Lines(rows.sources)
     return collected.parts, per_part, error

@@ -10,23 +10,24 @@ from __future__ import annotations
 import difflib
 import logging
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxeval._data.sample import Sample, id_for_message
 from ctxeval._errors import CtxevalError, DataError
-from ctxeval._plugins.protocols import Metric
+from ctxeval._plugins.protocols import BatchMetric, DeterministicMetric, Metric
 from ctxeval._results.results import MetricResult, Status
 
 __all__ = [
     "SampleInput",
+    "batch_scorer",
     "checked",
     "failure",
     "identify",
     "lacking",
     "leaves",
-    "method",
     "missing_field_error",
+    "sync_scorer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -59,10 +60,16 @@ def identify(item: SampleInput, index: int, seen_ids: set[str]) -> tuple[Sample,
     return sample, sample_id
 
 
-def method(metric: Metric, name: str) -> Any:
-    """``metric.<name>`` if the metric has such a method, else None."""
-    found = getattr(metric, name, None)
-    return found if callable(found) else None
+def sync_scorer(metric: Metric) -> Callable[[Sample], object] | None:
+    """``metric.score`` when it scores synchronously (:class:`~ctxeval.DeterministicMetric`),
+    else None."""
+    return metric.score if isinstance(metric, DeterministicMetric) else None
+
+
+def batch_scorer(metric: Metric) -> Callable[[Sequence[Sample]], Sequence[object]] | None:
+    """``metric.score_batch`` when it scores a batch at once (:class:`~ctxeval.BatchMetric`),
+    else None."""
+    return metric.score_batch if isinstance(metric, BatchMetric) else None
 
 
 def lacking(samples: Sequence[Sample], requires: tuple[str, ...]) -> list[int]:

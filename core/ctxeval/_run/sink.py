@@ -71,13 +71,19 @@ class RowSink:
         self._passing = False
         self._room = anyio.Condition()
         self._max_held = max(1, max_held)
-        self._seen: set[str] = set()
+        self._seen: set[str | None] = set()
         self._previous = plan.previous
         self._cap = plan.settings.max_cost_usd
         self._spent = 0.0
+        self._last = math.inf  # the part that ended early, if one did
 
     async def put(
-        self, part: int, rows: Sequence[MetricResult], digests: Sequence[str] | None = None
+        self,
+        part: int,
+        rows: Sequence[MetricResult],
+        digests: Sequence[str] | None = None,
+        *,
+        last: bool = False,
     ) -> None:
         """Hand over part ``part`` of the run's rows: the rows of one or more whole samples,
         sample by sample and, within a sample, in the order of the plan's metrics.
@@ -87,6 +93,10 @@ class RowSink:
         reuses the row only for the same sample; without it the rows are journaled as not
         reusable. A row taken from :meth:`RunPlan.reusable` is not journaled again.
 
+        ``last``: this part ended early (a failure stopped it; the runner raises it next): the
+        reader gets no row of a later part, as a local run gives none after its failure. The
+        rows of later parts are still journaled (a resume reuses them).
+
         Raises:
             DataError: a sample id of these rows was in an earlier part (two samples with one
                 id), or ``part`` was handed over before.
@@ -94,7 +104,7 @@ class RowSink:
                 ``max_cost_usd`` (the rows are kept; stop taking new samples).
             ConfigError: ``digests`` does not have one digest per row.
         """
-        if part < self._next or part in self._held:
+        if part < self._next or part in self._held or part == self._last:
             raise DataError(f"the runner handed part {part} of the rows twice")
         if digests is not None and len(digests) != len(rows):
             raise ConfigError(
@@ -102,6 +112,12 @@ class RowSink:
             )
         self._check_ids(rows)
         self.record(rows, digests)
+        if last:
+            self._last = min(part, self._last)
+            for later in [p for p in self._held if p > part]:
+                del self._held[later]  # journaled already; not for the reader
+        if part > self._last:
+            return
         while part != self._next and len(self._held) >= self._max_held:
             async with self._room:
                 await self._room.wait()
@@ -138,13 +154,15 @@ class RowSink:
         return (digest is None or digest == earlier[1]) and earlier[0] == row
 
     def _check_ids(self, rows: Sequence[MetricResult]) -> None:
-        ids = rows.sample_ids if isinstance(rows, RowBlock) else {r.sample_id for r in rows}
+        if isinstance(rows, RowBlock):
+            ids: Sequence[str | None] | set[str | None] = rows.sample_ids  # one per sample
+        else:
+            ids = {r.sample_id for r in rows}
         seen = self._seen
-        new = set(ids)
-        if not seen.isdisjoint(new):
-            twice = sorted(seen & new)[0]
+        if not seen.isdisjoint(ids):  # (a part holds each id once: its runner checked)
+            twice = sorted(str(i) for i in ids if i in seen)[0]
             raise DataError(f"two samples have the id {twice!r}; give each sample its own id")
-        seen |= new
+        seen.update(ids)  # (the ids' hashes are cached by now)
 
     def _check_budget(self, rows: Sequence[MetricResult]) -> None:
         if self._cap is None:

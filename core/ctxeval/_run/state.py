@@ -20,13 +20,20 @@ from ctxeval._errors import (
     MissingExtraError,
     UnusableLLMError,
 )
-from ctxeval._pipeline.pipeline import DeterministicPipelineMetric
+from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.results import MetricResult
 from ctxeval._run.emission import Emitter
 from ctxeval._run.journal import sample_digest
 from ctxeval._run.plan import RunPlan
-from ctxeval._run.rows import checked, failure, leaves, method, missing_field_error
+from ctxeval._run.rows import (
+    batch_scorer,
+    checked,
+    failure,
+    leaves,
+    missing_field_error,
+    sync_scorer,
+)
 from ctxeval._run.sink import RowSink
 from ctxeval._run.worker import TIMED_OUT, SyncWorker
 
@@ -67,10 +74,10 @@ class Run:
         """The position in the whole input of this run's first sample (a worker scoring a
         part of the input: positional ids count from here)."""
         self.sync_score: list[Callable[[Sample], object] | None] = [
-            method(m, "score") for m in self.metrics
+            sync_scorer(m) for m in self.metrics
         ]
         self.batch_score: list[Callable[[Sequence[Sample]], Sequence[object]] | None] = [
-            method(m, "score_batch") for m in self.metrics
+            batch_scorer(m) for m in self.metrics
         ]
         self.judging_keys: list[tuple[object, ...] | None] = [
             m.judging_key() if isinstance(m, DeterministicPipelineMetric) else None

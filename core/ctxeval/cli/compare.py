@@ -121,8 +121,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     runs = [_read_run(folder) for folder in args.runs]
     report = compare_runs(args.runs, permutations=args.permutations, runs=runs)
     if args.report:
-        from ctxeval._output.report import render_comparison
-        from ctxeval._output.writers import write_text
+        from ctxeval._output.comparison import render_comparison
+        from ctxeval._output.files import write_text
 
         names = ["A", *(f"B{i}" for i in range(1, len(runs)))] if len(runs) > 2 else ["A", "B"]
         write_text(Path(args.report), render_comparison(report, runs, names))

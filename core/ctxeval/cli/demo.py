@@ -59,7 +59,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         total=len(rows) * len(metrics),
     )
-    from ctxeval._output.report import summary_dict, write_outputs
+    from ctxeval._output.folder import write_outputs
+    from ctxeval._output.summary import summary_dict
 
     summary = summary_dict(evaluation, extra={"data": "ctxeval demo dataset"})
     paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)

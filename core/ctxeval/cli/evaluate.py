@@ -9,6 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxeval._plugins.hooks import (
+    EstimatesCallsByModel,
+    EstimatesMetricCalls,
+    PricedLLM,
+    TrecEvalAveraging,
+    llm_model,
+    needs_llm,
+)
 from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
 from ctxeval.cli.progress import run_with_progress
@@ -203,14 +211,15 @@ def check_out(folder: Path, metrics: Sequence[Any], *, resume: bool, overwrite: 
 
 def _with_trec_eval_averaging(metric: Any) -> Any:
     """``metric`` with trec_eval's averaging (an option of the ID metrics)."""
-    if not hasattr(metric, "trec_eval_averaging"):
+    if not isinstance(metric, TrecEvalAveraging):
         raise UsageError(
             f"--trec-eval-averaging: metric {metric.name!r} has no trec_eval averaging (only "
             "the ID metrics do)"
         )
     import attrs
 
-    return attrs.evolve(metric, trec_eval_averaging=True)
+    evolved: Any = attrs.evolve(metric, trec_eval_averaging=True)  # type: ignore[misc]
+    return evolved
 
 
 def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]) -> list[Any]:
@@ -240,7 +249,7 @@ def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]
 
 def _formats(names: Sequence[str], out: Any) -> list[str]:
     """The extra writers of ``--format``, each checked (a missing extra says its command)."""
-    from ctxeval._output.report import DEFAULT_FORMATS
+    from ctxeval._output.folder import DEFAULT_FORMATS
     from ctxeval._plugins.registry import default_registry
 
     if names and not out:
@@ -255,14 +264,14 @@ def _labels(path: str | None, metrics: Sequence[Any]) -> Any:
     """People's labels from ``--labels``, read and checked before anything is scored."""
     if not path:
         return None
-    from ctxeval._judge.trust import resolve_label_metrics
+    from ctxeval._judge.resolve import resolve_label_metrics
 
     return resolve_label_metrics(path, [m.name for m in metrics])
 
 
 def _needs_llm(metrics: Sequence[Any]) -> bool:
     """Whether a metric calls an LLM and has none of its own (it then uses --model)."""
-    return any(getattr(m, "needs_llm", False) for m in metrics)
+    return any(needs_llm(m) for m in metrics)
 
 
 def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out: Any) -> int:
@@ -271,18 +280,18 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     from rich.markup import escape
     from rich.table import Table
 
-    run_model = getattr(llm, "model", None)
+    run_model = llm_model(llm)
     by_metric: dict[str, dict[str | None, list[int]]] = {m.name: {} for m in metrics}
     n = 0
     for sample in samples:
         n += 1
         for metric in metrics:
-            by_model = getattr(metric, "estimate_calls_by_model", None)
-            if by_model is not None:
-                estimates = by_model(sample)
+            if isinstance(metric, EstimatesCallsByModel):
+                estimates = metric.estimate_calls_by_model(sample)
+            elif isinstance(metric, EstimatesMetricCalls):
+                estimates = {None: metric.estimate_calls(sample)}
             else:
-                estimate = getattr(metric, "estimate_calls", None)
-                estimates = {None: estimate(sample)} if estimate is not None else {}
+                estimates = {}
             for model, sizes in estimates.items():
                 # calls: count, characters
                 tally = by_metric[metric.name].setdefault(model or run_model, [0, 0])
@@ -292,7 +301,7 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     def price(model: str | None, calls: int, chars: int) -> float | None:
         if not calls:
             return 0.0
-        if model is not None and model == run_model and callable(getattr(llm, "price", None)):
+        if model is not None and model == run_model and isinstance(llm, PricedLLM):
             known = llm.price()  # the price given with --price, else the provider's
             if known is not None:
                 return float(known.cost(math.ceil(chars / 4), 60 * calls))
@@ -461,7 +470,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         runner=runner,
     )
     if labels is not None:
-        from ctxeval._judge.trust import formulas_of
+        from ctxeval._judge.formulas import formulas_of
 
         evaluation = evaluation.with_labels(labels, formulas=formulas_of(metrics))
     bad_rows = list(getattr(samples, "errors", ()))
@@ -475,7 +484,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     for error in bad_rows:
         console(stderr=True).print(f"[yellow]skipped:[/] {escape(str(error))}", soft_wrap=True)
-    from ctxeval._output.report import summary_dict, write_outputs
+    from ctxeval._output.folder import write_outputs
+    from ctxeval._output.summary import summary_dict
 
     summary = summary_dict(
         evaluation,

@@ -20,7 +20,7 @@ __all__ = ["cmd_label_sheet"]
 
 
 def cmd_label_sheet(args: argparse.Namespace) -> int:
-    from ctxeval._judge.trust import label_sheet
+    from ctxeval._judge.sheet import label_sheet
     from ctxeval._plugins.registry import default_registry
     from ctxeval._results.evaluation import Evaluation
 

@@ -7,6 +7,7 @@ import inspect
 import json
 from typing import Any
 
+from ctxeval._plugins.hooks import needs_llm as calls_llm
 from ctxeval.cli.render import EXIT_OK, console
 
 __all__ = ["cmd_metrics", "metric_entries"]
@@ -35,7 +36,7 @@ def metric_entries() -> list[dict[str, Any]]:
         needs_llm: bool | None = None
         if info.status == "ok":
             try:
-                needs_llm = bool(getattr(registry.get_metric(info.name), "needs_llm", False))
+                needs_llm = calls_llm(registry.get_metric(info.name))
             except Exception:
                 needs_llm = None  # its default options need something not here
         entries.append(

@@ -74,14 +74,15 @@ class ThreadsRunner:
         async def score(part: int, first: int, chunk: list[Any]) -> None:
             try:
                 # a thread of its own, running an event loop of its own, scores the part
-                rows, digests = await anyio.to_thread.run_sync(
+                scored = await anyio.to_thread.run_sync(
                     lambda: anyio.run(
                         functools.partial(score_part, plan, chunk, first_index=first)
                     ),
                     limiter=threads,
                 )
-                # in any order: the sink journals the rows now and orders them itself
-                await sink.put(part, rows, digests)
+                # in any order: the sink journals the rows now and orders them itself; a part
+                # that failed hands over the rows scored before the failure, then raises it
+                await scored.put_into(sink, part)
             except Exception as exc:  # raised once the other parts' rows are handed over
                 failures.append((part, exc))
             finally:
