@@ -377,3 +377,18 @@ def test_the_command_line_refuses_a_wrong_runner(
     done = _cli("evaluate", str(path), "-m", "id_mrr", "-q", *args)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+def test_error_rows_are_read_from_columns_without_building_the_others() -> None:
+    samples = [_sample(i, with_id=True) for i in range(3000)]
+    for i in (5, 2500):
+        del samples[i]["reference_context_ids"]  # lacks a field: an error row per ID metric
+    first = ctxeval.evaluate(samples, IDS + TEXTS)
+    errors = first.errors()  # before any row is built
+    assert [(r.sample_id, r.metric) for r in errors] == [
+        (f"q{i}", m) for i in (5, 2500) for m in [first.metrics[0], *first.metrics[1:3]]
+    ]
+    assert errors == [
+        r for r in ctxeval.evaluate(samples, IDS + TEXTS).results if r.status.value == "error"
+    ]
+    assert first.judged_rows(first.metrics[0]) == []  # no judge made a fast-path row

@@ -104,7 +104,8 @@ def judge_trust(
     summaries = evaluation.summary()
     out: dict[str, JudgeTrust] = {}
     for metric in evaluation.metrics:
-        rows = evaluation.rows(metric)
+        # rows a judge made (labels are matched against every row of their metric)
+        rows = evaluation.rows(metric) if metric in by_metric else evaluation.judged_rows(metric)
         repeatability = repeatability_of(rows)
         jury = jury_of(rows)
         agreement = corrected = None
@@ -124,18 +125,3 @@ def judge_trust(
         if agreement or corrected or repeatability or jury or skipped:
             out[metric] = JudgeTrust(metric, agreement, corrected, repeatability, jury, skipped)
     return out
-
-
-def __getattr__(name: str) -> Any:
-    """:func:`formulas_of` and :func:`label_sheet` have modules of their own; they are found
-    here too, when asked for, by the importers of their old place (``ctxeval._run.api``,
-    ``ctxeval.cli``)."""
-    if name == "formulas_of":
-        from ctxeval._judge.formulas import formulas_of
-
-        return formulas_of
-    if name == "label_sheet":
-        from ctxeval._judge.sheet import label_sheet
-
-        return label_sheet
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,8 +14,8 @@ import attrs
 from ctxeval._data.sample import Sample
 from ctxeval._judge.labels import Labels
 from ctxeval._results.collector import collector_paused
-from ctxeval._results.columns import Tally, metrics_of, scores_of, tally, tally_of
-from ctxeval._results.results import MetricResult, Usage
+from ctxeval._results.columns import RowBlock, Tally, metrics_of, scores_of, tally, tally_of
+from ctxeval._results.results import MetricResult, Status, Usage
 from ctxeval._results.stats import mean_ci
 
 if TYPE_CHECKING:
@@ -157,6 +157,36 @@ class Evaluation:
         self._check_metric(metric)
         return [r for r in self.results if r.metric == metric]
 
+    def errors(self) -> list[MetricResult]:
+        """The ``error`` rows, in input order, read without building the other rows (a
+        deterministic fast path's columns keep their error rows whole)."""
+        found: list[MetricResult] = []
+        for part in self._parts:
+            if isinstance(part, RowBlock):
+                kept = sorted(
+                    (position, index, row)
+                    for index, column in enumerate(part.columns)
+                    for position, row in column.rows.items()
+                    if row.status is Status.ERROR
+                )
+                found += [row for _, _, row in kept]
+            else:
+                found += [row for row in part if row.status is Status.ERROR]
+        return found
+
+    def judged_rows(self, metric: str) -> list[MetricResult]:
+        """The rows of one metric a judge may have made, in input order: every row but those
+        the deterministic fast path keeps as columns (no judge made them), which are not
+        built."""
+        self._check_metric(metric)
+        return [
+            r
+            for part in self._parts
+            if not isinstance(part, RowBlock)
+            for r in part
+            if r.metric == metric
+        ]
+
     def scores(self, metric: str) -> list[float | None]:
         """The scores of one metric in input order (None for undefined and error rows)."""
         self._check_metric(metric)
@@ -205,7 +235,7 @@ class Evaluation:
             DataError: the labels file is malformed (file, line and field named).
             ConfigError: labels for a metric the run does not score.
         """
-        from ctxeval._judge.trust import resolve_label_metrics
+        from ctxeval._judge.resolve import resolve_label_metrics
 
         if labels is not None:
             labels = resolve_label_metrics(labels, self.metrics)

@@ -65,7 +65,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     summary = summary_dict(evaluation, extra={"data": "ctxeval demo dataset"})
     paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)
     print_summary(summary, stdout)
-    print_errors(evaluation.results, stdout)
+    print_errors(evaluation.errors(), stdout)
     stdout.print(
         f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}",
         soft_wrap=True,

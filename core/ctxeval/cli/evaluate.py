@@ -474,7 +474,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         evaluation = evaluation.with_labels(labels, formulas=formulas_of(metrics))
     bad_rows = list(getattr(samples, "errors", ()))
-    if not evaluation.results and not bad_rows and stopped is None:
+    if not len(evaluation) and not bad_rows and stopped is None:
         where = f"{args.qrels} and {args.run}" if trec else str(path)
         raise UsageError(
             f"{where}: no samples to score"
@@ -507,7 +507,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(summary, stdout)
         print_trust(summary, stdout)
-        print_errors(evaluation.results, stdout)
+        print_errors(evaluation.errors(), stdout)
         if out:
             for kind in ("results", "summary", "report", *formats):
                 stdout.print(f"{kind + ':':<10}{paths[kind]}", soft_wrap=True)

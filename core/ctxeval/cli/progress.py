@@ -95,18 +95,20 @@ def run_with_progress(
     limit that stopped it early if one did. Ctrl-C exits 130 with how to resume; an LLM no
     request can succeed with (a refused or missing key, an unknown model, an unreachable
     endpoint) exits 2 with what to fix."""
+    from ctxeval._data.loading import SampleStream
     from ctxeval._results.evaluation import Evaluation
     from ctxeval._run.api import stream
     from ctxeval._run.bridge import run_to_completion
 
-    rows: list[Any] = []
+    parts: list[Any] = []
     stopped: list[BudgetExceededError] = []
     journal = Path(settings.journal) if settings.journal is not None else None
-    kept: dict[str, Any] = {}
-    if runner is None:
-        samples = _recording(samples, kept)
-    else:  # the runner reads the input its own way: the report's samples are read apart
-        kept = _first_samples(samples)
+    # the report's samples are read apart (the first ones of a file, read again), so that the
+    # run reads its input its own way (the fast path keeps a JSONL file's lines, not samples)
+    kept = _first_samples(samples)
+    if not kept and not isinstance(samples, (list, tuple, SampleStream)):
+        kept = {}
+        samples = _recording(samples, kept)  # an iterable read once: kept as it is read
     with ProgressView(quiet=quiet, total=total) as view:
 
         async def main() -> None:
@@ -114,8 +116,8 @@ def run_with_progress(
                 samples, metrics, llm=llm, settings=settings, on_progress=view, runner=runner
             ) as r:
                 try:
-                    async for row in r:
-                        rows.append(row)
+                    async for part in r.parts():  # as the run holds them (columns, not rows)
+                        parts.append(part)
                 except BudgetExceededError as exc:
                     stopped.append(exc)
 
@@ -139,7 +141,7 @@ def run_with_progress(
                 else " use --out DIR to be able to resume"
             )
             fail(f"interrupted{where};{hint}", EXIT_INTERRUPTED)
-    evaluation = Evaluation(rows, [m.name for m in metrics], samples=kept)
+    evaluation = Evaluation.of_parts(parts, [m.name for m in metrics], samples=kept)
     return evaluation, (stopped[0] if stopped else None)
 
 
