@@ -14,7 +14,8 @@ or ``ctxeval evaluate``, is one :class:`RunPlan`, built by core, executed by a r
   (the driving process's cache object is not sent to workers; its ``path`` is).
 * :class:`SharedLimits`: the interface through which the workers of a cluster share ONE budget
   of outside calls (calls in flight, requests and tokens per minute, ``Retry-After`` pauses,
-  the cost cap): pass one as ``RunSettings(shared_limits=...)``.
+  the cost cap): pass one as ``RunSettings(shared_limits=...)``; :class:`TokenBucket` is the
+  rate budget core's own limits are made of, for an implementation of your own.
 
 Three runners ship, registered in the entry-point group ``ctxeval.runners`` like a third
 party's: ``local`` (:class:`LocalRunner`, this process, the default), ``processes``
@@ -45,7 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from ctxeval._calls.cache import SQLiteCache
-from ctxeval._calls.limits import SharedLimits
+from ctxeval._calls.limits import SharedLimits, TokenBucket
 from ctxeval._results.results import MetricResult
 from ctxeval._run.execute import get_runner
 from ctxeval._run.local import LocalRunner, score_locally
@@ -63,6 +64,7 @@ __all__ = [
     "SQLiteCache",
     "ScoredPart",
     "SharedLimits",
+    "TokenBucket",
     "get_runner",
     "score_part",
 ]

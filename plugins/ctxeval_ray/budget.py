@@ -29,39 +29,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxeval.plugin import BudgetExceededError, Limits
+from ctxeval.runners import TokenBucket
 
 __all__ = ["BudgetActor", "SharedBudget"]
-
-
-class TokenBucket:
-    """A budget of ``per_minute`` units that refills continuously, holding at most ``burst``
-    units (it starts full); :meth:`take` waits for units, first come, first served."""
-
-    def __init__(self, per_minute: float, burst: float) -> None:
-        import asyncio
-
-        self.capacity = float(burst)
-        self.rate = float(per_minute) / 60.0
-        self._tokens = self.capacity
-        self._stamp = time.monotonic()
-        self._lock = asyncio.Lock()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self.rate)
-        self._stamp = now
-
-    async def take(self, amount: float = 1.0) -> None:
-        """Wait until ``amount`` units are available and spend them."""
-        import asyncio
-
-        amount = min(float(amount), self.capacity)
-        async with self._lock:
-            self._refill()
-            while self._tokens < amount:
-                await asyncio.sleep((amount - self._tokens) / self.rate)
-                self._refill()
-            self._tokens -= amount
 
 
 class _Resource:
