@@ -22,7 +22,8 @@ What is here:
   ``temperature``), the :class:`Votes` each of its verdicts carries, :func:`majority`, and
   for a metric's options :func:`judge_part` with the fields ``judges_option()``,
   ``repeats_option()``, ``jury_option()``, ``temperature_option()``;
-* other plugins, bound when yours is built: :func:`get_extractor`, :func:`get_matcher`;
+* other plugins, bound when yours is built: :func:`get_extractor`, :func:`get_matcher`,
+  :func:`get_embedder`;
 * the protocols: :class:`Metric`, :class:`DeterministicMetric`, :class:`BatchMetric`,
   :class:`Extractor`, :class:`Matcher`, :class:`DeterministicMatcher`, :class:`Attributor`,
   :class:`LLMProvider` (and :class:`PricedLLMProvider`, one that gives a :class:`Price`),
@@ -151,8 +152,10 @@ from ctxeval._plugins.protocols import (
     BatchMetric,
     ChatTransport,
     Completion,
+    DeterministicEmbedder,
     DeterministicMatcher,
     DeterministicMetric,
+    Embedder,
     Extractor,
     LLMProvider,
     Matcher,
@@ -198,9 +201,11 @@ __all__ = [
     "DeclaresDependencies",
     "Dependency",
     "DescribesLLM",
+    "DeterministicEmbedder",
     "DeterministicMatcher",
     "DeterministicMetric",
     "DeterministicPipelineMetric",
+    "Embedder",
     "EndpointUnreachableError",
     "EstimatesAttributorCalls",
     "EstimatesCallsByJudge",
@@ -269,6 +274,7 @@ __all__ = [
     "classify",
     "compose",
     "error_for_status",
+    "get_embedder",
     "get_extractor",
     "get_matcher",
     "judge_name",
@@ -317,3 +323,9 @@ def get_matcher(name: str, /, *, llm: Any = None, **options: Any) -> Matcher:
     """The matcher registered under ``name``, built with ``options`` (see
     :func:`get_extractor`)."""
     return building_registry().get_matcher(name, **_with_llm(MATCHERS, name, options, llm))
+
+
+def get_embedder(name: str, /, **options: Any) -> Embedder:
+    """The embedder registered under ``name`` (entry-point group ``ctxeval.embedders``),
+    built with ``options`` (see :func:`get_extractor`)."""
+    return building_registry().get_embedder(name, **options)

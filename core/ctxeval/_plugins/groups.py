@@ -1,8 +1,8 @@
 """The entry-point groups plugins register in, and the protocol each group's plugins meet.
 
 ``ctxeval.metrics``, ``ctxeval.extractors``, ``ctxeval.matchers``, ``ctxeval.llms``,
-``ctxeval.writers`` and ``ctxeval.runners``; a plugin built from a group's factory must be an
-instance of the group's protocol (:data:`PROTOCOLS`).
+``ctxeval.writers``, ``ctxeval.runners`` and ``ctxeval.embedders``; a plugin built from a
+group's factory must be an instance of the group's protocol (:data:`PROTOCOLS`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from ctxeval._plugins.protocols import (
+    Embedder,
     Extractor,
     LLMProvider,
     Matcher,
@@ -19,6 +20,7 @@ from ctxeval._plugins.protocols import (
 )
 
 __all__ = [
+    "EMBEDDERS",
     "EXTRACTORS",
     "GROUPS",
     "LLMS",
@@ -35,7 +37,8 @@ MATCHERS: Final = "ctxeval.matchers"
 LLMS: Final = "ctxeval.llms"
 WRITERS: Final = "ctxeval.writers"
 RUNNERS: Final = "ctxeval.runners"
-GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS, LLMS, WRITERS, RUNNERS)
+EMBEDDERS: Final = "ctxeval.embedders"
+GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS, LLMS, WRITERS, RUNNERS, EMBEDDERS)
 
 PROTOCOLS: Final[dict[str, type]] = {
     METRICS: Metric,
@@ -44,4 +47,5 @@ PROTOCOLS: Final[dict[str, type]] = {
     LLMS: LLMProvider,
     WRITERS: Writer,
     RUNNERS: RunnerPlugin,
+    EMBEDDERS: Embedder,
 }

@@ -289,6 +289,37 @@ class DeterministicMatcher(Matcher, Protocol):
 
 
 @runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors (entry-point group ``ctxeval.embedders``), for the
+    ``embedding`` matcher and any plugin that compares texts by meaning.
+
+    Rows of the result are in the order of ``texts``, one per text, all of one dimension
+    (``numpy.ndarray`` of shape ``(len(texts), dimensions)``, float32 or float64; need not
+    be normalised). An embedder that calls a service makes its requests through ``ctx``
+    (limits, retries, cache, usage).
+    """
+
+    @property
+    def name(self) -> str:
+        """The embedder's name (in messages and the matcher's evidence)."""
+        ...
+
+    async def aembed(self, texts: Sequence[str], ctx: RunContext) -> Any:
+        """The vectors of ``texts``."""
+        ...
+
+
+@runtime_checkable
+class DeterministicEmbedder(Embedder, Protocol):
+    """An embedder that needs no I/O (a model on this machine): it also embeds at once,
+    without a run context, so a matcher built on it is deterministic (the fast path)."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """:meth:`aembed` without a run context."""
+        ...
+
+
+@runtime_checkable
 class Attributor(Protocol):
     """Splits a text into units and judges each against the candidates, in one step.
 

@@ -51,6 +51,7 @@ from ctxeval._plugins.conflicts import choose
 from ctxeval._plugins.discovery import installed_entries
 from ctxeval._plugins.entries import Entry, describe
 from ctxeval._plugins.groups import (
+    EMBEDDERS,
     EXTRACTORS,
     GROUPS,
     LLMS,
@@ -63,6 +64,7 @@ from ctxeval._plugins.groups import (
 from ctxeval._plugins.ir_aliases import is_ir_name, resolve_ir_name
 from ctxeval._plugins.names import check_options, unknown_name
 from ctxeval._plugins.protocols import (
+    Embedder,
     Extractor,
     LLMProvider,
     Matcher,
@@ -281,6 +283,11 @@ class Registry:
         with ``options`` (e.g. ``workers=4``)."""
         runner: RunnerPlugin = self.create(RUNNERS, name, **options)
         return runner
+
+    def get_embedder(self, name: str, /, **options: Any) -> Embedder:
+        """Build the embedder registered under ``name`` with ``options``."""
+        embedder: Embedder = self.create(EMBEDDERS, name, **options)
+        return embedder
 
     def _entry(self, group: str, name: str) -> Entry:
         self._check_group(group)
