@@ -392,3 +392,8 @@ def test_error_rows_are_read_from_columns_without_building_the_others() -> None:
         r for r in ctxeval.evaluate(samples, IDS + TEXTS).results if r.status.value == "error"
     ]
     assert first.judged_rows(first.metrics[0]) == []  # no judge made a fast-path row
+
+
+def test_a_runner_option_given_to_evaluate_says_where_it_goes() -> None:
+    with pytest.raises(ctxeval.ConfigError, match=r"option of the runner.*get_runner"):
+        ctxeval.evaluate([_sample(0, with_id=True)], IDS, runner="processes", workers=2)

@@ -171,6 +171,10 @@ def _to_retry(value: Any) -> Any:
     return RetryPolicy() if value is None else value
 
 
+_RUNNER_OPTIONS = frozenset({"workers", "part_size", "address", "batch_size", "cpus_per_worker"})
+"""Options of the shipped runners, which a user may pass to ``evaluate`` by mistake."""
+
+
 @attrs.frozen(kw_only=True)
 class RunSettings:
     """Everything about *how* a run goes (not *what* it scores), validated when built.
@@ -270,6 +274,12 @@ class RunSettings:
             hints = []
             for name in unknown:
                 close = difflib.get_close_matches(name, cls.names(), n=1)
+                if name in _RUNNER_OPTIONS:
+                    hints.append(
+                        f"{name!r} (an option of the runner, not of the run: pass "
+                        f"runner=ctxeval.runners.get_runner('processes', {name}=...))"
+                    )
+                    continue
                 hints.append(repr(name) + (f" (did you mean {close[0]!r}?)" if close else ""))
             raise ConfigError(
                 f"unknown run setting {', '.join(hints)}; the settings are: "
