@@ -26,6 +26,7 @@ PLUGIN_PACKAGES = {
     "ctxeval_llm": ROOT / "plugins" / "ctxeval_llm",
     "ctxeval_spacy": ROOT / "plugins" / "ctxeval_spacy",
     "ctxeval_ray": ROOT / "plugins" / "ctxeval_ray",
+    "ctxeval_embed": ROOT / "plugins" / "ctxeval_embed",
     "ctxeval.builtin": ROOT / "core" / "ctxeval" / "builtin",
     "ctxeval_example": ROOT / "examples" / "ctxeval-example-plugin" / "src" / "ctxeval_example",
 }
@@ -35,6 +36,7 @@ PLUGIN_TOP_LEVELS = {
     "ctxeval_llm",
     "ctxeval_spacy",
     "ctxeval_ray",
+    "ctxeval_embed",
     "ctxeval_example",
 }
 PUBLIC = {

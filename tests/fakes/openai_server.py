@@ -27,13 +27,25 @@ It also speaks OpenAI's Batch API: ``POST /v1/files`` (multipart, ``purpose=batc
 answers each line through the same responder and faults, ``batch_delay`` seconds after it is
 created; ``batch_outcome`` makes it ``expired`` (half its lines done) or ``failed``;
 ``upload_failures`` answers the first uploads with that status.
+
+``POST /v1/embeddings`` (and ``/embeddings``) answers deterministic pseudo-embeddings of each
+``input`` text (a hashed bag of words, normalised, ``embedding_dimensions`` long, 64 by default;
+``dimensions`` in the request overrides it) with ``usage.prompt_tokens``. Its requests are
+counted in ``requests`` like chat requests (and kept in ``embedding_requests`` too), and go
+through the same ``faults``, ``latency``, ``max_in_flight``, ``outage`` and ``models`` checks;
+``embedding_responder`` (request in; None for the normal answer, a fault name or a
+:class:`Reply`) scripts them, and ``shuffle_embeddings`` answers the items in a shuffled order
+(their ``index`` fields still right).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import math
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -42,7 +54,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["FakeOpenAI", "Reply"]
+__all__ = ["FakeOpenAI", "Reply", "fake_embedding"]
 
 
 @attrs.frozen
@@ -88,6 +100,9 @@ class FakeOpenAI:
         accepts: tuple[str, ...] = ("json_schema", "json_object"),
         batch_delay: float = 0.2,
         batch_outcome: str = "completed",
+        embedding_dimensions: int = 64,
+        embedding_responder: Callable[[dict[str, Any]], str | Reply | None] | None = None,
+        shuffle_embeddings: bool = False,
     ) -> None:
         self.responder = responder or (lambda request: "ok")
         self.faults = dict(faults or {})
@@ -115,6 +130,11 @@ class FakeOpenAI:
         """Every request body answered inside a batch."""
         self.requests: list[dict[str, Any]] = []
         """Every request body received, in arrival order."""
+        self.embedding_dimensions = embedding_dimensions
+        self.embedding_responder = embedding_responder
+        self.shuffle_embeddings = shuffle_embeddings
+        self.embedding_requests: list[dict[str, Any]] = []
+        """Every ``/v1/embeddings`` request body received (also in ``requests``)."""
         self.headers: list[dict[str, str]] = []
         """The headers of every request."""
         self.statuses: list[int] = []
@@ -309,9 +329,53 @@ class FakeOpenAI:
             return self.fault_reply(answer)
         return Reply(200, content=answer)
 
+    def _choose_embedding(self, request: dict[str, Any]) -> Reply:
+        """The reply to an embeddings request: a random fault, else the script, else normal."""
+        with self._lock:
+            roll = self._random.random()
+        threshold = 0.0
+        for fault, rate in self.faults.items():
+            threshold += rate
+            if roll < threshold:
+                return self.fault_reply(fault)
+        answer = self.embedding_responder(request) if self.embedding_responder else None
+        if isinstance(answer, Reply):
+            return answer
+        if isinstance(answer, str):
+            return self.fault_reply(answer)
+        return Reply(200)
+
+    def _embeddings(self, request: dict[str, Any]) -> bytes:
+        """A ``/v1/embeddings`` answer: a hashed bag of words per input text, normalised."""
+        texts = request.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("input must be a string or a list of strings")
+        size = int(request.get("dimensions") or self.embedding_dimensions)
+        items = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(text, size)}
+            for i, text in enumerate(texts)
+        ]
+        if self.shuffle_embeddings:
+            with self._lock:
+                self._random.shuffle(items)
+        tokens = sum(_count_tokens(text) for text in texts)
+        reply = {
+            "object": "list",
+            "data": items,
+            "model": request.get("model", self.model),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        return json.dumps(reply).encode()
+
     def _handle(self, handler: Any) -> None:
         raw = self._body(handler)
-        if handler.path.rstrip("/") not in {"/v1/chat/completions", "/chat/completions"}:
+        embedding = handler.path.rstrip("/") in {"/v1/embeddings", "/embeddings"}
+        if not embedding and handler.path.rstrip("/") not in {
+            "/v1/chat/completions",
+            "/chat/completions",
+        }:
             handler._send(404, b'{"error": {"message": "no such route"}}', {})
             return
         try:
@@ -322,6 +386,8 @@ class FakeOpenAI:
         with self._lock:
             number = len(self.requests)
             self.requests.append(request)
+            if embedding:
+                self.embedding_requests.append(request)
             self.headers.append({k.lower(): v for k, v in handler.headers.items()})
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
@@ -335,8 +401,10 @@ class FakeOpenAI:
                 reply = refusal
             elif self.outage is not None and number in self.outage:
                 reply = self.fault_reply("503")
+            elif over:
+                reply = self.fault_reply("429")
             else:
-                reply = self.fault_reply("429") if over else self._choose(request)
+                reply = (self._choose_embedding if embedding else self._choose)(request)
             if reply.reset:
                 import socket
                 import struct
@@ -358,11 +426,16 @@ class FakeOpenAI:
             delay = reply.delay if over else self.latency + reply.delay
             if delay:
                 time.sleep(delay)
-            body = (
-                reply.body
-                if reply.body is not None
-                else self._completion(request, reply.content or "")
-            )
+            if reply.body is not None:
+                body = reply.body
+            elif embedding:
+                try:
+                    body = self._embeddings(request)
+                except (ValueError, TypeError) as exc:
+                    reply = Reply(400)
+                    body = json.dumps({"error": {"message": str(exc)}}).encode()
+            else:
+                body = self._completion(request, reply.content or "")
             with self._lock:
                 self.statuses.append(reply.status)
                 # done before the answer leaves: a client that sends its next request as soon
@@ -538,3 +611,15 @@ class FakeOpenAI:
             },
         }
         return json.dumps(reply).encode()
+
+
+def fake_embedding(text: str, size: int = 64) -> list[float]:
+    """The fake server's vector of ``text``: its lower-cased words hashed into ``size``
+    buckets with a sign, normalised to length 1 (texts sharing words point the same way)."""
+    vector = [0.0] * size
+    for word in re.findall(r"\w+", text.lower()) or [""]:
+        digest = hashlib.sha256(word.encode()).digest()
+        bucket = int.from_bytes(digest[:4], "little") % size
+        vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]

@@ -12,6 +12,15 @@ Both take ``measure`` (default ``levenshtein``), ``threshold`` (default 0.5, a m
 similarity is ``>=`` it) and ``normalize`` (default False). See
 :mod:`ctxeval.builtin.similarity` for the measures; ``containment`` is the one to use when a
 retrieved chunk may hold a reference passage plus other text.
+
+``matcher`` (default ``similarity``) swaps the matcher: ``embedding`` compares by meaning
+(cosine of text vectors, plugin ``ctxeval_embed``, extra ``embed``), with ``embedder``
+(default ``wordllama``, offline) and ``threshold`` defaulting to that embedder's calibrated
+one; any other registered deterministic matcher is built with ``threshold`` when given.
+``measure`` and ``normalize`` belong to ``similarity``. The rows' details say which matcher,
+embedder and threshold judged them. The metrics run without I/O (the fast path), so an
+embedder that calls a service is refused here: compose such a metric with
+:func:`ctxeval.plugin.compose` and ``get_matcher("embedding", embedder=...)``.
 """
 
 from __future__ import annotations
@@ -22,10 +31,13 @@ import attrs
 
 from ctxeval.builtin.similarity import SimilarityMatcher, check_measure
 from ctxeval.plugin import (
+    DeterministicMatcher,
     DeterministicPipelineMetric,
     Items,
     Judgement,
+    Matcher,
     Pipeline,
+    get_matcher,
     policy,
     validators,
 )
@@ -42,29 +54,78 @@ class _StringMetric(DeterministicPipelineMetric):
 
     measure: str = attrs.field(default="levenshtein", validator=check_measure)
     """The similarity measure (see :data:`ctxeval.builtin.similarity.MEASURES`)."""
-    threshold: float = attrs.field(default=0.5, validator=validators.unit_interval)
-    """The least similarity that counts as a match (``>=``)."""
+    threshold: float | None = attrs.field(
+        default=None, validator=validators.optional(validators.unit_interval)
+    )
+    """The least similarity that counts as a match (``>=``); default 0.5 for ``similarity``,
+    the embedder's calibrated threshold for ``embedding``."""
     normalize: bool = attrs.field(default=False, validator=validators.boolean)
     """Compare lower-cased text with punctuation and white space folded to single spaces."""
+    matcher: str = attrs.field(default="similarity", validator=validators.text)
+    """The matcher: ``similarity`` (strings), ``embedding`` (meaning) or a registered one."""
+    embedder: str | None = attrs.field(default=None, validator=validators.optional(validators.text))
+    """The embedder of the ``embedding`` matcher (default ``wordllama``)."""
 
     formula_type: ClassVar[type[policy.Formula]] = policy.Formula
 
+    def _matcher(self, reference: str) -> Matcher:
+        """The matcher of the options (``reference``: which side holds the passages)."""
+        if self.matcher == "similarity":
+            if self.embedder is not None:
+                raise ValueError("embedder goes with matcher='embedding'")
+            return SimilarityMatcher(
+                measure=self.measure,
+                threshold=0.5 if self.threshold is None else self.threshold,
+                normalize=self.normalize,
+                reference=reference,  # type: ignore[arg-type]
+            )
+        if self.measure != "levenshtein" or self.normalize:
+            raise ValueError(
+                f"measure and normalize go with matcher='similarity', not {self.matcher!r}"
+            )
+        options: dict[str, Any] = {}
+        if self.threshold is not None:
+            options["threshold"] = self.threshold
+        if self.matcher == "embedding":
+            options["embedder"] = self.embedder or "wordllama"
+            options["reference"] = reference
+        elif self.embedder is not None:
+            raise ValueError(f"embedder goes with matcher='embedding', not {self.matcher!r}")
+        matcher = get_matcher(self.matcher, **options)
+        if not isinstance(matcher, DeterministicMatcher):
+            what = f" with embedder {options['embedder']!r}" if "embedder" in options else ""
+            raise ValueError(
+                f"matcher {self.matcher!r}{what} does I/O, and {self.registry_name} runs "
+                "without (the fast path): compose a metric from it instead "
+                "(ctxeval.plugin.compose with policy.Recall() or policy.AveragePrecision())"
+            )
+        return matcher
+
     def build(self) -> Pipeline:
         formula = self.formula_type()
-        matcher = SimilarityMatcher(
-            measure=self.measure,
-            threshold=self.threshold,
-            normalize=self.normalize,
-            # the measure always compares a reference passage with a chunk, in that order
-            reference="items" if formula.judged == "reference" else "candidates",
-        )
+        # the measure always compares a reference passage with a chunk, in that order
+        matcher = self._matcher("items" if formula.judged == "reference" else "candidates")
         return Pipeline(
             reference=REFERENCE_CONTEXTS, retrieved=RETRIEVED_CONTEXTS, matcher=matcher,
             formula=formula,
         )  # fmt: skip
 
     def settings(self) -> dict[str, Any]:
-        return {"measure": self.measure, "threshold": self.threshold, "normalize": self.normalize}
+        matcher: Any = self.pipeline.matcher
+        if self.matcher == "similarity":
+            return {
+                "measure": self.measure,
+                "threshold": matcher.threshold,
+                "normalize": self.normalize,
+            }
+        settings: dict[str, Any] = {"matcher": self.matcher}
+        embedder = getattr(matcher, "embedder", None)
+        if embedder is not None:
+            settings["embedder"] = embedder.name
+        threshold = getattr(matcher, "threshold", self.threshold)
+        if threshold is not None:
+            settings["threshold"] = threshold
+        return settings
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         """Per judged item (``judged``: the retrieved chunks or the reference contexts): its

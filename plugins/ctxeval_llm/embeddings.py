@@ -1,0 +1,363 @@
+"""The ``openai`` embedder: texts to vectors through any OpenAI-compatible ``/v1/embeddings``.
+
+Registered as entry point ``openai`` of the ``ctxeval.embedders`` group; the ``embedding``
+matcher (and any plugin) gets it with ``get_embedder("openai", model=...)``. It reuses the LLM
+plugin's HTTP machinery: the same :class:`~ctxeval_llm.openai_http.OpenAITransport` (one httpx
+pool per run and endpoint, proxies, system CA store, body size limit, the one table that
+classifies failures), and every request goes through the run context's call service (the
+shared limits of its resource, timeouts, retries on 429/5xx/timeouts within the deadline, none
+on 400/401; a refused key or an unknown model stops the run at once with one message).
+
+:meth:`OpenAIEmbedder.aembed`:
+
+1. deduplicates the texts;
+2. looks each one up in the run's cache (key: model, endpoint, dimensions and the text; never
+   the key or the headers);
+3. sends the missing ones, ``batch_size`` per request, the requests at once under the run's
+   limits;
+4. checks each answer strictly (one vector per text, every ``index`` once, one length, finite
+   numbers; otherwise a :class:`ctxeval.MalformedOutputError`, retried a few times);
+5. counts usage (requests, prompt tokens, cost when the price is known, cache hits), stores
+   each new vector in the cache, and returns the vectors in the order of ``texts``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+import orjson
+
+from ctxeval.plugin import (
+    BadRequestError,
+    ConfigError,
+    MalformedOutputError,
+    MissingCredentialsError,
+    Price,
+    RunContext,
+    UnusableLLMError,
+    Usage,
+    cache_key,
+    validators,
+)
+
+from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig
+from .openai_http import OpenAITransport
+from .parsing import redact
+from .transport import transport_for
+
+__all__ = ["OpenAIEmbedder"]
+
+CACHE_VERSION = "embedding/1"
+"""Part of every cache key: a change of the stored form makes new keys."""
+
+
+def _no_secret(value: object) -> str:
+    return "None" if value is None else "'***'"
+
+
+def _to_price(value: Any) -> Price | None:
+    if value is None or isinstance(value, Price):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return Price.per_million(float(value), 0.0)
+        except ValueError as exc:
+            raise ConfigError(f"price_per_million_tokens: {exc}") from None
+    raise ConfigError(
+        "price_per_million_tokens must be USD per million input tokens (a number, e.g. 0.02) "
+        f"or a ctxeval.plugin.Price; got {value!r}"
+    )
+
+
+def _headers(value: Any) -> Mapping[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ConfigError(f"extra_headers must be a mapping of str to str, got {type(value)}")
+    return dict(value)
+
+
+@attrs.frozen(kw_only=True)
+class OpenAIEmbedder:
+    """Vectors from an OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, vLLM, Ollama,
+    Text Embeddings Inference, LiteLLM proxy, a company gateway).
+
+    Attributes:
+        model: the model as the server names it, e.g. ``"text-embedding-3-small"``,
+            ``"BAAI/bge-small-en-v1.5"``, ``"nomic-embed-text"`` (an ``openai/`` prefix is
+            accepted and dropped on the wire).
+        api_base: the endpoint, e.g. ``"http://localhost:8000/v1"``; default:
+            ``OPENAI_BASE_URL`` when set, else OpenAI's.
+        api_key: the key; default ``OPENAI_API_KEY``. OpenAI's own endpoint needs one (the run
+            stops before any request without it); a local server does not. Never shown in
+            reprs, logs, results or the cache.
+        batch_size: texts per request (default 128; OpenAI takes up to 2048).
+        dimensions: the vectors' length, for models that can shorten them
+            (``text-embedding-3-*``); passed through, and the answer must have it.
+        timeout: seconds one request may take (default: the run's ``timeout``).
+        extra_headers: more HTTP headers for every request (a gateway's routing header, say);
+            never logged.
+        max_response_bytes: the largest answer accepted (default 8 MiB; a batch of 128
+            vectors of 3072 floats is about 5 MiB as JSON).
+        price_per_million_tokens: USD per million input tokens, for a model whose price the
+            local price table does not know.
+    """
+
+    model: str = attrs.field(validator=validators.text)
+    api_base: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=_no_secret)
+    batch_size: int = attrs.field(default=128, validator=validators.positive_int)
+    dimensions: int | None = attrs.field(
+        default=None, validator=validators.optional(validators.positive_int)
+    )
+    timeout: float | None = attrs.field(default=None, validator=validators.optional_positive_number)
+    extra_headers: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_headers, repr=False, eq=False
+    )
+    max_response_bytes: int = attrs.field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, validator=validators.positive_int
+    )
+    price_per_million_tokens: Price | None = attrs.field(default=None, converter=_to_price)
+    _config: LLMConfig = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        model = self.model if self.model.startswith("openai/") else f"openai/{self.model}"
+        config = LLMConfig(
+            model=model,
+            api_base=self.api_base,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            transport="openai",
+            max_response_bytes=self.max_response_bytes,
+            price_per_million_tokens=self.price_per_million_tokens,
+        )
+        object.__setattr__(self, "_config", config)
+
+    # --- what the run and the matcher read ----------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """``openai:<model>`` (in messages and the matcher's evidence)."""
+        return f"openai:{self._config.wire_model}"
+
+    @property
+    def endpoint(self) -> str:
+        """Where the requests go (``.../v1``)."""
+        return self._config.endpoint
+
+    @property
+    def resource(self) -> str:
+        """The scheduler resource of the requests (``model@endpoint``): its limits apply."""
+        return self._config.resource
+
+    @property
+    def fingerprint_data(self) -> str:
+        """What changes the vectors: model, endpoint and dimensions (for the journal)."""
+        return f"{CACHE_VERSION}:{self._config.wire_model}@{self.endpoint}:{self.dimensions}"
+
+    def provenance(self, ctx: RunContext) -> Mapping[str, Any]:
+        """Who embedded: the model, the endpoint and the dimensions."""
+        return {"embedder": "openai", "model": self._config.wire_model, "endpoint": self.endpoint,
+                "dimensions": self.dimensions}  # fmt: skip
+
+    def cache_key_of(self, text: str) -> str:
+        """The cache key of ``text``'s vector (no secret in it)."""
+        return cache_key(
+            kind=CACHE_VERSION,
+            model=self._config.wire_model,
+            endpoint=self.endpoint,
+            dimensions=self.dimensions,
+            text=text,
+        )
+
+    # --- embedding --------------------------------------------------------------------------
+
+    async def aembed(self, texts: Sequence[str], ctx: RunContext) -> np.ndarray[Any, Any]:
+        """The vectors of ``texts``: a float32 array of shape ``(len(texts), d)``, in order."""
+        if isinstance(texts, str):
+            raise TypeError("aembed takes a sequence of texts, not one string")
+        texts = list(texts)
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"aembed takes texts (str), got {type(text).__name__}")
+        unique = list(dict.fromkeys(texts))
+        vectors: dict[str, np.ndarray[Any, Any]] = {}
+        cache = ctx.cache
+        missing: list[str] = []
+        hits = 0
+        for text in unique:
+            stored = cache.get(self.cache_key_of(text)) if cache is not None else None
+            vector = _vector_of(stored) if stored is not None else None
+            if vector is None:
+                missing.append(text)
+            else:
+                vectors[text] = vector
+                hits += 1
+        if hits:
+            ctx.add_usage(Usage(cache_hits=hits))
+        if missing:
+            batches = [
+                missing[start : start + self.batch_size]
+                for start in range(0, len(missing), self.batch_size)
+            ]
+            for batch, answer in zip(batches, await self._send_all(batches, ctx), strict=True):
+                for text, vector in zip(batch, answer, strict=True):
+                    vectors[text] = vector
+                    if cache is not None:
+                        cache.set(self.cache_key_of(text), vector.tolist())
+        if not texts:
+            return np.zeros((0, self.dimensions or 0), dtype=np.float32)
+        lengths = {len(v) for v in vectors.values()}
+        if len(lengths) != 1:
+            raise MalformedOutputError(
+                f"{self.name} at {self.endpoint}: vectors of different lengths "
+                f"{sorted(lengths)} (the cache and the server disagree; clear the cache)"
+            )
+        return np.stack([vectors[text] for text in texts]).astype(np.float32, copy=False)
+
+    async def _send_all(
+        self, batches: list[list[str]], ctx: RunContext
+    ) -> list[list[np.ndarray[Any, Any]]]:
+        """The vectors of each batch, the requests sent at once (the run's limits pace them);
+        the first failure cancels the rest and is raised (a run-stopping one first)."""
+        import anyio
+
+        config = self._config
+        if config.is_openai_default_endpoint and not config.openai_key():
+            raise MissingCredentialsError(
+                f"embedder {self.name!r} goes to {self.endpoint}, which needs an API key, and "
+                "none is set: export OPENAI_API_KEY=... (or pass api_key=...); for a local or "
+                "other OpenAI-compatible server, give its URL with api_base="
+            )
+        transport = await transport_for(config, ctx)
+        assert isinstance(transport, OpenAITransport)
+        results: list[list[np.ndarray[Any, Any]] | None] = [None] * len(batches)
+        failures: list[BaseException] = []
+
+        async def one(number: int, scope: anyio.CancelScope) -> None:
+            try:
+                results[number] = await self._send(batches[number], transport, ctx)
+            except Exception as exc:
+                failures.append(exc)
+                scope.cancel()
+
+        if len(batches) == 1:
+            results[0] = await self._send(batches[0], transport, ctx)
+        else:
+            async with anyio.create_task_group() as group:
+                for number in range(len(batches)):
+                    group.start_soon(one, number, group.cancel_scope)
+        if failures:
+            stopping = [exc for exc in failures if isinstance(exc, UnusableLLMError)]
+            raise (stopping or failures)[0]
+        return [r for r in results if r is not None]
+
+    async def _send(
+        self, texts: list[str], transport: OpenAITransport, ctx: RunContext
+    ) -> list[np.ndarray[Any, Any]]:
+        """One request for ``texts`` under the run's call service (limits, retries)."""
+        config = self._config
+        body: dict[str, Any] = {"model": config.wire_model, "input": texts}
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        content = orjson.dumps(body)
+        headers = {**self.extra_headers, "Content-Type": "application/json"}
+        estimate = sum(len(text) for text in texts) / 4
+
+        async def attempt() -> list[np.ndarray[Any, Any]]:
+            data = await transport.send("POST", "/embeddings", content=content, headers=headers)
+            vectors, prompt_tokens = self._parse(data, len(texts))
+            price = config.price()
+            ctx.add_usage(
+                Usage(
+                    prompt_tokens=prompt_tokens,
+                    cost_usd=None if price is None else price.cost(prompt_tokens, 0),
+                )
+            )
+            return vectors
+
+        vectors: list[np.ndarray[Any, Any]] = await ctx.call(
+            attempt, resource=config.resource, tokens=estimate, timeout=config.timeout
+        )
+        return vectors
+
+    def _parse(self, data: bytes, count: int) -> tuple[list[np.ndarray[Any, Any]], int]:
+        """The vectors of an answer, in the order of the request's texts, and its prompt
+        tokens; a :class:`MalformedOutputError` for anything but a well-formed answer."""
+        where = f"{self.endpoint}/embeddings"
+        try:
+            reply = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            snippet = redact(data[:120].decode("utf-8", "replace"), self._config.openai_key())
+            raise MalformedOutputError(f"{where}: the answer is not JSON: {snippet!r}") from None
+        items = reply.get("data") if isinstance(reply, dict) else None
+        if not isinstance(items, list):
+            raise MalformedOutputError(f"{where}: the answer has no 'data' list")
+        if len(items) != count:
+            raise MalformedOutputError(
+                f"{where}: {len(items)} vectors for {count} texts "
+                f"(model {self._config.wire_model!r})"
+            )
+        ordered: list[np.ndarray[Any, Any] | None] = [None] * count
+        for position, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise MalformedOutputError(f"{where}: item {position} is not an object")
+            index = item.get("index", position)
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count:
+                raise MalformedOutputError(f"{where}: item {position} has a bad index {index!r}")
+            if ordered[index] is not None:
+                raise MalformedOutputError(f"{where}: index {index} appears twice")
+            vector = _vector_of(item.get("embedding"))
+            if vector is None:
+                raise MalformedOutputError(
+                    f"{where}: item {position} has no embedding (a non-empty list of finite "
+                    "numbers)"
+                )
+            ordered[index] = vector
+        vectors = [v for v in ordered if v is not None]
+        lengths = {len(v) for v in vectors}
+        if len(lengths) != 1:
+            raise MalformedOutputError(f"{where}: vectors of different lengths {sorted(lengths)}")
+        (length,) = lengths
+        if self.dimensions is not None and length != self.dimensions:
+            raise BadRequestError(
+                f"{where}: the model {self._config.wire_model!r} answered vectors of {length} "
+                f"numbers, not the dimensions={self.dimensions} asked (the server or model "
+                "ignores 'dimensions'; leave it out)"
+            )
+        usage = reply.get("usage")
+        tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        prompt_tokens = tokens if isinstance(tokens, int) and tokens >= 0 else 0
+        return vectors, prompt_tokens
+
+
+def _vector_of(value: Any) -> np.ndarray[Any, Any] | None:
+    """A float32 vector from a list of numbers (or OpenAI's base64 of float32), or None."""
+    if isinstance(value, str):
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        if not raw or len(raw) % 4:
+            return None
+        vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    elif isinstance(value, list) and value:
+        if not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            for x in value
+        ):
+            return None
+        vector = np.asarray(value, dtype=np.float32)
+    else:
+        return None
+    if not np.isfinite(vector).all():
+        return None
+    return vector
