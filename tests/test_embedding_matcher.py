@@ -286,3 +286,20 @@ def test_a_missing_extra_shows_the_install_command(
     assert info.install == "pip install 'ctxeval[embed]'"
     with pytest.raises(ctxeval.MissingExtraError):
         registry.get_matcher("embedding")
+
+
+@pytest.mark.parametrize("dim", [256, 64])
+def test_the_embedder_gives_wordllamas_own_vectors(dim: int) -> None:
+    """The embedder pools each text's own tokens (no padding to a batch's longest text): the
+    vectors must be WordLlama's own, bit for bit, whatever the mix of lengths."""
+    from ctxeval_embed.offline import load_model
+
+    rng = random.Random(dim)
+    words = "the Eiffel Tower is in Paris built 1889 by Gustave Eiffel café naïve 東京".split()
+    texts = ["", " ", "x"] + [
+        " ".join(rng.choice(words) for _ in range(rng.randint(1, 80))) for _ in range(500)
+    ]
+    ours = WordLlamaEmbedder(dim=dim).embed(texts)
+    theirs = load_model(dim).embed(texts, norm=False, batch_size=64)
+    assert ours.dtype == np.float32
+    assert np.array_equal(ours, theirs)
