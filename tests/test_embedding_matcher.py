@@ -295,7 +295,22 @@ def test_the_embedder_gives_wordllamas_own_vectors(dim: int) -> None:
     from ctxeval_embed.offline import load_model
 
     rng = random.Random(dim)
-    words = "the Eiffel Tower is in Paris built 1889 by Gustave Eiffel café naïve 東京".split()
+    words = [
+        "the",
+        "Eiffel",
+        "Tower",
+        "is",
+        "in",
+        "Paris",
+        "built",
+        "1889",
+        "by",
+        "Gustave",
+        "Eiffel",
+        "café",
+        "naïve",
+        "東京",
+    ]
     texts = ["", " ", "x"] + [
         " ".join(rng.choice(words) for _ in range(rng.randint(1, 80))) for _ in range(500)
     ]
