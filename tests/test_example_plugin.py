@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from examples_site import install_example
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ctxeval-example-plugin"
 
 SCRIPT = r"""
@@ -37,15 +39,7 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """pip-install the example into a private target folder (the test environment is untouched)."""
-    target = tmp_path_factory.mktemp("example-plugin-site")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(EXAMPLE)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
-    return target
+    return install_example(EXAMPLE, tmp_path_factory.mktemp("example-plugin-site"))
 
 
 def test_example_plugin_is_discovered_and_runs(installed: Path) -> None:

@@ -19,6 +19,7 @@ import pytest
 import ctxeval
 from ctxeval import DataError, Labels, MetricResult, Sample
 from ctxeval.plugin import BaseMetric
+from examples_site import install_example
 from fakes.openai_server import FakeOpenAI
 from llm_judge import Judge
 
@@ -51,14 +52,7 @@ def dicts(ev: ctxeval.Evaluation | list[MetricResult]) -> list[dict[str, Any]]:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """pip-install the example into a private target folder (the test environment is untouched),
     importable by this process while the module's tests run."""
-    target = tmp_path_factory.mktemp("example-runner-site")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(EXAMPLE)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
+    target = install_example(EXAMPLE, tmp_path_factory.mktemp("example-runner-site"))
     sys.path.insert(0, str(target))
     try:
         yield target

@@ -300,7 +300,8 @@ class FakeOpenAI:
             )
         raise ValueError(f"unknown fault {fault!r}")
 
-    def _choose(self, request: dict[str, Any]) -> Reply:
+    def _random_fault(self) -> Reply | None:
+        """A fault drawn at the configured rates (``faults``), or None."""
         with self._lock:
             roll = self._random.random()
         threshold = 0.0
@@ -308,6 +309,12 @@ class FakeOpenAI:
             threshold += rate
             if roll < threshold:
                 return self.fault_reply(fault)
+        return None
+
+    def _choose(self, request: dict[str, Any]) -> Reply:
+        drawn = self._random_fault()
+        if drawn is not None:
+            return drawn
         answer = self.responder(request)
         if isinstance(answer, Reply):
             return answer
@@ -331,13 +338,9 @@ class FakeOpenAI:
 
     def _choose_embedding(self, request: dict[str, Any]) -> Reply:
         """The reply to an embeddings request: a random fault, else the script, else normal."""
-        with self._lock:
-            roll = self._random.random()
-        threshold = 0.0
-        for fault, rate in self.faults.items():
-            threshold += rate
-            if roll < threshold:
-                return self.fault_reply(fault)
+        drawn = self._random_fault()
+        if drawn is not None:
+            return drawn
         answer = self.embedding_responder(request) if self.embedding_responder else None
         if isinstance(answer, Reply):
             return answer
