@@ -40,7 +40,7 @@ A runner of your own, in a few lines (see docs/runners.md for the whole guide)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -53,7 +53,7 @@ from ctxeval._run.local import LocalRunner, score_locally
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.processes import ProcessesRunner
 from ctxeval._run.progress import ProgressTracker
-from ctxeval._run.sink import RowSink
+from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
 __all__ = [
     "LocalRunner",
@@ -129,36 +129,13 @@ async def score_part(plan: RunPlan, samples: Iterable[Any], *, first_index: int 
         cost cap, an unusable LLM), with the rows scored before it kept. Nothing is raised
         but cancellation.
     """
-    rows: list[MetricResult] = []
-
-    class _Gather:
-        async def send(self, batch: Sequence[MetricResult], /) -> None:
-            rows.extend(batch)
-
-    digests: dict[str | None, str] = {}
-
-    class _Log:
-        def write_many(self, written: Sequence[MetricResult], sums: Sequence[str]) -> None:
-            width = len(plan.metrics)
-            for position in range(0, len(written), width):
-                digests[written[position].sample_id] = sums[position]
-
-    sink = RowSink(plan, _Gather(), ProgressTracker(None, None), _Log())
+    gathered = GatheredParts()
+    log = SampleDigests(plan.previous)
+    sink = RowSink(plan, gathered, ProgressTracker(None, None), log)
     error: Exception | None = None
     try:
         await score_locally(plan, samples, sink, first_index=first_index)
     except Exception as exc:  # handed back with the rows scored before it
         error = exc
-    previous = plan.previous
-    return ScoredPart(
-        rows,
-        [digests.get(r.sample_id) or _journaled_digest(previous, r) for r in rows],
-        error,
-    )
-
-
-def _journaled_digest(previous: Any, row: MetricResult) -> str:
-    """The digest journaled with ``row`` when it is a row reused from an interrupted run
-    (its sample then has no new digest), else empty."""
-    earlier = previous.get((row.sample_id or "", row.metric or "")) if previous else None
-    return earlier[1] if earlier is not None and earlier[0] is row else ""
+    rows = [row for part in gathered.parts for row in part]
+    return ScoredPart(rows, log.per_row(rows), error)

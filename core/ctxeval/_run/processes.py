@@ -48,7 +48,7 @@ from ctxeval._run.local import score_locally
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.settings import RunSettings
-from ctxeval._run.sink import RowSink
+from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
 __all__ = ["ProcessesRunner"]
 
@@ -261,47 +261,6 @@ def _divided(settings: RunSettings, workers: int) -> dict[str, Any]:
     }
 
 
-class _Collect:
-    """A worker's rows, in the order its local run passes them on."""
-
-    def __init__(self) -> None:
-        self.parts: list[Sequence[MetricResult]] = []
-
-    async def send(self, rows: Sequence[MetricResult]) -> None:
-        self.parts.append(rows)
-
-
-class _Digests:
-    """A worker's stand-in for the journal: the digest of each sample it scored."""
-
-    def __init__(self, previous: Any) -> None:
-        self.of: dict[str | None, str] = {}
-        self.previous = previous  # the digests of the rows reused from an interrupted run
-
-    def write_many(self, rows: Sequence[MetricResult], digests: Sequence[str]) -> None:
-        if isinstance(rows, RowBlock):
-            width = len(rows.columns)
-            self.of.update(zip(rows.sample_ids, digests[::width], strict=True))
-        else:
-            self.of.update((r.sample_id, d) for r, d in zip(rows, digests, strict=True))
-
-    def close(self) -> None:
-        pass
-
-    def per_row(self, rows: Sequence[MetricResult]) -> list[str]:
-        if isinstance(rows, RowBlock):
-            width = len(rows.columns)
-            return [self.of.get(s, "") for s in rows.sample_ids for _ in range(width)]
-        return [self._of_row(row) for row in rows]
-
-    def _of_row(self, row: MetricResult) -> str:
-        digest = self.of.get(row.sample_id)
-        if digest is None:  # every row of its sample was reused: its journaled digest
-            earlier = self.previous.get((row.sample_id or "", row.metric or ""))
-            digest = earlier[1] if earlier is not None and earlier[0] is row else ""
-        return digest
-
-
 def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> _Done:
     """In a worker process: score one part of the input with the local runner."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -312,8 +271,8 @@ def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> 
         samples: Any = SampleStream.of_lines(Path(path), lines, first_line=first_line)
     else:
         samples = data
-    collected = _Collect()
-    log = _Digests(plan.previous) if digests else None
+    collected = GatheredParts()
+    log = SampleDigests(plan.previous) if digests else None
     sink = RowSink(plan, collected, ProgressTracker(None, None), log)
     error: BaseException | None = None
     try:

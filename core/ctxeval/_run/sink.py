@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -26,7 +26,7 @@ from ctxeval._results.results import MetricResult
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.progress import ProgressTracker
 
-__all__ = ["RowLog", "RowReceiver", "RowSink"]
+__all__ = ["GatheredParts", "RowLog", "RowReceiver", "RowSink", "SampleDigests"]
 
 logger = logging.getLogger(__name__)
 
@@ -204,3 +204,46 @@ class RowSink:
     def parts_passed(self) -> int:
         """How many parts have been passed on (the next part expected)."""
         return self._next
+
+
+class GatheredParts:
+    """A :class:`RowReceiver` that keeps the parts passed on, in order: what a worker scoring
+    a part of the input hands back (``score_part``, the ``processes`` runner's workers)."""
+
+    def __init__(self) -> None:
+        self.parts: list[Sequence[MetricResult]] = []
+
+    async def send(self, item: Sequence[MetricResult], /) -> None:
+        self.parts.append(item)
+
+
+class SampleDigests:
+    """A :class:`RowLog` that keeps the digest of each sample whose rows were recorded, in
+    place of a journal: a worker gives them back with its rows, for the driving process's
+    journal. ``previous`` (the rows of an interrupted run) gives the digest of a sample whose
+    rows were all reused (nothing recorded for it)."""
+
+    def __init__(self, previous: Any) -> None:
+        self.of: dict[str | None, str] = {}
+        self.previous = previous
+
+    def write_many(self, rows: Sequence[MetricResult], digests: Sequence[str]) -> None:
+        if isinstance(rows, RowBlock):
+            width = len(rows.columns)
+            self.of.update(zip(rows.sample_ids, digests[::width], strict=True))
+        else:
+            self.of.update((r.sample_id, d) for r, d in zip(rows, digests, strict=True))
+
+    def per_row(self, rows: Sequence[MetricResult]) -> list[str]:
+        """The digest of each of ``rows``' samples, one per row (empty when unknown)."""
+        if isinstance(rows, RowBlock):
+            width = len(rows.columns)
+            return [self.of.get(s, "") for s in rows.sample_ids for _ in range(width)]
+        return [self._of_row(row) for row in rows]
+
+    def _of_row(self, row: MetricResult) -> str:
+        digest = self.of.get(row.sample_id)
+        if digest is None:  # every row of its sample was reused: its journaled digest
+            earlier = self.previous.get((row.sample_id or "", row.metric or ""))
+            digest = earlier[1] if earlier is not None and earlier[0] is row else ""
+        return digest
