@@ -182,11 +182,8 @@ def test_details_json_cannot_hold_do_not_take_the_run_down(tmp_path: Path) -> No
         name = "odd"
         requires = ()
 
-        def score(self, sample: Any) -> MetricResult:
+        async def ascore(self, sample: Any, ctx: Any) -> MetricResult:  # async: journaled
             return MetricResult.ok(0.5, details=odd[int(sample.id)])
-
-        async def ascore(self, sample: Any, ctx: Any) -> MetricResult:
-            return self.score(sample)
 
     journal = tmp_path / "run" / "journal.jsonl"
     ev = ctxeval.evaluate([{"id": str(i)} for i in range(4)], [Odd()], journal=journal)

@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 import ctxeval
+from ctxeval import MetricResult
+from ctxeval._plugins.base import BaseMetric
 from ctxeval.runners import (
     LocalRunner,
     ProcessesRunner,
@@ -150,7 +153,7 @@ def test_a_journaled_processes_run_resumes_a_local_one(
     )
     assert _rows(resumed) == _rows(whole)
     lines = journal.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 1 + 200 * len(IDS)  # the header, then each row once
+    assert len(lines) == 1  # the header: deterministic rows are scored again, not journaled
     again = ctxeval.evaluate(
         ctxeval.load_samples(path), IDS, journal=journal, resume=True, runner=processes
     )
@@ -231,16 +234,31 @@ class Backwards:
             await parts[number].put_into(sink, number)
 
 
+@attrs.frozen(kw_only=True)
+class Judged(BaseMetric):
+    """An async metric (as an LLM judge is): its rows are journaled."""
+
+    registry_name = "judged"
+    requires = ("retrieved_context_ids", "reference_context_ids")
+
+    async def ascore(self, sample: ctxeval.Sample, ctx: ctxeval.RunContext) -> MetricResult:
+        return ctxeval.get_metric("id_mrr").score(sample)
+
+
+JOURNALED = [*IDS, Judged()]
+
+
 @pytest.mark.anyio
 async def test_the_sink_puts_parts_back_in_order(tmp_path: Path) -> None:
     samples = [_sample(i, with_id=i % 4 != 0) for i in range(60)]
-    local = await ctxeval.aevaluate(samples, IDS)
+    local = await ctxeval.aevaluate(samples, JOURNALED)
     journal = tmp_path / "j.jsonl"
-    backwards = await ctxeval.aevaluate(samples, IDS, runner=Backwards(), journal=journal)
+    backwards = await ctxeval.aevaluate(samples, JOURNALED, runner=Backwards(), journal=journal)
     assert isinstance(Backwards(), Runner)
     assert _rows(backwards) == _rows(local)
     written = journal.read_text(encoding="utf-8").splitlines()[1:]
-    assert len(written) == 60 * len(IDS)
+    assert len(written) == 60  # the judged rows (deterministic ones are scored again)
+    assert {json.loads(line)["metric"] for line in written} == {"judged"}
     assert all(json.loads(line)["sample_digest"] for line in written)  # resumable rows
 
 
@@ -270,13 +288,15 @@ async def test_rows_after_a_failed_part_are_journaled_not_passed_on(tmp_path: Pa
     read: list[str | None] = []
 
     async def run() -> None:
-        async with ctxeval.stream(samples, IDS, runner=BadInTheMiddle(), journal=journal) as rows:
+        async with ctxeval.stream(
+            samples, JOURNALED, runner=BadInTheMiddle(), journal=journal
+        ) as rows:
             async for row in rows:
                 read.append(row.sample_id)
 
     with pytest.raises(ctxeval.DataError, match="sample"):
         await run()
-    assert read[:: len(IDS)] == [f"q{i}" for i in range(14)]  # as a local run gives them
+    assert read[:: len(JOURNALED)] == [f"q{i}" for i in range(14)]  # as a local run gives them
     journaled = {json.loads(line)["sample_id"] for line in journal.read_text().splitlines()[1:]}
     assert journaled == {f"q{i}" for i in [*range(14), *range(20, 30)]}  # a resume reuses them
 

@@ -9,6 +9,7 @@ The public surface, all importable from ``ctxeval``:
   :class:`Evaluation`, and the run's settings :class:`RunSettings` (with :class:`Limits`,
   :class:`RetryPolicy`) and its :class:`Progress` events;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`;
+  a run folder written as the rows come, in constant memory: :class:`RunFolder`;
 * the judge: people's :class:`Labels` (``evaluate(..., labels=)``) and what
   ``Evaluation.trust()`` says of each judge, a :class:`JudgeTrust` (:mod:`ctxeval._judge.trust`);
 * plugins: the protocols :class:`Metric`, :class:`Extractor`, :class:`Matcher`,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from ctxeval._data.trec import load_trec
     from ctxeval._judge.labels import Labels
     from ctxeval._judge.trust import JudgeTrust
+    from ctxeval._output.folder import RunFolder
     from ctxeval._plugins.protocols import (
         BatchMetric,
         DeterministicMetric,
@@ -99,6 +101,7 @@ _LAZY: dict[str, str] = {
     "Registry": "ctxeval._plugins.registry",
     "RetryPolicy": "ctxeval._run.settings",
     "RowStream": "ctxeval._run.rowstream",
+    "RunFolder": "ctxeval._output.folder",
     "RunContext": "ctxeval._plugins.protocols",
     "RunSettings": "ctxeval._run.settings",
     "SQLiteCache": "ctxeval._calls.cache",
@@ -174,6 +177,7 @@ __all__ = [
     "RetryPolicy",
     "RowStream",
     "RunContext",
+    "RunFolder",
     "RunSettings",
     "SQLiteCache",
     "Sample",

@@ -27,7 +27,9 @@ What is here:
 * the protocols: :class:`Metric`, :class:`DeterministicMetric`, :class:`BatchMetric`,
   :class:`Extractor`, :class:`Matcher`, :class:`DeterministicMatcher`, :class:`Attributor`,
   :class:`LLMProvider` (and :class:`PricedLLMProvider`, one that gives a :class:`Price`),
-  :class:`ChatTransport` (with its :class:`Completion`), :class:`Writer`,
+  :class:`ChatTransport` (with its :class:`Completion`), :class:`Writer` (and
+  :class:`StreamingWriter`, which writes its file as rows come, with its :class:`RowFile`;
+  :class:`SummaryWriter`, whose file holds the summary only),
   :class:`RunContext` (and the :class:`Limits` it reports, the :class:`PluginLookup` its
   ``registry`` is); the values :class:`Unit`,
   :class:`Verdict`, :class:`Sample`, and :class:`Evaluation` (what a writer writes);
@@ -163,7 +165,10 @@ from ctxeval._plugins.protocols import (
     PluginLookup,
     Price,
     PricedLLMProvider,
+    RowFile,
     RunContext,
+    StreamingWriter,
+    SummaryWriter,
     Unit,
     Verdict,
     Votes,
@@ -254,12 +259,15 @@ __all__ = [
     "RateLimitError",
     "RepeatedJudgement",
     "ReportsProvenance",
+    "RowFile",
     "RunContext",
     "Sample",
     "ServiceError",
     "SpendsResource",
     "SplitAndAttribute",
     "Status",
+    "StreamingWriter",
+    "SummaryWriter",
     "TransientCallError",
     "TrecEvalAveraging",
     "Unit",

@@ -31,6 +31,7 @@ the seeds' context precision divides by the relevant items *retrieved*.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -40,6 +41,7 @@ from ctxeval.plugin import (
     Items,
     Judgement,
     Pipeline,
+    Sample,
     policy,
     validators,
 )
@@ -116,6 +118,69 @@ class _IDMetric(DeterministicPipelineMetric):
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return {}
 
+    def details_batch(
+        self, samples: Sequence[Sample], memo: dict[Any, Any] | None = None
+    ) -> list[Mapping[str, Any]]:
+        """Each sample's row details, equal to ``details_of(pipeline.judge_now(sample))``
+        without building a verdict per ID: the ID metrics' evidence reads the two sides and
+        the formula's the flags only (a subclass with its own :meth:`evidence` goes the long
+        way, which is always right). Metrics reading the same sides share them through
+        ``memo``, and those with the same evidence share it."""
+        p = self.pipeline
+        kind = type(self).evidence
+        if kind not in _SIDES_ONLY or not p.deterministic:
+            return super().details_batch(samples, memo)
+        reference_side, retrieved_side = p.reference, p.retrieved
+        assert isinstance(reference_side, Items)
+        assert isinstance(retrieved_side, Items)
+        memo = {} if memo is None else memo
+        key = (reference_side, retrieved_side)
+        sides = memo.get(key)
+        if sides is None:
+            sides = memo[key] = [
+                _sides(sample, reference_side, retrieved_side) for sample in samples
+            ]
+        formula = p.formula
+        judged = formula.judged
+        settings = self.settings()
+        evidence = self.evidence
+        made = memo.get((kind, key, self.k if isinstance(self, _AtK) else None))
+        if made is None:
+            made = [
+                evidence(Judgement(reference=r, retrieved=t, verdicts=(), judged=judged))
+                for r, t, _, _ in sides
+            ]
+            memo[(kind, key, self.k if isinstance(self, _AtK) else None)] = made
+        if type(formula).evidence is policy.Formula.evidence:  # it adds nothing
+            return [{**settings, **e} for e in made]
+        formula_evidence, pairs = formula.evidence, p.pairs
+        out: list[Mapping[str, Any]] = []
+        for (reference, retrieved, reference_given, retrieved_given), these in zip(
+            sides, made, strict=True
+        ):
+            if judged == "reference":
+                items, candidates = pairs(reference, retrieved_given)
+            else:
+                items, candidates = pairs(reference_given, retrieved)
+            among = frozenset(map(str, candidates)).__contains__
+            flags = [among(str(item)) for item in items]
+            out.append({**settings, **formula_evidence(flags), **these})
+        return out
+
+
+def _sides(
+    sample: Sample, reference_side: Items, retrieved_side: Items
+) -> tuple[list[str], list[str], Sequence[str], Sequence[str]]:
+    """The two sides of ``sample`` as read (``Items.read``) and as given (``Items.given``)."""
+    reference_given = reference_side.given(sample)
+    retrieved_given = retrieved_side.given(sample)
+    return (
+        list(dict.fromkeys(reference_given)) if reference_side.dedupe else list(reference_given),
+        list(dict.fromkeys(retrieved_given)) if retrieved_side.dedupe else list(retrieved_given),
+        reference_given,
+        retrieved_given,
+    )
+
 
 def _split(judgement: Judgement) -> dict[str, Any]:
     """Which retrieved IDs are relevant, which are not, which reference IDs are missed."""
@@ -166,6 +231,18 @@ class _AtK(_IDMetric):
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return {"top_k": list(judgement.retrieved[: self.k])}
+
+
+_SIDES_ONLY = frozenset(
+    {
+        _IDMetric.evidence,
+        IDBasedContextPrecision.evidence,
+        IDBasedContextRecall.evidence,
+        _AtK.evidence,
+    }
+)
+"""The :meth:`~_IDMetric.evidence` methods that read a judgement's two sides only (not its
+verdicts): :meth:`_IDMetric.details_batch` may give them a judgement without verdicts."""
 
 
 @attrs.frozen(kw_only=True)

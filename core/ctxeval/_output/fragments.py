@@ -28,10 +28,14 @@ def signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.3f}"
 
 
-def histogram(scores: Sequence[float], bins: int = 10) -> str:
-    counts = [0] * bins
-    for score in scores:
-        counts[min(bins - 1, int(score * bins))] += 1
+def histogram(scores: Sequence[float] | Any, bins: int = 10) -> str:
+    """An SVG histogram of ``scores`` (floats in [0, 1]: a list or a numpy array) in ``bins``
+    bins, 1.0 in the last."""
+    import numpy as np
+
+    values = np.asarray(scores, dtype=np.float64)
+    index = np.minimum((values * bins).astype(np.int64), bins - 1)
+    counts = np.bincount(index, minlength=bins).tolist() if len(values) else [0] * bins
     width, height, pad = 240, 110, 18
     top = max(counts) or 1
     bar = (width - 2 * pad) / bins

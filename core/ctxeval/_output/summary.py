@@ -5,15 +5,31 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.results import Usage
 
-__all__ = ["summary_dict"]
+if TYPE_CHECKING:
+    from ctxeval._judge.trust import JudgeTrust
+    from ctxeval._results.evaluation import MetricSummary
+
+__all__ = ["Summarized", "summary_dict"]
+
+
+class Summarized(Protocol):
+    """What a summary is made from: an :class:`~ctxeval.Evaluation`, or the
+    :class:`~ctxeval._results.totals.RunTotals` of a streamed run."""
+
+    def summary(self) -> dict[str, MetricSummary]: ...
+
+    def trust(self) -> dict[str, JudgeTrust]: ...
+
+    @property
+    def usage(self) -> Usage: ...
 
 
 def summary_dict(
-    evaluation: Evaluation, *, extra: Mapping[str, Any] | None = None
+    evaluation: Summarized, *, extra: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """Per metric: mean, n_ok, n_undefined, n_error, the 95% CI and its method, usage, and for
     a judged metric with something to say about its judge, ``judge`` (agreement with people's

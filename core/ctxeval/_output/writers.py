@@ -1,6 +1,9 @@
 """The files of a run folder, as writer plugins (entry-point group ``ctxeval.writers``).
 
-A writer turns an :class:`~ctxeval.Evaluation` and its summary into one file of the run folder.
+A writer turns the rows of a run and its summary into one file of the run folder. The built-in
+ones that hold rows stream (:class:`~ctxeval.plugin.StreamingWriter`: each file written under
+``NAME.partial`` as the rows come, in constant memory, and renamed when whole); those that
+hold the summary only are given the summary (:class:`~ctxeval.plugin.SummaryWriter`).
 ``ctxeval evaluate --out DIR`` always runs ``jsonl``, ``summary`` and ``html``; ``--format``
 adds others, built-in or from any installed package. The built-in writers make their files
 readable by their owner only (0600): they hold the data and the judge's reasons.
@@ -24,16 +27,18 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import attrs
 
 from ctxeval._output.files import private_open, write_text
+from ctxeval._output.lines import jsonl_lines
 from ctxeval._plugins.base import Dependency
+from ctxeval._plugins.protocols import RowFile
 from ctxeval._results.evaluation import Evaluation
-from ctxeval._results.results import json_line
+from ctxeval._results.results import MetricResult, json_line
 
 __all__ = [
     "CSVWriter",
@@ -49,23 +54,64 @@ __all__ = [
 _USAGE = ("requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits")
 
 
+class _PartialFile:
+    """A file written under a temporary name (``NAME.partial``, 0600) and given its name when
+    finished, so that a file of a run folder is whole or not there."""
+
+    def __init__(self, path: Path, *, text: bool = False) -> None:
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+        descriptor = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)
+        self.handle: IO[Any] = (
+            os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace", newline="")
+            if text
+            else os.fdopen(descriptor, "wb", buffering=1 << 20)
+        )
+
+    def finish(self) -> Path:
+        self.handle.close()
+        os.replace(self.partial, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        self.handle.close()
+        self.partial.unlink(missing_ok=True)
+
+
+class _JSONLFile(_PartialFile):
+    def add(self, rows: Sequence[MetricResult]) -> None:
+        self.handle.write(jsonl_lines(rows))
+
+
 @attrs.frozen(kw_only=True)
 class JSONLWriter:
-    """Writer ``jsonl``: ``results.jsonl``."""
+    """Writer ``jsonl``: ``results.jsonl``, written as the rows come."""
 
     registry_name: ClassVar[str] = "jsonl"
     name: str = "jsonl"
     filename: str = "results.jsonl"
 
+    def open(self, folder: Path, *, title: str, metrics: Sequence[str]) -> RowFile:
+        return _JSONLFile(folder / self.filename)
+
     def write(
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
-        path = folder / self.filename
-        with private_open(path) as handle:
-            for row in evaluation.results:
-                handle.write(row.to_json())
-                handle.write("\n")
-        return path
+        return _write_all(self, evaluation, folder, title=title)
+
+
+def _write_all(writer: Any, evaluation: Evaluation, folder: Path, *, title: str) -> Path:
+    """A streaming writer's file for a whole evaluation at once."""
+    file = writer.open(folder, title=title, metrics=evaluation.metrics)
+    try:
+        for part in evaluation._parts:
+            file.add(part)
+    except BaseException:
+        file.abort()
+        raise
+    path: Path = file.finish()
+    return path
 
 
 @attrs.frozen(kw_only=True)
@@ -76,16 +122,20 @@ class SummaryWriter:
     name: str = "summary"
     filename: str = "summary.json"
 
+    def write_summary(self, summary: Mapping[str, Any], folder: Path, *, title: str) -> Path:
+        text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
+        return write_text(folder / self.filename, text)
+
     def write(
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
-        text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
-        return write_text(folder / self.filename, text)
+        return self.write_summary(summary, folder, title=title)
 
 
 @attrs.frozen(kw_only=True)
 class HTMLWriter:
-    """Writer ``html``: ``report.html``."""
+    """Writer ``html``: ``report.html`` (a run folder's report is made from the samples chosen
+    as the rows stream by: :class:`~ctxeval._output.folder.RunFolder`)."""
 
     registry_name: ClassVar[str] = "html"
     name: str = "html"
@@ -99,42 +149,102 @@ class HTMLWriter:
         return write_text(folder / self.filename, render_report(evaluation, summary, title=title))
 
 
-def _flat(evaluation: Evaluation) -> list[dict[str, Any]]:
-    records = []
-    for row in evaluation.results:
-        record = row.to_dict()
-        usage = record.pop("usage")
-        record["details"] = json_line(record["details"])
-        record.update({key: usage[key] for key in _USAGE})
-        records.append(record)
-    return records
+def _flat(row: MetricResult) -> dict[str, Any]:
+    record = row.to_dict()
+    usage = record.pop("usage")
+    record["details"] = json_line(record["details"])
+    record.update({key: usage[key] for key in _USAGE})
+    return record
 
 
 _COLUMNS = ("sample_id", "metric", "status", "score", "reason", "details", *_USAGE)
 
 
+class _CSVFile(_PartialFile):
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, text=True)
+        self.writer = csv.DictWriter(self.handle, fieldnames=_COLUMNS)
+        self.writer.writeheader()
+
+    def add(self, rows: Sequence[MetricResult]) -> None:
+        self.writer.writerows(map(_flat, rows))
+
+
 @attrs.frozen(kw_only=True)
 class CSVWriter:
-    """Writer ``csv``: ``results.csv``, one line per row."""
+    """Writer ``csv``: ``results.csv``, one line per row, written as the rows come."""
 
     registry_name: ClassVar[str] = "csv"
     name: str = "csv"
     filename: str = "results.csv"
 
+    def open(self, folder: Path, *, title: str, metrics: Sequence[str]) -> RowFile:
+        return _CSVFile(folder / self.filename)
+
     def write(
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
-        path = folder / self.filename
-        with private_open(path, newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=_COLUMNS)
-            writer.writeheader()
-            writer.writerows(_flat(evaluation))
-        return path
+        return _write_all(self, evaluation, folder, title=title)
+
+
+PARQUET_ROWS = 65_536
+"""Rows per row group of ``results.parquet`` (what the writer holds before writing)."""
+
+
+class _ParquetFile(_PartialFile):
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        super().__init__(path)
+        self.schema = pa.schema(
+            [
+                ("sample_id", pa.string()),
+                ("metric", pa.string()),
+                ("status", pa.string()),
+                ("score", pa.float64()),
+                ("reason", pa.string()),
+                ("details", pa.string()),
+                ("requests", pa.int64()),
+                ("retries", pa.int64()),
+                ("prompt_tokens", pa.int64()),
+                ("completion_tokens", pa.int64()),
+                ("cost_usd", pa.float64()),
+                ("cache_hits", pa.int64()),
+            ]
+        )
+        self.writer = pq.ParquetWriter(self.handle, self.schema)
+        self.held: list[dict[str, Any]] = []
+
+    def add(self, rows: Sequence[MetricResult]) -> None:
+        self.held += map(_flat, rows)
+        if len(self.held) >= PARQUET_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self.held:
+            columns = {c: [r[c] for r in self.held] for c in _COLUMNS}
+            self.writer.write_table(pa.table(columns, schema=self.schema))
+            self.held = []
+
+    def finish(self) -> Path:
+        self._flush()
+        self.writer.close()
+        return super().finish()
+
+    def abort(self) -> None:
+        try:
+            self.writer.close()
+        finally:
+            super().abort()
 
 
 @attrs.frozen(kw_only=True)
 class ParquetWriter:
-    """Writer ``parquet``: ``results.parquet`` (needs pyarrow)."""
+    """Writer ``parquet``: ``results.parquet`` (needs pyarrow), written in row groups of
+    :data:`PARQUET_ROWS` rows as the rows come."""
 
     registry_name: ClassVar[str] = "parquet"
     dependencies: ClassVar[tuple[Dependency, ...]] = (
@@ -143,19 +253,13 @@ class ParquetWriter:
     name: str = "parquet"
     filename: str = "results.parquet"
 
+    def open(self, folder: Path, *, title: str, metrics: Sequence[str]) -> RowFile:
+        return _ParquetFile(folder / self.filename)
+
     def write(
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        records = _flat(evaluation)
-        table = pa.table({column: [r[column] for r in records] for column in _COLUMNS})
-        path = folder / self.filename
-        with open(path, "wb", opener=lambda p, f: os.open(p, f, 0o600)) as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            pq.write_table(table, handle)
-        return path
+        return _write_all(self, evaluation, folder, title=title)
 
 
 @attrs.frozen(kw_only=True)
@@ -169,6 +273,9 @@ class MarkdownWriter:
     def write(
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
+        return self.write_summary(summary, folder, title=title)
+
+    def write_summary(self, summary: Mapping[str, Any], folder: Path, *, title: str) -> Path:
         def number(value: float | None) -> str:
             return "—" if value is None else f"{value:.3f}"
 

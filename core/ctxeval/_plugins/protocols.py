@@ -51,7 +51,10 @@ __all__ = [
     "PluginLookup",
     "Price",
     "PricedLLMProvider",
+    "RowFile",
     "RunContext",
+    "StreamingWriter",
+    "SummaryWriter",
     "Unit",
     "Verdict",
     "Votes",
@@ -487,6 +490,47 @@ class Writer(Protocol):
     ) -> Path:
         """Write the file for ``evaluation`` (and ``summary``, ``summary.json``'s content) in
         ``folder``; return its path."""
+        ...
+
+
+@runtime_checkable
+class RowFile(Protocol):
+    """A file a :class:`StreamingWriter` is writing, a part of the rows at a time."""
+
+    def add(self, rows: Sequence[Any], /) -> None:
+        """Write ``rows`` (whole samples' rows, in input order; :class:`~ctxeval.MetricResult`
+        objects, built when read)."""
+        ...
+
+    def finish(self) -> Path:
+        """Finish the file (every row added); return its path."""
+        ...
+
+    def abort(self) -> None:
+        """The run failed: remove what was written (a finished file is never half there)."""
+        ...
+
+
+@runtime_checkable
+class StreamingWriter(Protocol):
+    """A :class:`Writer` that writes its file as the rows come, in constant memory
+    (``results.jsonl``, ``results.csv``, ``results.parquet``): ``ctxeval evaluate --out`` then
+    never holds every row. A writer with only :meth:`Writer.write` is given, at the end of the
+    run, an :class:`~ctxeval.Evaluation` read back from ``results.jsonl`` (every row in
+    memory)."""
+
+    def open(self, folder: Path, *, title: str, metrics: Sequence[str]) -> RowFile:
+        """Start the file in ``folder`` for a run of ``metrics`` (row names)."""
+        ...
+
+
+@runtime_checkable
+class SummaryWriter(Protocol):
+    """A :class:`Writer` whose file holds the summary only (``summary.json``,
+    ``summary.md``): it is given ``summary.json``'s content, never the rows."""
+
+    def write_summary(self, summary: Mapping[str, Any], folder: Path, *, title: str) -> Path:
+        """Write the file for ``summary`` in ``folder``; return its path."""
         ...
 
 

@@ -71,9 +71,13 @@ class Column:
             when given: a float in [0, 1]), or None when the row is in :attr:`rows`.
         rows: the rows kept whole, by position (already labelled with sample and metric).
         evidence: computes the details of a built row from its sample (read lazily).
+        evidence_batch: computes them for many samples at once (the same details, in order;
+            its second argument a dict the columns of one block share), when the metric has a
+            faster way than :attr:`evidence` one by one (written to ``results.jsonl``, every
+            row's evidence is read).
     """
 
-    __slots__ = ("evidence", "metric", "rows", "scores")
+    __slots__ = ("evidence", "evidence_batch", "metric", "rows", "scores")
 
     def __init__(
         self,
@@ -86,6 +90,9 @@ class Column:
         self.scores: list[float | None] = [None] * size
         self.rows: dict[int, MetricResult] = {}
         self.evidence = evidence
+        self.evidence_batch: (
+            Callable[[Sequence[Sample], dict[Any, Any]], Sequence[Mapping[str, Any]]] | None
+        ) = None
 
     def __len__(self) -> int:
         return len(self.scores)

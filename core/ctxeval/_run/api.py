@@ -9,6 +9,11 @@ reason, and the run goes on.
 
 How a run goes is set by one :class:`~ctxeval.RunSettings` (``settings=``); each of its fields
 can also be given as a keyword argument, which overrides it.
+
+:func:`stream` and :func:`aevaluate` run on the caller's event loop and leave it free for its
+other tasks: what takes long runs in worker threads (the metrics' calls, the first discovery of
+the installed plugins, the summary of an :func:`aevaluate`), and the rest is cut at
+checkpoints (see :mod:`ctxeval._run.fastpath`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import os
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
+
+import anyio.to_thread
 
 from ctxeval._judge.labels import Labels
 from ctxeval._plugins.protocols import Metric
@@ -83,6 +90,7 @@ async def stream(
     :func:`aevaluate`.
     """
     samples = check_run_inputs(samples, llm=llm, registry=registry, labels=None)
+    await _discover_plugins(registry)
     plan = RunPlan.build(metrics, llm=llm, registry=registry, settings=settings, **overrides)
     async with execute(plan, samples, get_runner(runner, registry=registry)) as rows:
         yield rows
@@ -120,18 +128,52 @@ async def aevaluate(
             ``journal="run.jsonl"``...), in place of the same field of ``settings``.
 
     Returns:
-        An :class:`Evaluation` whose rows are in input order.
+        An :class:`Evaluation` whose rows are in input order, its :meth:`~Evaluation.summary`
+        computed already (in a worker thread, the loop free meanwhile): calling it returns at
+        once.
 
     Raises:
         ConfigError: a metric is unknown, misconfigured or given twice; a bad or unknown
             setting or argument; an LLM metric without an LLM.
         DataError: a sample dict is malformed, or two samples share an id.
     """
+    return await _aevaluate(
+        samples,
+        metrics,
+        summarize=True,
+        llm=llm,
+        registry=registry,
+        settings=settings,
+        labels=labels,
+        runner=runner,
+        **overrides,
+    )
+
+
+async def _aevaluate(
+    samples: Iterable[SampleInput],
+    metrics: Sequence[str | Metric],
+    *,
+    summarize: bool,
+    llm: Any = None,
+    registry: Registry | None = None,
+    settings: RunSettings | None = None,
+    labels: Labels | str | os.PathLike[str] | None = None,
+    runner: str | Runner | None = None,
+    **overrides: Any,
+) -> Evaluation:
+    """:func:`aevaluate`; ``summarize``: compute the summary before returning, in a worker
+    thread (:func:`evaluate` leaves it to the first :meth:`~Evaluation.summary`, as the
+    loop it runs on has nothing else to do)."""
     samples = check_run_inputs(samples, llm=llm, registry=registry, labels=labels)
+    await _discover_plugins(registry)
     plan = RunPlan.build(
         metrics, llm=llm, registry=registry, settings=settings, labels=labels, **overrides
     )
-    return await evaluate_plan(plan, samples, get_runner(runner, registry=registry))
+    evaluation = await evaluate_plan(plan, samples, get_runner(runner, registry=registry))
+    if summarize:
+        await evaluation.asummary()
+    return evaluation
 
 
 async def evaluate_plan(plan: RunPlan, samples: Any, runner: Runner) -> Evaluation:
@@ -139,6 +181,15 @@ async def evaluate_plan(plan: RunPlan, samples: Any, runner: Runner) -> Evaluati
     async with execute(plan, samples, runner) as rows:
         parts = [batch async for batch in rows.parts()]
     return Evaluation.of_parts(parts, rows.metrics, labels=plan.labels, formulas=plan.formulas)
+
+
+async def _discover_plugins(registry: Registry | None) -> None:
+    """Build the default registry in a worker thread when a run needs it and it is not built
+    yet (its first build reads every installed distribution's entry points: tens of ms that
+    would hold the loop). Two runs starting at once may both build it; one of the two equal
+    registries is kept."""
+    if registry is None and default_registry.cache_info().currsize == 0:
+        await anyio.to_thread.run_sync(default_registry)
 
 
 def evaluate(
@@ -165,4 +216,5 @@ def evaluate(
         0.5
     """
     check_backend(backend)
-    return run_sync(functools.partial(aevaluate, samples, metrics, **options), backend=backend)
+    run = functools.partial(_aevaluate, samples, metrics, summarize=False, **options)
+    return run_sync(run, backend=backend)

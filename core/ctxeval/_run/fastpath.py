@@ -1,6 +1,6 @@
 """The fast path of a run whose metrics are all deterministic.
 
-Samples go through each metric in chunks of :data:`CHUNK`: a metric with ``score_batch``
+Samples go through each metric in chunks of at most :data:`CHUNK`: a metric with ``score_batch``
 (:class:`~ctxeval.BatchMetric`; every built-in deterministic metric, through its pipeline's
 batch form) scores a whole chunk per call, the others sample by sample with ``score``. A
 ``score_batch`` that fails, or gives a different number of results, is replaced for that chunk
@@ -8,6 +8,15 @@ by ``score`` sample by sample, so a failure stays with its sample; a ``score_bat
 ``metric_timeout`` is not used again in the run. The calls are made in the run's worker thread
 (:mod:`ctxeval._run.worker`), one hand-over per metric and chunk. Rows leave a chunk at a time.
 See docs/decisions/0002-deterministic-fast-path.md.
+
+The rest of a chunk's work is done on the run's event loop: reading and checking the samples,
+building the rows, journaling, counting and sending them. So that the loop's other tasks (a
+harness serving requests beside the run) are not held for long, that work is cut at
+checkpoints (before and after the worker's part, after the rows are sent), and the size of the
+next chunk follows how long the last one held the loop (:class:`_Pace`): at most
+:data:`LOOP_TIME` per chunk, as many samples as fit, up to :data:`CHUNK`. A run of plain
+samples keeps chunks of :data:`CHUNK`; one whose samples are large, or whose rows are
+journaled, takes smaller ones.
 """
 
 from __future__ import annotations
@@ -15,8 +24,12 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio.lowlevel
 
 from ctxeval._data.loading import SampleStream
 from ctxeval._data.sample import Sample
@@ -39,12 +52,64 @@ from ctxeval._run.worker import TIMED_OUT
 if TYPE_CHECKING:
     from ctxeval._run.state import Run
 
-__all__ = ["CHUNK", "collector_paused", "score_chunk", "score_in_chunks"]
+__all__ = ["CHUNK", "LOOP_TIME", "collector_paused", "score_chunk", "score_in_chunks"]
 
 logger = logging.getLogger(__name__)
 
 CHUNK = 2048
-"""Samples scored per call when every metric of a run is deterministic."""
+"""The most samples scored per call when every metric of a run is deterministic."""
+FIRST_CHUNK: Final = 256
+"""The samples of a run's first chunk (or :data:`CHUNK` when smaller); later chunks follow
+:class:`_Pace`."""
+LOOP_TIME: Final = 0.02
+"""Seconds of a chunk's work on the event loop aimed at (cut in two or more stretches at
+checkpoints): what sizes the next chunk."""
+
+
+class _Pace:
+    """Measures how long a chunk's work holds the event loop and sizes the next chunk by it.
+
+    The loop is *held* from one :meth:`checkpoint` to the next, except within :meth:`away`
+    (an await that lets the loop run: the worker's part, a send the reader is slow to take).
+    :meth:`next_size` then gives as many samples as fit in :data:`LOOP_TIME` at the last
+    chunk's rate, between 1 and :data:`CHUNK`, at most twice the last size (one quick chunk
+    does not make the next one huge).
+    """
+
+    __slots__ = ("_since", "held", "size")
+
+    def __init__(self) -> None:
+        self.size = max(1, min(FIRST_CHUNK, CHUNK))
+        """The samples the next chunk takes."""
+        self.held = 0.0
+        """Seconds the current chunk has held the loop so far."""
+        self._since = time.perf_counter()
+
+    async def checkpoint(self) -> None:
+        """Let the loop run its other tasks (and a cancellation in)."""
+        now = time.perf_counter()
+        self.held += now - self._since
+        await anyio.lowlevel.checkpoint()
+        self._since = time.perf_counter()
+
+    @contextmanager
+    def away(self) -> Iterator[None]:
+        """The time of the ``with`` block (an await that lets the loop run) is not held."""
+        self.held += time.perf_counter() - self._since
+        try:
+            yield
+        finally:
+            self._since = time.perf_counter()
+
+    def next_size(self, samples: int) -> int:
+        """The size of the next chunk, after one of ``samples`` samples that held the loop
+        :attr:`held` seconds in all (then reset)."""
+        held, self.held = self.held + time.perf_counter() - self._since, 0.0
+        self._since = time.perf_counter()
+        if samples > 0:
+            fits = int(LOOP_TIME * samples / held) if held > 0 else CHUNK
+            self.size = max(1, min(fits, 2 * self.size, CHUNK))
+        return self.size
 
 
 async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
@@ -57,7 +122,9 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
     first = run.first_index  # positional ids count from the run's first sample
     stream = samples if isinstance(samples, SampleStream) else None
     items = iter(samples)
+    pace = _Pace()
     while True:
+        size = pace.size
         taken: list[SampleInput] = []
         sources: list[Source] = []
         chunk: list[Sample] = []
@@ -68,9 +135,9 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
         with collector_paused():
             try:
                 if stream is not None:
-                    read = stream._take(CHUNK, taken, sources)  # type: ignore[arg-type]
+                    read = stream._take(size, taken, sources)  # type: ignore[arg-type]
                 else:
-                    taken.extend(itertools.islice(items, CHUNK))  # (kept when it raises)
+                    taken.extend(itertools.islice(items, size))  # (kept when it raises)
                     read = len(taken)
             except Exception as exc:  # the rows of the samples before the bad one still go out
                 error = exc
@@ -104,11 +171,12 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
                     index += 1
             except Exception as exc:  # an earlier sample than a read error's: it comes first
                 error = exc
-            rows: Sequence[MetricResult] = (
-                await score_chunk(run, chunk, ids, kept if stream is not None else None)
-                if chunk
-                else []
-            )
+            rows: Sequence[MetricResult] = []
+            if chunk:
+                await pace.checkpoint()
+                rows = await score_chunk(
+                    run, chunk, ids, kept if stream is not None else None, pace=pace
+                )
             del taken, sources, chunk  # freed before the collector resumes (not walked)
             if bad:
                 mixed = list(rows)
@@ -116,7 +184,10 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
                 for position, rows_of_bad in reversed(bad):  # in input order among the others
                     mixed[position * width : position * width] = rows_of_bad
                 rows = mixed
-        await run.emitter.send_now(rows)
+        await pace.checkpoint()
+        with pace.away():
+            await run.emitter.send_now(rows)
+        pace.next_size(read)
         if error is not None:
             raise error
         if not read:
@@ -124,10 +195,16 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
 
 
 async def score_chunk(
-    run: Run, samples: list[Sample], ids: list[str], sources: list[Source] | None = None
+    run: Run,
+    samples: list[Sample],
+    ids: list[str],
+    sources: list[Source] | None = None,
+    *,
+    pace: _Pace | None = None,
 ) -> RowBlock:
     """Every row of ``samples``, in emission order (sample by sample, metric by metric); the
-    block keeps ``sources`` for their evidence when given (else the samples).
+    block keeps ``sources`` for their evidence when given (else the samples). ``pace``: the
+    run's, to which the waits for the worker are time the loop is free.
 
     The calls go to the run's worker in one hand-over for the batches (one per group of
     metrics that judge alike, see
@@ -158,7 +235,8 @@ async def score_chunk(
     ]
     calls += [run.batch_scorer(p) for p in batched]
     inputs = [todo[group[0]][1] for group in groups.values()] + [todo[p][1] for p in batched]
-    made = await run.call_sync(calls, inputs)
+    call_sync = run.call_sync if pace is None else functools.partial(_away, run, pace)
+    made = await call_sync(calls, inputs)
     results: list[Sequence[object] | None] = [None] * len(run.metrics)
     for position, outcome in zip(batched, made[len(groups) :], strict=True):
         results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
@@ -174,9 +252,7 @@ async def score_chunk(
                 _batch_results(run, position, outcome, len(todo[position][1]))
             retry += [p for p in group if run.batch_score[p] is not None]
     if retry:  # the metrics of a failed group: each its own score_batch
-        made = await run.call_sync(
-            [run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry]
-        )
+        made = await call_sync([run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry])
         for position, outcome in zip(retry, made, strict=True):
             results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
     one_by_one = [
@@ -187,7 +263,7 @@ async def score_chunk(
     for position in one_by_one:
         functions += [run.scorer(position)] * len(todo[position][1])
         arguments += todo[position][1]
-    made = await run.call_sync(functions, arguments)
+    made = await call_sync(functions, arguments)
     start = 0
     for position in one_by_one:
         end = start + len(todo[position][1])
@@ -204,6 +280,17 @@ async def score_chunk(
     block = RowBlock(ids, samples if sources is None else sources, columns)
     run.finish_rows(block, samples)
     return block
+
+
+async def _away(
+    run: Run, pace: _Pace, functions: Sequence[Callable[[Any], object]], arguments: Sequence[Any]
+) -> list[object]:
+    """``run.call_sync``, its time not held by the loop when the calls go to the worker thread
+    (with no ``metric_timeout`` they are made in the loop's thread: held)."""
+    if not functions or run.metric_timeout is None:
+        return await run.call_sync(functions, arguments)
+    with pace.away():
+        return await run.call_sync(functions, arguments)
 
 
 def _score_group(

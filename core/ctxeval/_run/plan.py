@@ -25,7 +25,7 @@ from ctxeval._data.sample import Sample
 from ctxeval._judge.formulas import formulas_of
 from ctxeval._judge.labels import Labels
 from ctxeval._judge.resolve import resolve_label_metrics
-from ctxeval._plugins.protocols import Metric
+from ctxeval._plugins.protocols import DeterministicMetric, Metric
 from ctxeval._plugins.registry import Registry, default_registry
 from ctxeval._results.results import MetricResult
 from ctxeval._run.checks import check_metrics_have_llm
@@ -103,6 +103,14 @@ class RunPlan:
     def names(self) -> tuple[str, ...]:
         """The metrics' row names, in order."""
         return tuple(m.name for m in self.metrics)
+
+    @property
+    def journaled(self) -> frozenset[str]:
+        """The row names of the metrics whose rows the journal keeps: those that call out (an
+        LLM, an endpoint), costly to score again. A deterministic metric's rows are scored
+        again on resume (the same rows, at no cost), so the journal never holds a copy of
+        what ``results.jsonl`` holds."""
+        return frozenset(m.name for m in self.metrics if not isinstance(m, DeterministicMetric))
 
     @property
     def formulas(self) -> dict[str, Any]:

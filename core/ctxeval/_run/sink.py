@@ -1,7 +1,8 @@
 """The row sink: where a runner hands the rows it scored, and core takes over.
 
 A runner scores; everything a run must do with rows whatever runs it stays in core, in the
-:class:`RowSink`: each row is journaled (so that an interrupted run resumes), counted (progress,
+:class:`RowSink`: each row of a metric that calls out is journaled (so that an interrupted run
+resumes without paying for it twice; deterministic rows are scored again), counted (progress,
 errors, tokens and cost), checked (no sample id scored twice, the cost cap), and passed on to
 the reader in input order. A runner hands rows in *parts*: part ``0`` holds the first rows of
 the input, part ``1`` the next, and so on, a part being one sample's rows or a whole chunk's.
@@ -65,7 +66,8 @@ class RowSink:
         self.plan = plan
         self.tracker = tracker
         self._send = send
-        self._journal = journal
+        self._keep = plan.journaled  # the metrics whose rows the journal keeps
+        self._journal = journal if self._keep else None
         self._held: dict[int, Sequence[MetricResult]] = {}
         self._next = 0
         self._passing = False
@@ -138,8 +140,12 @@ class RowSink:
                 if digests is not None:
                     digests = [d for d, old in zip(digests, reused, strict=True) if not old]
                 rows = [r for r, old in zip(rows, reused, strict=True) if not old]
-        if self._journal is not None and rows:
-            self._journal.write_many(rows, digests if digests is not None else [""] * len(rows))
+        if self._journal is not None and rows and not isinstance(rows, RowBlock):
+            given: Sequence[str] = digests if digests is not None else [""] * len(rows)
+            keep = self._keep
+            kept = [(r, d) for r, d in zip(rows, given, strict=True) if r.metric in keep]
+            if kept:
+                self._journal.write_many([r for r, _ in kept], [d for _, d in kept])
         if rows:
             self.tracker.add_many(rows)
 
@@ -197,7 +203,9 @@ class RowSink:
 
     @property
     def journaled(self) -> bool:
-        """Whether the run has a journal (a runner then gives each row's sample digest)."""
+        """Whether the run journals rows (a runner then gives each row's sample digest): it
+        has a journal and a metric that calls out (deterministic rows are not journaled:
+        :attr:`RunPlan.journaled <ctxeval.runners.RunPlan.journaled>`)."""
         return self._journal is not None
 
     @property

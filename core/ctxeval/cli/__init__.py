@@ -8,6 +8,8 @@
     ctxeval compare RUN RUN [RUN ...] [--json | --markdown]
     ctxeval label-sheet RUN -m METRIC [--data DATA] [-n N] [-o FILE]
     ctxeval demo [--out DIR]
+    ctxeval view RUN [RUN_B] [--host HOST] [--port N] [--data DATA] [--data-b DATA]
+    ctxeval report RUN [--data DATA] [-o FILE]
 
 Exit codes: 0 when every row is ok or undefined and every ``--fail-under`` gate holds, 1 when
 any row is an error (or the run stopped at its cost limit), 2 on bad usage or unreadable input
@@ -17,7 +19,7 @@ interrupted.
 Modules: :mod:`.render` (console, errors, the summary table), :mod:`.specs` (metric specs and
 run files), :mod:`.progress` (a run with its live progress view), and one per command:
 :mod:`.evaluate`, :mod:`.metrics`, :mod:`.plugins`, :mod:`.compare`, :mod:`.label_sheet`,
-:mod:`.demo`.
+:mod:`.demo`, :mod:`.view`.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ examples:
   ctxeval label-sheet run2 -m context_precision --data traces.jsonl -n 150
   ctxeval evaluate traces.jsonl -m context_precision --model openai/gpt-4o-mini \
       --labels run2/label-sheet.jsonl --out run3
+  ctxeval view run1
+  ctxeval view run1 run2 --port 8765
+  ctxeval report run1
 
 metric options go after a colon, comma-separated: NAME:key=value,key=value
 (values are read as JSON when they parse, e.g. k=5, batch=true, labels=["PERSON","GPE"])
@@ -260,6 +265,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     de.add_argument("-q", "--quiet", action="store_true")
     de.set_defaults(command_module="demo")
+
+    vi = commands.add_parser(
+        "view",
+        help="every sample of a run in a local, read-only web viewer (any size)",
+        description="Serve every sample of a run folder (or two, side by side) on this machine: "
+        "the report's explorer with filters, sort, search and paging done by the server.",
+    )
+    vi.add_argument("run", metavar="RUN", help="a run folder (written with --out DIR)")
+    vi.add_argument(
+        "run_b", nargs="?", metavar="RUN_B", help="a second run folder, shown side by side"
+    )
+    vi.add_argument("--host", default="127.0.0.1", help="the address to listen on (127.0.0.1)")
+    vi.add_argument(
+        "--port", type=int, default=0, metavar="N", help="the port (default 0: a free one)"
+    )
+    vi.add_argument("--data", metavar="DATA", help="the samples file of RUN (default: the run's)")
+    vi.add_argument("--data-b", metavar="DATA", help="the samples file of RUN_B")
+    vi.set_defaults(command_module="view")
+
+    rp = commands.add_parser(
+        "report",
+        help="write a run folder's report.html again from its results.jsonl",
+        description="Write RUN/report.html again from RUN/results.jsonl (any size, in constant "
+        "memory): the summary, the distributions, and in full the samples to look at first.",
+    )
+    rp.add_argument("run", metavar="RUN", help="a run folder (written with --out DIR)")
+    rp.add_argument("--data", metavar="DATA", help="the samples file (default: the run's)")
+    rp.add_argument("-o", "--output", metavar="FILE", help="where to write (RUN/report.html)")
+    rp.add_argument("--title", help="the page's title")
+    rp.set_defaults(command_module="report")
     return parser
 
 

@@ -51,23 +51,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     metrics = build_metrics(specs)
     with open(str(data), encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
-    evaluation, _ = run_with_progress(
-        rows,
-        metrics,
-        llm=None,
-        settings=RunSettings(),
-        quiet=args.quiet,
-        total=len(rows) * len(metrics),
-    )
-    from ctxeval._output.folder import write_outputs
-    from ctxeval._output.summary import summary_dict
+    from ctxeval._output.folder import RunFolder
 
-    summary = summary_dict(evaluation, extra={"data": "ctxeval demo dataset"})
-    paths = write_outputs(evaluation, out, title="ctxeval demo", summary=summary)
+    folder = RunFolder(out, [m.name for m in metrics], title="ctxeval demo")
+    try:
+        run_with_progress(
+            rows,
+            metrics,
+            llm=None,
+            settings=RunSettings(),
+            quiet=args.quiet,
+            total=len(rows) * len(metrics),
+            consume=folder.add,
+        )
+        summary = folder.summary(extra={"data": "ctxeval demo dataset"})
+        paths = folder.finish(summary)
+    except BaseException:
+        folder.abort()
+        raise
     print_summary(summary, stdout)
-    print_errors(evaluation.errors(), stdout)
+    print_errors(folder.totals.error_groups(), stdout)
     stdout.print(
         f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}",
         soft_wrap=True,
     )
-    return EXIT_ERRORS if not evaluation.ok else EXIT_OK
+    return EXIT_ERRORS if not folder.totals.ok else EXIT_OK

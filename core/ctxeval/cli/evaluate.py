@@ -384,6 +384,44 @@ def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
     return get_runner(name, **options)
 
 
+def _totals(names: list[str], labels: Any, metrics: Sequence[Any]) -> Any:
+    """What the run keeps of its rows: its numbers (with people's labels, when given)."""
+    from ctxeval._results.totals import RunTotals
+
+    if labels is None:
+        return RunTotals(names)
+    from ctxeval._judge.formulas import formulas_of
+
+    return RunTotals(names, labels=labels, formulas=formulas_of(metrics))
+
+
+def _lookup(samples: Any, path: Path, trec: bool) -> Any:
+    """How the report finds the texts of the samples it shows whose rows came without them:
+    the data file read again, up to the last of them (a sample without an id is known by
+    its position)."""
+
+    def find(ids: Any) -> dict[str, Any]:
+        from ctxeval._data.loading import load_samples
+
+        wanted = set(ids)
+        found: dict[str, Any] = {}
+        source = samples if trec else load_samples(path, strict=False)
+        try:
+            for position, sample in enumerate(source):
+                key = sample.id if sample.id is not None else str(position)
+                if key in wanted:
+                    found[key] = sample
+                    if len(found) == len(wanted):
+                        break
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None and not trec:
+                close()
+        return found
+
+    return find
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ctxeval._data.loading import load_samples
 
@@ -460,35 +498,50 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         cache = SQLiteCache(home / "ctxeval" / "llm.sqlite")
     settings = _settings(args, run, out=out, cache=cache)
     total = len(samples) if trec else count_rows(path) if path.exists() else None
-    evaluation, stopped = run_with_progress(
-        samples,
-        metrics,
-        llm=llm,
-        settings=settings,
-        quiet=args.quiet,
-        total=None if total is None else total * len(metrics),
-        runner=runner,
-    )
-    if labels is not None:
-        from ctxeval._judge.formulas import formulas_of
+    names = [m.name for m in metrics]
+    totals = _totals(names, labels, metrics)
+    folder = None
+    if out:
+        from ctxeval._output.folder import RunFolder
 
-        evaluation = evaluation.with_labels(labels, formulas=formulas_of(metrics))
-    bad_rows = list(getattr(samples, "errors", ()))
-    if not len(evaluation) and not bad_rows and stopped is None:
-        where = f"{args.qrels} and {args.run}" if trec else str(path)
-        raise UsageError(
-            f"{where}: no samples to score"
-            + (" (no query is in both files)" if trec else " (the input is empty)")
+        folder = RunFolder(
+            out,
+            names,
+            title=f"ctxeval: {path.name}",
+            formats=formats,
+            totals=totals,
+            lookup=_lookup(samples, path, trec),
         )
+    try:
+        stopped = run_with_progress(
+            samples,
+            metrics,
+            llm=llm,
+            settings=settings,
+            quiet=args.quiet,
+            total=None if total is None else total * len(metrics),
+            consume=folder.add if folder is not None else totals.add,
+            runner=runner,
+        )
+        bad_rows = list(getattr(samples, "errors", ()))
+        if not totals.rows_added and not bad_rows and stopped is None:
+            where = f"{args.qrels} and {args.run}" if trec else str(path)
+            raise UsageError(
+                f"{where}: no samples to score"
+                + (" (no query is in both files)" if trec else " (the input is empty)")
+            )
+    except BaseException:
+        if folder is not None:
+            folder.abort()
+        raise
     from rich.markup import escape
 
     for error in bad_rows:
         console(stderr=True).print(f"[yellow]skipped:[/] {escape(str(error))}", soft_wrap=True)
-    from ctxeval._output.folder import write_outputs
     from ctxeval._output.summary import summary_dict
 
     summary = summary_dict(
-        evaluation,
+        totals,
         extra={
             "data": str(path),
             "skipped_rows": [str(e) for e in bad_rows],
@@ -497,18 +550,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     from ctxeval._output.gates import check_gates
 
-    verdicts = check_gates(gates, evaluation.summary())
+    verdicts = check_gates(gates, totals.summary())
     if verdicts:
         summary["gates"] = [v.to_dict() for v in verdicts]
-    if out:
-        paths = write_outputs(
-            evaluation, out, title=f"ctxeval: {path.name}", summary=summary, formats=formats
-        )
+    if folder is not None:
+        try:
+            paths = folder.finish(summary)
+        except BaseException:
+            folder.abort()
+            raise
     if not args.quiet:
         print_summary(summary, stdout)
         print_trust(summary, stdout)
-        print_errors(evaluation.errors(), stdout)
-        if out:
+        print_errors(totals.error_groups(), stdout)
+        if folder is not None:
             for kind in ("results", "summary", "report", *formats):
                 stdout.print(f"{kind + ':':<10}{paths[kind]}", soft_wrap=True)
     for verdict in verdicts:  # shown even with --quiet: they decide the exit code
@@ -516,6 +571,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")
     if stopped is not None:
         fail(f"{stopped}; continue with --resume and a higher --max-cost", EXIT_ERRORS)
-    if not evaluation.ok or bad_rows:
+    if not totals.ok or bad_rows:
         return EXIT_ERRORS
     return EXIT_GATES if any(not v.passed for v in verdicts) else EXIT_OK

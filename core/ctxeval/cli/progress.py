@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +11,7 @@ from ctxeval._errors import BudgetExceededError, MissingExtraError, UnusableLLME
 from ctxeval._run.settings import RunSettings
 from ctxeval.cli.render import EXIT_INTERRUPTED, EXIT_USAGE, console, fail
 
-__all__ = ["REPORT_SAMPLES", "ProgressView", "run_with_progress"]
-
-REPORT_SAMPLES = 20_000
-"""The report shows the texts of the first this many samples (every row is in it)."""
+__all__ = ["ProgressView", "run_with_progress"]
 
 
 class ProgressView:
@@ -89,26 +87,19 @@ def run_with_progress(
     settings: RunSettings,
     quiet: bool,
     total: int | None,
+    consume: Callable[[Sequence[Any]], None],
     runner: Any = None,
-) -> tuple[Any, BudgetExceededError | None]:
-    """Run ``metrics`` over ``samples`` with a progress view; the evaluation, and the cost
-    limit that stopped it early if one did. Ctrl-C exits 130 with how to resume; an LLM no
-    request can succeed with (a refused or missing key, an unknown model, an unreachable
-    endpoint) exits 2 with what to fix."""
-    from ctxeval._data.loading import SampleStream
-    from ctxeval._results.evaluation import Evaluation
+) -> BudgetExceededError | None:
+    """Run ``metrics`` over ``samples`` with a progress view, handing each part of the rows to
+    ``consume`` as it comes, in input order (none is kept here); the cost limit that stopped
+    the run early, if one did. Ctrl-C exits 130 with how to resume; an LLM no request can
+    succeed with (a refused or missing key, an unknown model, an unreachable endpoint) exits 2
+    with what to fix."""
     from ctxeval._run.api import stream
     from ctxeval._run.bridge import run_to_completion
 
-    parts: list[Any] = []
     stopped: list[BudgetExceededError] = []
     journal = Path(settings.journal) if settings.journal is not None else None
-    # the report's samples are read apart (the first ones of a file, read again), so that the
-    # run reads its input its own way (the fast path keeps a JSONL file's lines, not samples)
-    kept = _first_samples(samples)
-    if not kept and not isinstance(samples, (list, tuple, SampleStream)):
-        kept = {}
-        samples = _recording(samples, kept)  # an iterable read once: kept as it is read
     with ProgressView(quiet=quiet, total=total) as view:
 
         async def main() -> None:
@@ -117,7 +108,7 @@ def run_with_progress(
             ) as r:
                 try:
                     async for part in r.parts():  # as the run holds them (columns, not rows)
-                        parts.append(part)
+                        consume(part)
                 except BudgetExceededError as exc:
                     stopped.append(exc)
 
@@ -126,66 +117,27 @@ def run_with_progress(
         except (UnusableLLMError, MissingExtraError) as exc:
             saved = _journal_rows(journal) if journal else 0
             where = (
-                f"; {saved} row{'' if saved == 1 else 's'} saved in {journal}: fix it and run "
-                "the same command with --resume to finish"
+                f"; {_saved(saved)} in {journal}: fix it and run the same command with "
+                "--resume to finish"
                 if journal
                 else ""
             )
             fail(f"the run stopped: {exc}{where}", EXIT_USAGE)
         except KeyboardInterrupt:
             saved = _journal_rows(journal) if journal else 0
-            where = f" ({saved} rows saved in {journal})" if journal else ""
+            where = f" ({_saved(saved)} in {journal})" if journal else ""
             hint = (
                 " run the same command with --resume to finish it"
                 if journal
                 else " use --out DIR to be able to resume"
             )
             fail(f"interrupted{where};{hint}", EXIT_INTERRUPTED)
-    evaluation = Evaluation.of_parts(parts, [m.name for m in metrics], samples=kept)
-    return evaluation, (stopped[0] if stopped else None)
+    return stopped[0] if stopped else None
 
 
-def _recording(samples: Any, kept: dict[str, Any]) -> Any:
-    """``samples`` as they are, keeping the first :data:`REPORT_SAMPLES` of them by id (their
-    position when they have none, as the run numbers them) for the report."""
-    from collections.abc import Mapping
-
-    from ctxeval._data.sample import Sample
-    from ctxeval._errors import DataError
-
-    for position, item in enumerate(samples):
-        if len(kept) < REPORT_SAMPLES:
-            try:
-                sample = item if isinstance(item, Sample) else Sample.from_dict(item)
-            except (DataError, TypeError):
-                sample = None  # the run reports a bad sample itself
-            if isinstance(sample, Sample) and isinstance(item, (Sample, Mapping)):
-                kept[sample.id if sample.id is not None else str(position)] = sample
-        yield item
-
-
-def _first_samples(samples: Any) -> dict[str, Any]:
-    """The first :data:`REPORT_SAMPLES` samples of ``samples`` by id, read apart from the run
-    (a file read again from its start; samples in memory as they are)."""
-    import itertools
-
-    from ctxeval._data.loading import SampleStream, load_samples
-
-    kept: dict[str, Any] = {}
-    if isinstance(samples, SampleStream):
-        again = load_samples(samples.path, format=samples.format, strict=False)
-        try:
-            _recording_all(itertools.islice(again, REPORT_SAMPLES), kept)
-        finally:
-            again.close()
-    elif isinstance(samples, (list, tuple)):
-        _recording_all(samples[:REPORT_SAMPLES], kept)
-    return kept
-
-
-def _recording_all(samples: Any, kept: dict[str, Any]) -> None:
-    for _ in _recording(samples, kept):
-        pass
+def _saved(rows: int) -> str:
+    """How many LLM rows the journal holds (deterministic rows are scored again, for free)."""
+    return f"{rows} judged row{'' if rows == 1 else 's'} saved"
 
 
 def _journal_rows(journal: Path) -> int:

@@ -77,30 +77,22 @@ def print_summary(summary: dict[str, Any], out: Any) -> None:
         )
 
 
-def print_errors(rows: Any, out: Any, *, limit: int = 10) -> None:
+def print_errors(groups: Any, out: Any, *, limit: int = 10) -> None:
     """The error rows grouped by metric and reason, most frequent first, each with its count
     and an example sample id (under the summary, so that ``error 13`` never looks like a
-    score)."""
-    from collections import Counter
-
+    score). ``groups``: :meth:`RunTotals.error_groups
+    <ctxeval._results.totals.RunTotals.error_groups>`."""
     from rich.markup import escape
 
-    groups: Counter[tuple[str, str]] = Counter()
-    example: dict[tuple[str, str], str] = {}
-    for row in rows:
-        if row.status.value != "error":
-            continue
-        key = (row.metric, row.reason or "")
-        groups[key] += 1
-        example.setdefault(key, row.sample_id)
+    groups = [g for g in groups if g.count]
     if not groups:
         return
-    total = sum(groups.values())
+    total = sum(g.count for g in groups)
     out.print(f"[bold red]{total} error row(s)[/], by reason:")
-    for (metric, reason), count in groups.most_common(limit):
+    for group in groups[:limit]:
         out.print(
-            f"  {count:>5}  {escape(metric)}: {escape(reason)} "
-            f"[dim](e.g. sample {escape(example[metric, reason])})[/]",
+            f"  {group.count:>5}  {escape(group.metric)}: {escape(group.reason)} "
+            f"[dim](e.g. sample {escape(group.example)})[/]",
             soft_wrap=False,
         )
     if len(groups) > limit:

@@ -1,0 +1,92 @@
+"""Rows as ``results.jsonl`` lines, a part at a time: :func:`jsonl_lines`.
+
+Each line is, byte for byte, ``row.to_json()`` and a newline. The rows a deterministic run
+keeps as columns (:class:`~ctxeval._results.columns.RowBlock`) are written without building
+them: one dict per row straight to orjson, the sample read once from its JSON line for all of
+its rows' evidence. A row whose details orjson cannot write as they are (a plugin's set, a
+number beyond 64 bits) is written by ``to_json`` itself, which knows what to do with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ctxeval._results.collector import collector_paused
+from ctxeval._results.columns import RowBlock, sample_of
+from ctxeval._results.results import NO_USAGE, MetricResult
+
+__all__ = ["jsonl_lines"]
+
+_ZERO_USAGE = NO_USAGE.to_dict()
+
+
+def jsonl_lines(part: Sequence[MetricResult]) -> bytes:
+    """The ``results.jsonl`` lines of ``part``'s rows, in order (each ``row.to_json()``
+    followed by a newline), as UTF-8."""
+    if isinstance(part, RowBlock):
+        with collector_paused():  # (objects by the thousand, none of them cyclic)
+            return _block_lines(part)
+    # (a lone surrogate a plugin let through is written as \ud800 text, never a crash)
+    return "".join([row.to_json() + "\n" for row in part]).encode("utf-8", "backslashreplace")
+
+
+def _block_lines(block: RowBlock) -> bytes:
+    out: list[bytes] = []
+    add = out.append
+    dumps = orjson.dumps
+    columns = block.columns
+    ids = block.sample_ids
+    samples: list[Any] | None = None
+    memo: dict[Any, Any] = {}  # what the columns' metrics share (sides read once)
+    details: list[Sequence[Any] | None] = []
+    for column in columns:  # each column's evidence, a batch of its plain rows at a time
+        batch = column.evidence_batch
+        if batch is None or column.evidence is None:
+            details.append(None)
+            continue
+        if samples is None:
+            samples = [sample_of(source) for source in block.sources]
+        scores = column.scores
+        if column.rows:  # (rows kept whole have their own details)
+            plain = [s for s, score in zip(samples, scores, strict=True) if score is not None]
+            made = iter(batch(plain, {}))
+            details.append([None if score is None else next(made) for score in scores])
+        else:
+            details.append(batch(samples, memo))
+    sample: Any = None
+    for position, sample_id in enumerate(ids):
+        sample = None if samples is None else samples[position]
+        for column, evidence in zip(columns, details, strict=True):
+            score = column.scores[position]
+            if score is None:
+                add(column.rows[position].to_json().encode("utf-8", "backslashreplace"))
+                continue
+            if evidence is not None:
+                these: Any = evidence[position]
+            elif column.evidence is None:
+                these = {}
+            else:
+                if sample is None:
+                    sample = sample_of(block.sources[position])
+                these = column.evidence(sample)
+            row = {
+                "sample_id": sample_id,
+                "metric": column.metric,
+                "status": "ok",
+                "score": score,
+                "reason": None,
+                "details": these,
+                "usage": _ZERO_USAGE,
+            }
+            try:
+                add(dumps(row))
+            except TypeError:  # details orjson refuses (JSONEncodeError is a TypeError)
+                if sample is None:
+                    sample = sample_of(block.sources[position])
+                row_json = column.row(position, sample_id, sample).to_json()
+                add(row_json.encode("utf-8", "backslashreplace"))
+    out.append(b"")
+    return b"\n".join(out)

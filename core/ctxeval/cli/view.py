@@ -1,0 +1,122 @@
+"""``ctxeval view RUN [RUN_B]``: every sample of a run folder in a local, read-only web viewer.
+
+It indexes the run once (a SQLite file beside ``results.jsonl``, or in the cache when the
+folder is read-only; rebuilt when the run changed), then serves the report's explorer with
+filters, sort, search and paging done by the server, so a run of any size opens at once. The
+first line printed is the address to open; Ctrl-C stops it. With ``RUN_B`` the two runs are
+side by side: each sample shows both runs' rows, and it sorts by the difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ctxeval.cli.render import EXIT_OK, UsageError, console
+
+__all__ = ["cmd_view"]
+
+
+def _run(folder: str, data: str | None, option: str) -> Any:
+    from ctxeval._view.sources import run_source
+
+    path = Path(folder)
+    if not path.exists():
+        raise UsageError(
+            f"{folder}: no such folder (give a run folder: ctxeval evaluate ... --out DIR)"
+        )
+    if path.is_file() and path.name == "results.jsonl":
+        path = path.parent
+    if not path.is_dir():
+        raise UsageError(f"{folder}: not a folder (give a run folder, written with --out DIR)")
+    if not (path / "results.jsonl").is_file():
+        raise UsageError(
+            f"{folder}: no results.jsonl here (give the folder a run wrote with --out)"
+        )
+    given = None
+    if data is not None:
+        given = Path(data)
+        if not given.is_file():
+            raise UsageError(f"{option} {data}: no such file (give the samples file of the run)")
+    return run_source(path, given)
+
+
+class _Bar:
+    """The index build's progress on standard error: a bar on a terminal, else nothing
+    (the log says when it starts and ends)."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("indexing"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%  {task.fields[rows]:,} rows  {task.fields[rate]}"),
+            TimeElapsedColumn(),
+            console=console(stderr=True),
+            transient=True,
+            disable=not sys.stderr.isatty(),
+        )
+        self.task = self.progress.add_task("index", total=None, rows=0, rate="")
+
+    def __call__(self, done: int, total: int, rows: int) -> None:
+        elapsed = self.progress.tasks[0].elapsed or 0.0
+        rate = f"{rows / elapsed:,.0f} rows/s" if elapsed > 0 else ""
+        self.progress.update(self.task, completed=done, total=total, rows=rows, rate=rate)
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from ctxeval._view.index import ensure_index
+    from ctxeval._view.server import make_server, server_url
+
+    runs = [_run(args.run, args.data, "--data")]
+    if args.run_b is not None:
+        runs.append(_run(args.run_b, args.data_b, "--data-b"))
+    elif args.data_b is not None:
+        raise UsageError("--data-b goes with a second run: ctxeval view RUN_A RUN_B --data-b FILE")
+    say = console(stderr=True)
+    for label, run in zip(("", "B") if len(runs) > 1 else ("",), runs, strict=False):
+        if run.data is None:
+            named = f" ({run.data_named})" if run.data_named else ""
+            say.print(
+                f"[yellow]warning:[/] {run.folder}: the data file{named} was not found: the "
+                "viewer shows scores and evidence without texts; give it with "
+                f"--data{'-b' if label else ''}",
+                soft_wrap=True,
+                markup=True,
+                highlight=False,
+            )
+    bar = _Bar()
+    with bar.progress:
+        index = ensure_index(runs, progress=bar)
+    try:
+        server = make_server(runs, index, host=args.host, port=args.port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"port {args.port} is in use: give another with --port, or --port 0 for a free one"
+            ) from None
+        raise UsageError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        ) from None
+    print(server_url(server), flush=True)
+    print(f"index: {index}\nCtrl-C to stop", flush=True)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
