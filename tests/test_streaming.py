@@ -254,3 +254,27 @@ def test_ctxeval_report_writes_the_same_report_again(
     assert "no data file" in capsys.readouterr().err
     assert main(["report", str(out), "--data", str(moved), "-o", str(tmp_path / "r2.html")]) == 0
     assert (tmp_path / "r2.html").read_bytes() == first
+
+
+def test_csv_and_parquet_rows_are_each_rows_flat_record(tmp_path: Path) -> None:
+    """Written from columns, a row of results.csv / results.parquet is what the row itself
+    gives (``_flat``), for every row kind."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from ctxeval._output.writers import _COLUMNS, _flat
+
+    evaluation = ctxeval.evaluate(
+        id_samples(3000), [*IDS, "non_llm_context_precision_with_reference"], lenient=True
+    )
+    odd = ctxeval.evaluate([{"id": str(i)} for i in range(40)], [Odd(), "id_mrr"])
+    for number, ev in enumerate((evaluation, odd)):
+        paths = write_outputs(ev, tmp_path / str(number), title="t", formats=["csv", "parquet"])
+        expected = io.StringIO(newline="")
+        writer = csv.DictWriter(expected, fieldnames=_COLUMNS)
+        writer.writeheader()
+        writer.writerows(map(_flat, ev.results))
+        assert paths["csv"].read_bytes().decode("utf-8") == expected.getvalue()
+        table = pq.read_table(paths["parquet"]).to_pylist()
+        assert table == [_flat(row) for row in ev.results]

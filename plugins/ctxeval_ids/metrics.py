@@ -128,7 +128,7 @@ class _IDMetric(DeterministicPipelineMetric):
         ``memo``, and those with the same evidence share it."""
         p = self.pipeline
         kind = type(self).evidence
-        if kind not in _SIDES_ONLY or not p.deterministic:
+        if kind not in _SIDES_ONLY or not p.deterministic:  # (a dict: looked up by key)
             return super().details_batch(samples, memo)
         reference_side, retrieved_side = p.reference, p.retrieved
         assert isinstance(reference_side, Items)
@@ -144,13 +144,18 @@ class _IDMetric(DeterministicPipelineMetric):
         judged = formula.judged
         settings = self.settings()
         evidence = self.evidence
-        made = memo.get((kind, key, self.k if isinstance(self, _AtK) else None))
+        computes = _SIDES_ONLY[kind]
+        made_key = (computes, key, self.k if isinstance(self, _AtK) else None)
+        made = memo.get(made_key)
         if made is None:
-            made = [
-                evidence(Judgement(reference=r, retrieved=t, verdicts=(), judged=judged))
-                for r, t, _, _ in sides
-            ]
-            memo[(kind, key, self.k if isinstance(self, _AtK) else None)] = made
+            if computes == "split":
+                made = [_split_of(r, t) for r, t, _, _ in sides]
+            else:
+                made = [
+                    evidence(Judgement(reference=r, retrieved=t, verdicts=(), judged=judged))
+                    for r, t, _, _ in sides
+                ]
+            memo[made_key] = made
         if type(formula).evidence is policy.Formula.evidence:  # it adds nothing
             return [{**settings, **e} for e in made]
         formula_evidence, pairs = formula.evidence, p.pairs
@@ -184,8 +189,12 @@ def _sides(
 
 def _split(judgement: Judgement) -> dict[str, Any]:
     """Which retrieved IDs are relevant, which are not, which reference IDs are missed."""
-    reference = frozenset(judgement.reference)
-    retrieved = judgement.retrieved
+    return _split_of(judgement.reference, judgement.retrieved)
+
+
+def _split_of(reference_ids: Sequence[str], retrieved: Sequence[str]) -> dict[str, Any]:
+    """:func:`_split` of the two sides."""
+    reference = frozenset(reference_ids)
     found = set(retrieved)
     return {
         "relevant": [i for i in retrieved if i in reference],
@@ -233,16 +242,15 @@ class _AtK(_IDMetric):
         return {"top_k": list(judgement.retrieved[: self.k])}
 
 
-_SIDES_ONLY = frozenset(
-    {
-        _IDMetric.evidence,
-        IDBasedContextPrecision.evidence,
-        IDBasedContextRecall.evidence,
-        _AtK.evidence,
-    }
-)
+_SIDES_ONLY: dict[Any, str] = {
+    _IDMetric.evidence: "none",
+    IDBasedContextPrecision.evidence: "split",
+    IDBasedContextRecall.evidence: "split",
+    _AtK.evidence: "top_k",
+}
 """The :meth:`~_IDMetric.evidence` methods that read a judgement's two sides only (not its
-verdicts): :meth:`_IDMetric.details_batch` may give them a judgement without verdicts."""
+verdicts), by what they compute (equal names, equal evidence of equal sides):
+:meth:`_IDMetric.details_batch` may give them a judgement without verdicts."""
 
 
 @attrs.frozen(kw_only=True)

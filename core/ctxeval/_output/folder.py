@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxeval._output.files import write_text
+from ctxeval._output.lines import forget_evidence
 from ctxeval._output.report import SampleLookup, render_page
 from ctxeval._output.selection import ReportSelection
 from ctxeval._output.summary import summary_dict
@@ -106,8 +107,11 @@ class RunFolder:
         """Write ``part``'s rows and count them."""
         self.totals.add(part)
         self.selection.add(part)
-        for file in self._files.values():
-            file.add(part)
+        try:
+            for file in self._files.values():
+                file.add(part)
+        finally:
+            forget_evidence(part)  # (computed once for every writer)
 
     def summary(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``summary.json``'s content for the rows added (with ``extra`` keys)."""

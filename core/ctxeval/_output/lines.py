@@ -18,7 +18,7 @@ from ctxeval._results.collector import collector_paused
 from ctxeval._results.columns import RowBlock, sample_of
 from ctxeval._results.results import NO_USAGE, MetricResult
 
-__all__ = ["jsonl_lines"]
+__all__ = ["evidence_of", "forget_evidence", "jsonl_lines"]
 
 _ZERO_USAGE = NO_USAGE.to_dict()
 
@@ -33,29 +33,49 @@ def jsonl_lines(part: Sequence[MetricResult]) -> bytes:
     return "".join([row.to_json() + "\n" for row in part]).encode("utf-8", "backslashreplace")
 
 
+def evidence_of(block: RowBlock) -> tuple[list[Any] | None, list[Sequence[Any] | None]]:
+    """The samples of ``block`` (None when no column has evidence) and, per column, the
+    details of its plain rows by position (None for a column without a batch form): computed
+    once per block for every writer (kept on the block until :func:`forget_evidence`)."""
+    kept: Any = block.evidence
+    if kept is not None:
+        return kept  # type: ignore[no-any-return]
+    columns = block.columns
+    samples: list[Any] | None = None
+    memo: dict[Any, Any] = {}  # what the columns' metrics share (sides read once)
+    details: list[Sequence[Any] | None] = []
+    with collector_paused():  # (objects by the thousand, none of them cyclic)
+        for column in columns:  # each column's evidence, a batch of its plain rows at a time
+            batch = column.evidence_batch
+            if batch is None or column.evidence is None:
+                details.append(None)
+                continue
+            if samples is None:
+                samples = [sample_of(source) for source in block.sources]
+            scores = column.scores
+            if column.rows:  # (rows kept whole have their own details)
+                plain = [s for s, score in zip(samples, scores, strict=True) if score is not None]
+                made = iter(batch(plain, {}))
+                details.append([None if score is None else next(made) for score in scores])
+            else:
+                details.append(batch(samples, memo))
+    block.evidence = (samples, details)
+    return samples, details
+
+
+def forget_evidence(part: Sequence[MetricResult]) -> None:
+    """Drop what :func:`evidence_of` kept on ``part`` (once every writer has it)."""
+    if isinstance(part, RowBlock):
+        part.evidence = None
+
+
 def _block_lines(block: RowBlock) -> bytes:
     out: list[bytes] = []
     add = out.append
     dumps = orjson.dumps
     columns = block.columns
     ids = block.sample_ids
-    samples: list[Any] | None = None
-    memo: dict[Any, Any] = {}  # what the columns' metrics share (sides read once)
-    details: list[Sequence[Any] | None] = []
-    for column in columns:  # each column's evidence, a batch of its plain rows at a time
-        batch = column.evidence_batch
-        if batch is None or column.evidence is None:
-            details.append(None)
-            continue
-        if samples is None:
-            samples = [sample_of(source) for source in block.sources]
-        scores = column.scores
-        if column.rows:  # (rows kept whole have their own details)
-            plain = [s for s, score in zip(samples, scores, strict=True) if score is not None]
-            made = iter(batch(plain, {}))
-            details.append([None if score is None else next(made) for score in scores])
-        else:
-            details.append(batch(samples, memo))
+    samples, details = evidence_of(block)
     sample: Any = None
     for position, sample_id in enumerate(ids):
         sample = None if samples is None else samples[position]

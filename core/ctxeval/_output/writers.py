@@ -26,19 +26,22 @@ from __future__ import annotations
 
 import csv
 import json
+import operator
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import attrs
+import orjson
 
 from ctxeval._output.files import private_open, write_text
-from ctxeval._output.lines import jsonl_lines
+from ctxeval._output.lines import evidence_of, jsonl_lines
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
+from ctxeval._results.columns import RowBlock, _held
 from ctxeval._results.evaluation import Evaluation
-from ctxeval._results.results import MetricResult, json_line
+from ctxeval._results.results import NO_USAGE, MetricResult, json_line
 
 __all__ = [
     "CSVWriter",
@@ -157,17 +160,48 @@ def _flat(row: MetricResult) -> dict[str, Any]:
     return record
 
 
+_ZERO = {key: NO_USAGE.to_dict()[key] for key in _USAGE}
+
+
+def _records(rows: Sequence[MetricResult]) -> Iterator[tuple[Any, ...]]:
+    """Each row as a flat record (``_flat``'s values in :data:`_COLUMNS` order): a
+    deterministic block's plain rows without building them, their details from
+    :func:`evidence_of` (shared with ``results.jsonl``)."""
+    if not isinstance(rows, RowBlock):
+        yield from map(_in_order, map(_flat, rows))
+        return
+    samples, details = evidence_of(rows)
+    dumps = orjson.dumps
+    zero = tuple(_ZERO[key] for key in _USAGE)
+    for position, sample_id in enumerate(rows.sample_ids):
+        for column, evidence in zip(rows.columns, details, strict=True):
+            score = column.scores[position]
+            if score is None:  # a row kept whole
+                yield _in_order(_flat(column.rows[position]))
+                continue
+            sample = samples[position] if samples is not None else _held(rows.sources[position])
+            if evidence is None:  # no batch form: the row, built
+                yield _in_order(_flat(column.row(position, sample_id, sample)))
+                continue
+            try:
+                text = dumps(evidence[position]).decode("utf-8")
+            except TypeError:  # what orjson refuses: json_line knows what to do
+                text = json_line(column.row(position, sample_id, sample).details)
+            yield (sample_id, column.metric, "ok", score, None, text, *zero)
+
+
 _COLUMNS = ("sample_id", "metric", "status", "score", "reason", "details", *_USAGE)
+_in_order = operator.itemgetter(*_COLUMNS)
 
 
 class _CSVFile(_PartialFile):
     def __init__(self, path: Path) -> None:
         super().__init__(path, text=True)
-        self.writer = csv.DictWriter(self.handle, fieldnames=_COLUMNS)
-        self.writer.writeheader()
+        self.writer = csv.writer(self.handle)
+        self.writer.writerow(_COLUMNS)
 
     def add(self, rows: Sequence[MetricResult]) -> None:
-        self.writer.writerows(map(_flat, rows))
+        self.writer.writerows(_records(rows))
 
 
 @attrs.frozen(kw_only=True)
@@ -214,10 +248,10 @@ class _ParquetFile(_PartialFile):
             ]
         )
         self.writer = pq.ParquetWriter(self.handle, self.schema)
-        self.held: list[dict[str, Any]] = []
+        self.held: list[tuple[Any, ...]] = []
 
     def add(self, rows: Sequence[MetricResult]) -> None:
-        self.held += map(_flat, rows)
+        self.held += _records(rows)
         if len(self.held) >= PARQUET_ROWS:
             self._flush()
 
@@ -225,7 +259,7 @@ class _ParquetFile(_PartialFile):
         import pyarrow as pa
 
         if self.held:
-            columns = {c: [r[c] for r in self.held] for c in _COLUMNS}
+            columns = {c: [r[i] for r in self.held] for i, c in enumerate(_COLUMNS)}
             self.writer.write_table(pa.table(columns, schema=self.schema))
             self.held = []
 

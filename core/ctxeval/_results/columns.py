@@ -193,7 +193,7 @@ class RowBlock(Sequence[MetricResult]):
         columns: one :class:`Column` per metric, in the run's order.
     """
 
-    __slots__ = ("columns", "sample_ids", "sources")
+    __slots__ = ("columns", "evidence", "sample_ids", "sources")
 
     def __init__(
         self, sample_ids: Sequence[str], sources: Sequence[Source], columns: Sequence[Column]
@@ -203,6 +203,9 @@ class RowBlock(Sequence[MetricResult]):
         self.sample_ids = sample_ids
         self.sources = sources
         self.columns = tuple(columns)
+        self.evidence: object = None
+        """The details of the block's plain rows while the writers of a run folder write it
+        (:func:`ctxeval._output.lines.evidence_of`), else None."""
 
     @property
     def samples(self) -> list[Sample]:
