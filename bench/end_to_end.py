@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import sqlite3
 import statistics
@@ -34,20 +33,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from runners import write_jsonl  # noqa: E402  (the same samples as bench/runners.py)
+
 METRICS = ["id_based_context_precision", "id_based_context_recall"]
-
-
-def write_jsonl(path: Path, n: int) -> None:
-    rng = random.Random(7)
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(n):
-            row: dict[str, object] = {
-                "retrieved_context_ids": [f"d{x}" for x in rng.sample(range(50), 10)],
-                "reference_context_ids": [f"d{x}" for x in rng.sample(range(50), 4)],
-            }
-            if i % 3:
-                row["id"] = f"q{i}"
-            handle.write(json.dumps(row) + "\n")
 
 
 def timed(command: list[str]) -> tuple[float, float, str]:
@@ -125,7 +114,6 @@ def main() -> None:
             data.unlink()
         ragas_row = None
         if args.ragas:
-            sys.path.insert(0, str(HERE))
             from peer_env import python_of
 
             data = work / f"s{args.ragas}.jsonl"

@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from browser_dom import BROWSER, Shown, dump_dom
 from ctxeval.cli import main
 
-BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 if BROWSER is None:
     if os.environ.get("CTXEVAL_REQUIRE_BROWSER") == "1":
         raise RuntimeError("CTXEVAL_REQUIRE_BROWSER=1 but no chromium: apt-get install -y chromium")
@@ -58,52 +55,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "run" / "report.html"
 
 
-class Shown(HTMLParser):
-    """What the explorer shows: the samples' ids (in order), the count line, the title, which
-    samples are open and their text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: list[str] = []
-        self.opened: list[str] = []
-        self.count = ""
-        self.title = ""
-        self.text = ""
-        self._in: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if tag == "details" and "sample" in (found.get("class") or ""):
-            self.ids.append(found.get("data-id") or "")
-            if "open" in found:
-                self.opened.append(found.get("data-id") or "")
-        if found.get("id") == "count":
-            self._in = "count"
-        if tag == "title" and not self.title:  # the page's, not the histograms' SVG titles
-            self._in = "title"
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("span", "title"):
-            self._in = None
-
-    def handle_data(self, data: str) -> None:
-        if self._in == "count":
-            self.count += data
-        elif self._in == "title":
-            self.title += data
-        self.text += data
-
-
 def shown(report: Path, view: str = "") -> Shown:
-    done = subprocess.run(
-        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         "--dump-dom", f"{report.as_uri()}#{view}"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    parser = Shown()
-    parser.feed(done.stdout)
-    return parser
+    return dump_dom(f"{report.as_uri()}#{view}")
 
 
 def test_every_sample_is_there_fifty_at_a_time(report: Path) -> None:

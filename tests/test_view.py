@@ -17,12 +17,12 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browser_dom import BROWSER, Shown, dump_dom
 from ctxeval._view import sources
 from ctxeval._view.index import ensure_index
 from ctxeval._view.schema import connect_readonly
@@ -351,56 +351,13 @@ def test_the_command_prints_its_address_first_and_stops_on_ctrl_c(
 
 # --- the page in a browser ----------------------------------------------------------------
 
-BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-class Shown(HTMLParser):
-    """The samples shown (their ids, which are open), the count line, the title, the text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: list[str] = []
-        self.opened: list[str] = []
-        self.count = self.title = self.text = ""
-        self._in: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if tag == "details" and "sample" in (found.get("class") or ""):
-            self.ids.append(found.get("data-id") or "")
-            if "open" in found:
-                self.opened.append(found.get("data-id") or "")
-        if found.get("id") == "count":
-            self._in = "count"
-        if tag == "title":
-            self._in = "title"
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("span", "title"):
-            self._in = None
-
-    def handle_data(self, data: str) -> None:
-        if self._in == "count":
-            self.count += data
-        elif self._in == "title":
-            self.title += data
-        self.text += data
-
 
 def shown(address: str) -> Shown:
     if BROWSER is None:
         if os.environ.get("CTXEVAL_REQUIRE_BROWSER") == "1":
             raise RuntimeError("CTXEVAL_REQUIRE_BROWSER=1 but no chromium")
         pytest.skip("no chromium (apt-get install -y chromium)")
-    done = subprocess.run(
-        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         "--dump-dom", address],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    parser = Shown()
-    parser.feed(done.stdout)
-    return parser
+    return dump_dom(address)
 
 
 def test_the_page_shows_the_first_fifty_samples(url: str) -> None:

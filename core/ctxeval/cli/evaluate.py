@@ -395,33 +395,6 @@ def _totals(names: list[str], labels: Any, metrics: Sequence[Any]) -> Any:
     return RunTotals(names, labels=labels, formulas=formulas_of(metrics))
 
 
-def _lookup(samples: Any, path: Path, trec: bool) -> Any:
-    """How the report finds the texts of the samples it shows whose rows came without them:
-    the data file read again, up to the last of them (a sample without an id is known by
-    its position)."""
-
-    def find(ids: Any) -> dict[str, Any]:
-        from ctxeval._data.loading import load_samples
-
-        wanted = set(ids)
-        found: dict[str, Any] = {}
-        source = samples if trec else load_samples(path, strict=False)
-        try:
-            for position, sample in enumerate(source):
-                key = sample.id if sample.id is not None else str(position)
-                if key in wanted:
-                    found[key] = sample
-                    if len(found) == len(wanted):
-                        break
-        finally:
-            close = getattr(source, "close", None)
-            if close is not None and not trec:
-                close()
-        return found
-
-    return find
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ctxeval._data.loading import load_samples
 
@@ -503,6 +476,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     folder = None
     if out:
         from ctxeval._output.folder import RunFolder
+        from ctxeval._output.rebuild import file_lookup
 
         folder = RunFolder(
             out,
@@ -510,7 +484,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             title=f"ctxeval: {path.name}",
             formats=formats,
             totals=totals,
-            lookup=_lookup(samples, path, trec),
+            lookup=file_lookup(samples if trec else path),
         )
     try:
         stopped = run_with_progress(
