@@ -21,6 +21,7 @@ from ctxeval._output.report import SampleLookup, render_page
 from ctxeval._output.selection import ReportSelection
 from ctxeval._output.summary import summary_dict
 from ctxeval._plugins.protocols import RowFile, StreamingWriter, SummaryWriter
+from ctxeval._results.columns import RowBlock
 from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.results import MetricResult
 from ctxeval._results.totals import RunTotals
@@ -28,6 +29,11 @@ from ctxeval._results.totals import RunTotals
 __all__ = ["DEFAULT_FORMATS", "RunFolder", "write_outputs"]
 
 logger = logging.getLogger(__name__)
+
+WRITE_SAMPLES = 256
+"""The writers take a deterministic block this many samples at a time: the evidence of a few
+hundred samples is made, written and freed, and the memory it took serves the next (a whole
+block's at once costs fresh memory, page by page)."""
 
 DEFAULT_FORMATS = ("jsonl", "summary", "html")
 """The writers every run folder gets: ``results.jsonl``, ``summary.json``, ``report.html``."""
@@ -107,11 +113,13 @@ class RunFolder:
         """Write ``part``'s rows and count them."""
         self.totals.add(part)
         self.selection.add(part)
-        try:
-            for file in self._files.values():
-                file.add(part)
-        finally:
-            forget_evidence(part)  # (computed once for every writer)
+        pieces = part.split(WRITE_SAMPLES) if isinstance(part, RowBlock) else (part,)
+        for piece in pieces:
+            try:
+                for file in self._files.values():
+                    file.add(piece)
+            finally:
+                forget_evidence(piece)  # (computed once for every writer)
 
     def summary(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``summary.json``'s content for the rows added (with ``extra`` keys)."""

@@ -9,7 +9,8 @@ number beyond 64 bits) is written by ``to_json`` itself, which knows what to do 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -18,7 +19,7 @@ from ctxeval._results.collector import collector_paused
 from ctxeval._results.columns import RowBlock, sample_of
 from ctxeval._results.results import NO_USAGE, MetricResult
 
-__all__ = ["evidence_of", "forget_evidence", "jsonl_lines"]
+__all__ = ["evidence_of", "forget_evidence", "jsonl_lines", "write_jsonl"]
 
 _ZERO_USAGE = NO_USAGE.to_dict()
 
@@ -26,11 +27,21 @@ _ZERO_USAGE = NO_USAGE.to_dict()
 def jsonl_lines(part: Sequence[MetricResult]) -> bytes:
     """The ``results.jsonl`` lines of ``part``'s rows, in order (each ``row.to_json()``
     followed by a newline), as UTF-8."""
+    out = io.BytesIO()
+    write_jsonl(part, out.write)
+    return out.getvalue()
+
+
+def write_jsonl(part: Sequence[MetricResult], write: Callable[[bytes], object]) -> None:
+    """Write the ``results.jsonl`` lines of ``part``'s rows with ``write`` (a binary file's),
+    a line at a time: each line is freed once written, so its memory serves the next (a
+    block's lines gathered first cost a page of fresh memory every few rows)."""
     if isinstance(part, RowBlock):
         with collector_paused():  # (objects by the thousand, none of them cyclic)
-            return _block_lines(part)
+            _block_lines(part, write)
+        return
     # (a lone surrogate a plugin let through is written as \ud800 text, never a crash)
-    return "".join([row.to_json() + "\n" for row in part]).encode("utf-8", "backslashreplace")
+    write("".join([row.to_json() + "\n" for row in part]).encode("utf-8", "backslashreplace"))
 
 
 def evidence_of(block: RowBlock) -> tuple[list[Any] | None, list[Sequence[Any] | None]]:
@@ -69,10 +80,9 @@ def forget_evidence(part: Sequence[MetricResult]) -> None:
         part.evidence = None
 
 
-def _block_lines(block: RowBlock) -> bytes:
-    out: list[bytes] = []
-    add = out.append
+def _block_lines(block: RowBlock, write: Callable[[bytes], object]) -> None:
     dumps = orjson.dumps
+    newline = orjson.OPT_APPEND_NEWLINE
     columns = block.columns
     ids = block.sample_ids
     samples, details = evidence_of(block)
@@ -82,7 +92,7 @@ def _block_lines(block: RowBlock) -> bytes:
         for column, evidence in zip(columns, details, strict=True):
             score = column.scores[position]
             if score is None:
-                add(column.rows[position].to_json().encode("utf-8", "backslashreplace"))
+                write(_line(column.rows[position]))
                 continue
             if evidence is not None:
                 these: Any = evidence[position]
@@ -102,11 +112,13 @@ def _block_lines(block: RowBlock) -> bytes:
                 "usage": _ZERO_USAGE,
             }
             try:
-                add(dumps(row))
+                line = dumps(row, option=newline)
             except TypeError:  # details orjson refuses (JSONEncodeError is a TypeError)
                 if sample is None:
                     sample = sample_of(block.sources[position])
-                row_json = column.row(position, sample_id, sample).to_json()
-                add(row_json.encode("utf-8", "backslashreplace"))
-    out.append(b"")
-    return b"\n".join(out)
+                line = _line(column.row(position, sample_id, sample))
+            write(line)
+
+
+def _line(row: MetricResult) -> bytes:
+    return (row.to_json() + "\n").encode("utf-8", "backslashreplace")

@@ -36,7 +36,7 @@ import attrs
 import orjson
 
 from ctxeval._output.files import private_open, write_text
-from ctxeval._output.lines import evidence_of, jsonl_lines
+from ctxeval._output.lines import evidence_of, write_jsonl
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
 from ctxeval._results.columns import RowBlock, _held
@@ -84,7 +84,7 @@ class _PartialFile:
 
 class _JSONLFile(_PartialFile):
     def add(self, rows: Sequence[MetricResult]) -> None:
-        self.handle.write(jsonl_lines(rows))
+        write_jsonl(rows, self.handle.write)
 
 
 @attrs.frozen(kw_only=True)

@@ -97,6 +97,14 @@ class Column:
     def __len__(self) -> int:
         return len(self.scores)
 
+    def part(self, start: int, stop: int) -> Column:
+        """The column of the samples at positions ``start`` to ``stop`` (renumbered from 0)."""
+        column = Column(self.metric, 0, evidence=self.evidence)
+        column.scores = self.scores[start:stop]
+        column.rows = {p - start: r for p, r in self.rows.items() if start <= p < stop}
+        column.evidence_batch = self.evidence_batch
+        return column
+
     def row(self, position: int, sample_id: str, sample: Sample | _Reread) -> MetricResult:
         """The row of the sample at ``position`` (``sample``: it, or its line to read again)."""
         score = self.scores[position]
@@ -245,6 +253,21 @@ class RowBlock(Sequence[MetricResult]):
 
     def __repr__(self) -> str:
         return f"<RowBlock {len(self.sources)} samples x {len(self.columns)} metrics>"
+
+    def split(self, size: int) -> Iterator[RowBlock]:
+        """The block in blocks of ``size`` samples (itself when it is no larger): the same
+        rows, in order."""
+        count = len(self.sources)
+        if count <= size:
+            yield self
+            return
+        for start in range(0, count, size):
+            stop = min(count, start + size)
+            yield RowBlock(
+                self.sample_ids[start:stop],
+                self.sources[start:stop],
+                [c.part(start, stop) for c in self.columns],
+            )
 
     def column(self, metric: str) -> Column | None:
         """The column of ``metric`` (its row name), if the block has one."""
