@@ -177,14 +177,22 @@ def _sides(
     sample: Sample, reference_side: Items, retrieved_side: Items
 ) -> tuple[list[str], list[str], Sequence[str], Sequence[str]]:
     """The two sides of ``sample`` as read (``Items.read``) and as given (``Items.given``)."""
-    reference_given = reference_side.given(sample)
-    retrieved_given = retrieved_side.given(sample)
+    reference_given = _given(reference_side, sample)
+    retrieved_given = _given(retrieved_side, sample)
     return (
         list(dict.fromkeys(reference_given)) if reference_side.dedupe else list(reference_given),
         list(dict.fromkeys(retrieved_given)) if retrieved_side.dedupe else list(retrieved_given),
         reference_given,
         retrieved_given,
     )
+
+
+def _given(side: Items, sample: Sample) -> Sequence[str]:
+    """``side.given(sample)``: a plain tuple of IDs (the usual case) as it is, at once."""
+    value = getattr(sample, side.field)
+    if type(value) is tuple and value and side.min_grade <= 1:  # (not GradedIDs: a subclass)
+        return value
+    return side.given(sample)
 
 
 def _split(judgement: Judgement) -> dict[str, Any]:
@@ -195,11 +203,10 @@ def _split(judgement: Judgement) -> dict[str, Any]:
 def _split_of(reference_ids: Sequence[str], retrieved: Sequence[str]) -> dict[str, Any]:
     """:func:`_split` of the two sides."""
     reference = frozenset(reference_ids)
-    found = set(retrieved)
     return {
         "relevant": [i for i in retrieved if i in reference],
         "irrelevant": [i for i in retrieved if i not in reference],
-        "missing": sorted(reference - found),
+        "missing": sorted(reference.difference(retrieved)),
     }
 
 

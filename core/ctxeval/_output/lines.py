@@ -62,7 +62,12 @@ def evidence_of(block: RowBlock) -> tuple[list[Any] | None, list[Sequence[Any] |
                 details.append(None)
                 continue
             if samples is None:
-                samples = [sample_of(source) for source in block.sources]
+                parsed = block.parsed
+                samples = (
+                    list(parsed)
+                    if parsed is not None
+                    else [sample_of(source) for source in block.sources]
+                )
             scores = column.scores
             if column.rows:  # (rows kept whole have their own details)
                 plain = [s for s, score in zip(samples, scores, strict=True) if score is not None]

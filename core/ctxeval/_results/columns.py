@@ -201,7 +201,7 @@ class RowBlock(Sequence[MetricResult]):
         columns: one :class:`Column` per metric, in the run's order.
     """
 
-    __slots__ = ("columns", "evidence", "sample_ids", "sources")
+    __slots__ = ("columns", "evidence", "parsed", "sample_ids", "sources")
 
     def __init__(
         self, sample_ids: Sequence[str], sources: Sequence[Source], columns: Sequence[Column]
@@ -214,6 +214,11 @@ class RowBlock(Sequence[MetricResult]):
         self.evidence: object = None
         """The details of the block's plain rows while the writers of a run folder write it
         (:func:`ctxeval._output.lines.evidence_of`), else None."""
+        self.parsed: Sequence[Sample] | None = None
+        """The samples of :attr:`sources` as the run read them, while the block is on its
+        way to the reader (its rows' evidence is then computed without reading the lines
+        again); dropped once the reader has moved on (:meth:`RowStream.parts
+        <ctxeval.RowStream.parts>`), so that a kept block holds lines, not samples."""
 
     @property
     def samples(self) -> list[Sample]:
@@ -263,11 +268,14 @@ class RowBlock(Sequence[MetricResult]):
             return
         for start in range(0, count, size):
             stop = min(count, start + size)
-            yield RowBlock(
+            block = RowBlock(
                 self.sample_ids[start:stop],
                 self.sources[start:stop],
                 [c.part(start, stop) for c in self.columns],
             )
+            if self.parsed is not None:
+                block.parsed = self.parsed[start:stop]
+            yield block
 
     def column(self, metric: str) -> Column | None:
         """The column of ``metric`` (its row name), if the block has one."""

@@ -278,6 +278,8 @@ async def score_chunk(
         for i, result in zip(todo[position][0], some_results, strict=True):
             rows[i] = checked(result, metric, ids[i])
     block = RowBlock(ids, samples if sources is None else sources, columns)
+    if sources is not None:
+        block.parsed = samples  # (until the reader has moved on: see RowBlock.parsed)
     run.finish_rows(block, samples)
     return block
 

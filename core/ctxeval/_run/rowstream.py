@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
 
+from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import MetricResult
 from ctxeval._run.progress import Progress, ProgressTracker
 
@@ -46,11 +47,20 @@ class RowStream(AsyncIterator[MetricResult]):
         async for batch in self._batches:
             yield batch if type(batch) is list else list(batch)
 
-    def parts(self) -> AsyncIterator[Sequence[MetricResult]]:
+    async def parts(self) -> AsyncIterator[Sequence[MetricResult]]:
         """The rows as the run hands them over, each part a read-only sequence in input order
         (the deterministic fast path's are :class:`~ctxeval._results.columns.RowBlock` columns,
-        whose rows are built when read: the cheapest way to keep every row of a large run)."""
-        return self._batches
+        whose rows are built when read: the cheapest way to keep every row of a large run).
+        A block's samples, parsed for scoring, go with it until the next part is asked for
+        (a writer reads its rows' evidence from them); a block kept longer holds its lines."""
+        last: Sequence[MetricResult] | None = None
+        async for part in self._batches:
+            if isinstance(last, RowBlock):
+                last.parsed = None
+            last = part
+            yield part
+        if isinstance(last, RowBlock):
+            last.parsed = None
 
     def progress(self) -> Progress:
         """The progress of the run now."""
