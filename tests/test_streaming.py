@@ -278,3 +278,15 @@ def test_csv_and_parquet_rows_are_each_rows_flat_record(tmp_path: Path) -> None:
         assert paths["csv"].read_bytes().decode("utf-8") == expected.getvalue()
         table = pq.read_table(paths["parquet"]).to_pylist()
         assert table == [_flat(row) for row in ev.results]
+
+
+def test_kept_blocks_hold_lines_not_samples(tmp_path: Path) -> None:
+    """The samples a block carries to its reader are dropped once the reader moves on: an
+    evaluation kept in memory holds each sample's line only."""
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in id_samples(5000)))
+    evaluation = ctxeval.evaluate(ctxeval.load_samples(data), IDS, lenient=True)
+    blocks = [p for p in evaluation._parts if hasattr(p, "parsed")]
+    assert len(blocks) > 2
+    assert all(block.parsed is None for block in blocks)
+    assert all(isinstance(block.sources[0], bytes) for block in blocks)
