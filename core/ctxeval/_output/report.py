@@ -132,7 +132,7 @@ def render_page(
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{html.escape(title)}</title><style>{asset("report.css")}{asset("explorer.css")}</style></head>
 <body><header><h1>{html.escape(title)}</h1>
-<p>{selection.samples} samples · {len(metrics)} metrics · {selection.rows} rows · {llm}</p></header>
+<p>{selection.samples:,} samples · {len(metrics)} metrics · {selection.rows:,} rows · {llm}</p></header>
 <main>
 <h2>Summary</h2>
 <table><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI</th><th class="num">ok</th>
@@ -289,9 +289,10 @@ def _left_out(selection: ReportSelection, shown: Sequence[Shown], folder: str | 
         items.append(f"<li>{len(ids)}: {label}: {links}{more}</li>")
     command = f"ctxeval view {folder}" if folder else "ctxeval view RUN_DIR"
     return (
-        f"<h2>The samples to look at first ({len(shown)} of {selection.samples})</h2>"
-        f"<p class='left-out'>This report shows {len(shown)} of {selection.samples} samples in "
-        f"full and leaves out {selection.samples - len(shown)}; every number above counts them all. "
+        f"<h2>The samples to look at first ({len(shown):,} of {selection.samples:,})</h2>"
+        f"<p class='left-out'>This report shows {len(shown):,} of {selection.samples:,} samples "
+        f"in full and leaves out {selection.samples - len(shown):,}; every number above counts "
+        "them all. "
         f"To see every sample, run <code>{html.escape(command)}</code> "
         "(a local viewer, paged, with sort, filter and search).</p>"
         f"<ul class='why'>{''.join(items)}</ul>"

@@ -72,7 +72,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print_summary(summary, stdout)
     print_errors(folder.totals.error_groups(), stdout)
     stdout.print(
-        f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}",
+        f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}"
+        f"\nevery sample in a local viewer: ctxeval view {out}",
         soft_wrap=True,
     )
     return EXIT_ERRORS if not folder.totals.ok else EXIT_OK
