@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ctxeval._results.columns import RowBlock, Source
+from ctxeval._results.columns import RowBlock, Source, sample_of
 from ctxeval._results.results import MetricResult, Status
 
 __all__ = [
@@ -175,10 +175,12 @@ class ReportSelection:
         def entry(i: int) -> Shown:
             return self._entry(first + i, lambda: _block_rows(block, i), block.sources[i], ids[i])
 
-        for i in range(n):
-            if self._all is None:
-                break
-            self._keep_all(entry(i))
+        if self._all is not None:  # every sample, while the run is small: rows in a batch
+            room = max(0, ALL_UP_TO + 1 - len(self._all))
+            for i, rows in enumerate(_block_rows_batch(block, min(n, room))):
+                if self._all is None:
+                    break
+                self._keep_all(Shown(ids[i], first + i, rows, block.sources[i]))
         for column in block.columns:
             metric = column.metric
             if metric not in self._worst:
@@ -318,6 +320,45 @@ class ReportSelection:
     def left_out(self) -> int:
         """How many samples the report does not show."""
         return self.samples - len(self._all if self._all is not None else self._kept)
+
+
+def _block_rows_batch(block: RowBlock, count: int) -> list[dict[str, Any]]:
+    """:func:`_block_rows` of the block's first ``count`` samples, the plain rows' details
+    from each column's batch form when it has one (the same details, made at once)."""
+    from ctxeval._results.columns import _held
+    from ctxeval._results.results import _plain
+
+    if not count:
+        return []
+    parsed = block.parsed
+    samples = (
+        list(parsed[:count])
+        if parsed is not None
+        else [sample_of(s) for s in block.sources[:count]]
+    )
+    ids = block.sample_ids
+    memo: dict[Any, Any] = {}
+    out: list[dict[str, Any]] = [{} for _ in range(count)]
+    for column in block.columns:
+        scores = column.scores
+        batch = column.evidence_batch
+        plain = [i for i in range(count) if scores[i] is not None]
+        details: Any = None
+        if batch is not None and column.evidence is not None and plain:
+            details = batch([samples[i] for i in plain], memo if len(plain) == count else {})
+        made = dict(zip(plain, details, strict=True)) if details is not None else {}
+        for i in range(count):
+            if i in made:
+                out[i][column.metric] = {
+                    "status": "ok",
+                    "score": scores[i],
+                    "reason": None,
+                    "details": _plain(made[i]),
+                }
+            else:
+                row = column.row(i, ids[i], samples[i] if samples else _held(block.sources[i]))
+                out[i][column.metric] = _row_dict(row)
+    return out
 
 
 def _block_rows(block: RowBlock, position: int) -> dict[str, Any]:
