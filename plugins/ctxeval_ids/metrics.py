@@ -157,6 +157,8 @@ class _IDMetric(DeterministicPipelineMetric):
                 ]
             memo[made_key] = made
         if type(formula).evidence is policy.Formula.evidence:  # it adds nothing
+            if not settings:  # (the same dicts as a metric with the same evidence: read-only)
+                return list(made)
             return [{**settings, **e} for e in made]
         formula_evidence, pairs = formula.evidence, p.pairs
         out: list[Mapping[str, Any]] = []
