@@ -290,3 +290,34 @@ def test_kept_blocks_hold_lines_not_samples(tmp_path: Path) -> None:
     assert len(blocks) > 2
     assert all(block.parsed is None for block in blocks)
     assert sum(isinstance(block.sources[0], bytes) for block in blocks) >= len(blocks) - 1
+
+
+def test_a_full_disk_removes_the_files_begun_and_says_how_to_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from ctxeval._output import writers
+
+    written = writers._JSONLFile.add
+    calls = 0
+
+    def add(self: Any, rows: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.partial))
+        written(self, rows)
+
+    monkeypatch.setattr(writers._JSONLFile, "add", add)
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in id_samples(3000)))
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as stopped:
+        main(["evaluate", str(data), "-m", "id_mrr", "--out", str(out), "--format", "csv", "-q"])
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert "No space left on device" in err
+    assert "--resume" in err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["journal.jsonl"]

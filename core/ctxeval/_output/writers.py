@@ -78,8 +78,12 @@ class _PartialFile:
         return self.path
 
     def abort(self) -> None:
-        self.handle.close()
-        self.partial.unlink(missing_ok=True)
+        try:
+            self.handle.close()  # (flushing may fail again: a full disk)
+        except OSError:
+            pass
+        finally:
+            self.partial.unlink(missing_ok=True)
 
 
 class _JSONLFile(_PartialFile):
@@ -271,6 +275,8 @@ class _ParquetFile(_PartialFile):
     def abort(self) -> None:
         try:
             self.writer.close()
+        except OSError:
+            pass
         finally:
             super().abort()
 

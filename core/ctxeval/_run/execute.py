@@ -132,9 +132,10 @@ async def execute(
             said = isinstance(exc, (UnusableLLMError, MissingExtraError))  # says what to fix
             logger.log(
                 logging.INFO if said else logging.WARNING,
-                "run stopped with %d row(s) saved in %s; run again with resume=True "
-                "(ctxeval evaluate --resume) to finish it",
-                tracker.done, journal.path,
+                "run stopped with %d judged row(s) saved in %s (deterministic rows are "
+                "scored again); run again with resume=True (ctxeval evaluate --resume) to "
+                "finish it",
+                len(plan.previous) + sink.journaled_rows, journal.path,
             )  # fmt: skip
         raise
     finally:

@@ -78,6 +78,8 @@ class RowSink:
         self._cap = plan.settings.max_cost_usd
         self._spent = 0.0
         self._last = math.inf  # the part that ended early, if one did
+        self.journaled_rows = 0
+        """The rows this run wrote to its journal (those of metrics that call out)."""
 
     async def put(
         self,
@@ -146,6 +148,7 @@ class RowSink:
             kept = [(r, d) for r, d in zip(rows, given, strict=True) if r.metric in keep]
             if kept:
                 self._journal.write_many([r for r, _ in kept], [d for _, d in kept])
+                self.journaled_rows += len(kept)
         if rows:
             self.tracker.add_many(rows)
 

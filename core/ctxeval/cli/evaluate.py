@@ -7,7 +7,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ctxeval._plugins.hooks import (
     EstimatesCallsByModel,
@@ -384,6 +384,17 @@ def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
     return get_runner(name, **options)
 
 
+def _unwritable(exc: OSError, folder: Path) -> NoReturn:
+    """Stop with what could not be written and how to finish the run (exit 1)."""
+    where = exc.filename or folder
+    fail(
+        f"could not write the run folder ({where}): {exc.strerror or exc}; the files begun "
+        f"were removed and the judged rows are kept in {folder / 'journal.jsonl'}: free some "
+        "space (or choose another --out) and run the same command with --resume",
+        EXIT_ERRORS,
+    )
+
+
 def _totals(names: list[str], labels: Any, metrics: Sequence[Any]) -> Any:
     """What the run keeps of its rows: its numbers (with people's labels, when given)."""
     from ctxeval._results.totals import RunTotals
@@ -504,6 +515,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 f"{where}: no samples to score"
                 + (" (no query is in both files)" if trec else " (the input is empty)")
             )
+    except OSError as exc:  # the run folder could not be written (a full disk, say)
+        if folder is None:
+            raise
+        folder.abort()
+        _unwritable(exc, folder.path)
     except BaseException:
         if folder is not None:
             folder.abort()
@@ -530,6 +546,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if folder is not None:
         try:
             paths = folder.finish(summary)
+        except OSError as exc:
+            folder.abort()
+            _unwritable(exc, folder.path)
         except BaseException:
             folder.abort()
             raise
