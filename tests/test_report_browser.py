@@ -122,6 +122,39 @@ def test_hostile_text_is_shown_as_text(report: Path) -> None:
     assert re.search(r"https?://", html) is None  # self-contained: nothing fetched
 
 
+PROTOTYPE_NAMES = [
+    "constructor", "toString", "__proto__", "valueOf", "hasOwnProperty", "isPrototypeOf",
+    "propertyIsEnumerable", "toLocaleString", "__defineGetter__",
+]  # fmt: skip
+
+
+def test_ids_named_like_object_prototype_members_are_data(tmp_path: Path) -> None:
+    """Sample and document ids that are the names of ``Object.prototype``'s members render
+    like any other (every id-keyed lookup of the explorer reads own properties or a Map)."""
+    rows = [
+        {
+            "id": name,
+            "user_input": f"question {name}",
+            "retrieved_context_ids": [name, "plain", PROTOTYPE_NAMES[(i + 1) % 9]],
+            "reference_context_ids": [name],
+        }
+        for i, name in enumerate(PROTOTYPE_NAMES)
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["evaluate", str(data), "-m", "id_based_context_precision", "-m", "RR",
+                 "--out", str(tmp_path / "run"), "-q"])  # fmt: skip
+    assert code == 0
+    report = tmp_path / "run" / "report.html"
+    page = shown(report)
+    assert page.ids == PROTOTYPE_NAMES
+    opened = shown(report, "id=constructor")
+    assert opened.ids == ["constructor"]
+    assert opened.opened == ["constructor"]
+    assert "id_based_context_precision: ✓ relevant" in opened.text
+    assert "id_based_context_precision: ✗ not relevant" in opened.text
+
+
 def test_runs_side_by_side_after_compare(tmp_path: Path) -> None:
     rows = samples()
     worse = [{**r, "retrieved_context_ids": list(reversed(r["retrieved_context_ids"]))}  # type: ignore[arg-type]

@@ -321,3 +321,26 @@ def test_a_full_disk_removes_the_files_begun_and_says_how_to_finish(
     assert "--resume" in err
     assert "Traceback" not in err
     assert sorted(p.name for p in out.iterdir()) == ["journal.jsonl"]
+
+
+def test_a_link_planted_in_the_run_folder_is_replaced_not_followed(tmp_path: Path) -> None:
+    """A symbolic link at a file's name in the run folder is replaced; its target is left as
+    it was (and a link at a partial file's name is refused, never followed)."""
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("report.html", "summary.json", "results.jsonl"):
+        (out / name).symlink_to(target)
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in id_samples(50)))
+    code = main(["evaluate", str(data), "-m", "id_mrr", "--out", str(out), "--overwrite", "-q"])
+    assert code == 1  # (error rows of samples without a reference)
+    assert target.read_text() == "keep me"
+    for name in ("report.html", "summary.json", "results.jsonl"):
+        assert not (out / name).is_symlink()
+        assert stat.S_IMODE(os.stat(out / name).st_mode) == 0o600
+    (out / "results.jsonl.partial").symlink_to(target)
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(data), "-m", "id_mrr", "--out", str(out), "--overwrite", "-q"])
+    assert target.read_text() == "keep me"

@@ -35,7 +35,7 @@ from typing import IO, Any, ClassVar
 import attrs
 import orjson
 
-from ctxeval._output.files import private_open, write_text
+from ctxeval._output.files import NOFOLLOW, private_open, write_text
 from ctxeval._output.lines import evidence_of, write_jsonl
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
@@ -64,7 +64,8 @@ class _PartialFile:
     def __init__(self, path: Path, *, text: bool = False) -> None:
         self.path = path
         self.partial = path.with_name(path.name + ".partial")
-        descriptor = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW  # (never through a link)
+        descriptor = os.open(self.partial, flags, 0o600)
         os.fchmod(descriptor, 0o600)
         self.handle: IO[Any] = (
             os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace", newline="")

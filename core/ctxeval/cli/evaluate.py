@@ -386,11 +386,21 @@ def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
 
 def _unwritable(exc: OSError, folder: Path) -> NoReturn:
     """Stop with what could not be written and how to finish the run (exit 1)."""
+    import errno
+
     where = exc.filename or folder
+    fix = {
+        errno.ENOSPC: "free some space",
+        errno.EDQUOT: "free some space (a disk quota)",
+        errno.ELOOP: f"remove the symbolic link at {where} (ctxeval never writes through one)",
+        errno.EACCES: "give yourself write access to the folder",
+        errno.EPERM: "give yourself write access to the folder",
+        errno.EROFS: "choose a folder on a writable disk",
+    }.get(exc.errno or 0, "fix it")
     fail(
         f"could not write the run folder ({where}): {exc.strerror or exc}; the files begun "
-        f"were removed and the judged rows are kept in {folder / 'journal.jsonl'}: free some "
-        "space (or choose another --out) and run the same command with --resume",
+        f"were removed and the judged rows are kept in {folder / 'journal.jsonl'}: {fix} "
+        "(or choose another --out) and run the same command with --resume",
         EXIT_ERRORS,
     )
 
@@ -489,14 +499,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from ctxeval._output.folder import RunFolder
         from ctxeval._output.rebuild import file_lookup
 
-        folder = RunFolder(
-            out,
-            names,
-            title=f"ctxeval: {path.name}",
-            formats=formats,
-            totals=totals,
-            lookup=file_lookup(samples if trec else path),
-        )
+        try:
+            folder = RunFolder(
+                out,
+                names,
+                title=f"ctxeval: {path.name}",
+                formats=formats,
+                totals=totals,
+                lookup=file_lookup(samples if trec else path),
+            )
+        except OSError as exc:  # the folder's files cannot be begun (a link, permissions)
+            _unwritable(exc, Path(out))
     try:
         stopped = run_with_progress(
             samples,

@@ -5,6 +5,8 @@
   const PAGE = 50;
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
   const fmt = (x) => (x === null || x === undefined ? "—" : Number(x).toFixed(3));
+  // An own property only: ids such as "constructor" or "__proto__" are data, never Object's.
+  const own = (o, k) => (o && Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined);
   const cls = (r) => r.status !== "ok" ? r.status : r.score < 0.5 ? "low" : r.score < 0.8 ? "mid" : "high";
 
   // A source of the report: every sample in the page; `query(view, offset, limit)` resolves to
@@ -16,8 +18,8 @@
                 ...(s.reference_context_ids || [])].filter(Boolean).join("\n").toLowerCase();
     }
     function rowsOf(s, v) {
-      const rows = data.rows[s.id] || {};
-      return v.metric ? (rows[v.metric] ? [rows[v.metric]] : []) : Object.values(rows);
+      const rows = own(data.rows, s.id) || {};
+      return v.metric ? (own(rows, v.metric) ? [own(rows, v.metric)] : []) : Object.values(rows);
     }
     function keep(s, v) {
       if (v.id !== null && s.id !== v.id) return false;
@@ -118,42 +120,43 @@
       if (window.performance && performance.mark) performance.mark("ctxeval-rendered");
     }
     function card(s) {
-      const rows = rowsById[s.id] || {};
-      const chips = source.metrics.filter((m) => rows[m]).map((m) => {
-        const r = rows[m];
+      const rows = own(rowsById, s.id) || {};
+      const chips = source.metrics.filter((m) => own(rows, m)).map((m) => {
+        const r = own(rows, m);
         return `<span class="chip ${cls(r)}" title="${esc(r.reason || "")}">${esc(m)} ${r.status === "ok" ? fmt(r.score) : r.status}</span>`;
       }).join("");
       const ctx = s.retrieved_contexts || [], ids = s.retrieved_context_ids || [], refs = s.reference_contexts || [];
-      const onChunk = ctx.map(() => []), onRef = refs.map(() => []), onId = {}, lines = [];
+      const onChunk = ctx.map(() => []), onRef = refs.map(() => []), onId = new Map(), lines = [];
+      const atId = (i) => onId.get(i) || onId.set(i, []).get(i);
       for (const m of source.metrics) {
-        const r = rows[m];
+        const r = own(rows, m);
         if (!r) continue;
         if (r.status !== "ok") { lines.push(`<div class="rowline"><b>${esc(m)}</b>: ${r.status} — ${esc(r.reason || "")}</div>`); continue; }
         const d = r.details || {};
-        const votesAt = {};
-        if (Array.isArray(d.votes)) for (const v of d.votes) votesAt[v.index] = " · votes " + Object.entries(v.judges).map(([n, said]) => `${n} ${said.join(" ")}`).join("; ") + (v.escalated ? " (escalated)" : "") + (v.unsure ? " · unsure" : "") + (v.disagree ? " · judges disagree" : "");
+        const votesAt = new Map();
+        if (Array.isArray(d.votes)) for (const v of d.votes) votesAt.set(v.index, " · votes " + Object.entries(v.judges).map(([n, said]) => `${n} ${said.join(" ")}`).join("; ") + (v.escalated ? " (escalated)" : "") + (v.unsure ? " · unsure" : "") + (v.disagree ? " · judges disagree" : ""));
         if (Array.isArray(d.verdicts)) {
           const side = d.judged === "reference" ? onRef : onChunk;
           for (const v of d.verdicts) {
             const ok = v.matched !== undefined ? v.matched : v.verdict === 1;
             let why = v.reason || (v.similarity !== undefined && v.similarity !== null ? "similarity " + fmt(v.similarity) : "");
             if (d.judged === "reference" && v.evidence !== null && v.evidence !== undefined) why += ` (best: chunk ${v.evidence + 1})`;
-            why += votesAt[v.index] || "";
+            why += votesAt.get(v.index) || "";
             if (side[v.index]) side[v.index].push(badge(ok, m, why));
           }
         }
-        if (Array.isArray(d.relevant)) for (const i of d.relevant) (onId[i] = onId[i] || []).push(badge(true, m, "relevant"));
-        if (Array.isArray(d.irrelevant)) for (const i of d.irrelevant) (onId[i] = onId[i] || []).push(badge(false, m, "not relevant"));
+        if (Array.isArray(d.relevant)) for (const i of d.relevant) atId(i).push(badge(true, m, "relevant"));
+        if (Array.isArray(d.irrelevant)) for (const i of d.irrelevant) atId(i).push(badge(false, m, "not relevant"));
         if (Array.isArray(d.missing) && d.missing.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> missing: ${d.missing.map((x) => `<span class="badge no">${esc(x)}</span>`).join("")}</div>`);
         if (Array.isArray(d.found) && d.found.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> found: ${d.found.map((x) => `<span class="badge yes">${esc(x)}</span>`).join("")}</div>`);
-        if (Array.isArray(d.statements)) d.statements.forEach((st, i) => lines.push(`<div class="rowline">${badge(st.attributed === 1, m, "")} ${esc(st.statement)} <span class="why">${esc((st.reason || "") + (votesAt[i] || ""))}</span></div>`));
+        if (Array.isArray(d.statements)) d.statements.forEach((st, i) => lines.push(`<div class="rowline">${badge(st.attributed === 1, m, "")} ${esc(st.statement)} <span class="why">${esc((st.reason || "") + (votesAt.get(i) || ""))}</span></div>`));
         if (d.relevant_ranks) lines.push(`<div class="rowline"><b>${esc(m)}</b>: relevant at ranks ${d.relevant_ranks.length ? d.relevant_ranks.join(", ") : "none"}${d.k ? " (top " + d.k + ")" : ""}</div>`);
         else if ("first_relevant_rank" in d) lines.push(`<div class="rowline"><b>${esc(m)}</b>: first relevant at rank ${d.first_relevant_rank === null ? "none" : d.first_relevant_rank}</div>`);
       }
       const field = (label, text) => text ? `<div class="field"><b>${label}</b> ${esc(text)}</div>` : "";
       const chunkList = (ctx.length || ids.length) ? `<div class="field"><b>retrieved</b><ol class="chunks">${
         Array.from({length: Math.max(ctx.length, ids.length)}, (_, i) =>
-          `<li>${ids[i] !== undefined ? `<span class="cid">[${esc(ids[i])}]</span> ` : ""}${ctx[i] !== undefined ? esc(ctx[i]) : ""} ${(onChunk[i] || []).join("")}${ids[i] !== undefined ? (onId[ids[i]] || []).join("") : ""}</li>`
+          `<li>${ids[i] !== undefined ? `<span class="cid">[${esc(ids[i])}]</span> ` : ""}${ctx[i] !== undefined ? esc(ctx[i]) : ""} ${(onChunk[i] || []).join("")}${ids[i] !== undefined ? (onId.get(ids[i]) || []).join("") : ""}</li>`
         ).join("")}</ol></div>` : "";
       const refList = refs.length ? `<div class="field"><b>reference contexts</b><ol class="chunks">${refs.map((t, i) => `<li>${esc(t)} ${onRef[i].join("")}</li>`).join("")}</ol></div>` : "";
       const refIds = (s.reference_context_ids || []).length ? field("reference IDs", s.reference_context_ids.join(", ")) : "";
