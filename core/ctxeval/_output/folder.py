@@ -159,10 +159,10 @@ class RunFolder:
             if rows is None:
                 logger.info(
                     "writer %s has no open(): reading every row back from results.jsonl for it",
-                    writer.name,
+                    writer_name,
                 )
                 rows = Evaluation.from_jsonl(paths["jsonl"])
-            paths[writer.name] = writer.write(rows, summary, self.path, title=self.title)
+            paths[writer_name] = writer.write(rows, summary, self.path, title=self.title)
         paths.update(results=paths["jsonl"], report=paths["html"])
         return paths
 
@@ -194,17 +194,13 @@ def write_outputs(
     three also as ``results``, ``summary`` and ``report``).
     """
     known = evaluation.samples
-    run = RunFolder(
+    with RunFolder(
         folder,
         evaluation.metrics,
         title=title,
         formats=formats,
         lookup=lookup or (lambda ids: {i: known[i] for i in ids if i in known}),
-    )
-    try:
+    ) as run:
         for part in evaluation._parts:
             run.add(part)
-    except BaseException:
-        run.abort()
-        raise
-    return run.finish(summary if summary is not None else summary_dict(evaluation))
+        return run.finish(summary if summary is not None else summary_dict(evaluation))

@@ -6,6 +6,7 @@ selection and numbers a run uses, and finds the texts of the samples it shows in
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -115,10 +116,7 @@ def rebuild_report(
             metrics.append(row.metric)
     selection = ReportSelection(metrics)
     totals = RunTotals(metrics)
-    for part in [first] if first else []:
-        selection.add(part)
-        totals.add(part)
-    for part in parts:
+    for part in itertools.chain([first] if first else [], parts):
         selection.add(part)
         totals.add(part)
     if summary is None:

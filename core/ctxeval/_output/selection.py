@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ctxeval._results.columns import RowBlock, Source, sample_of
-from ctxeval._results.results import MetricResult, Status
+from ctxeval._output.lines import evidence_of, forget_evidence
+from ctxeval._results.columns import RowBlock, Source, _held
+from ctxeval._results.results import MetricResult, Status, _plain
 
 __all__ = [
     "ALL_BYTES",
@@ -324,47 +325,39 @@ class ReportSelection:
 
 def _block_rows_batch(block: RowBlock, count: int) -> list[dict[str, Any]]:
     """:func:`_block_rows` of the block's first ``count`` samples, the plain rows' details
-    from each column's batch form when it has one (the same details, made at once)."""
-    from ctxeval._results.columns import _held
-    from ctxeval._results.results import _plain
-
+    from the writers' :func:`~ctxeval._output.lines.evidence_of` (the same details, made at
+    once; left on the block only when a writer had them there already)."""
     if not count:
         return []
-    parsed = block.parsed
-    samples = (
-        list(parsed[:count])
-        if parsed is not None
-        else [sample_of(s) for s in block.sources[:count]]
-    )
-    ids = block.sample_ids
-    memo: dict[Any, Any] = {}
-    out: list[dict[str, Any]] = [{} for _ in range(count)]
-    for column in block.columns:
-        scores = column.scores
-        batch = column.evidence_batch
-        plain = [i for i in range(count) if scores[i] is not None]
-        details: Any = None
-        if batch is not None and column.evidence is not None and plain:
-            details = batch([samples[i] for i in plain], memo if len(plain) == count else {})
-        made = dict(zip(plain, details, strict=True)) if details is not None else {}
+    had = block.evidence is not None
+    samples, details = evidence_of(block)
+    try:
+        ids = block.sample_ids
+        out: list[dict[str, Any]] = []
         for i in range(count):
-            if i in made:
-                out[i][column.metric] = {
-                    "status": "ok",
-                    "score": scores[i],
-                    "reason": None,
-                    "details": _plain(made[i]),
-                }
-            else:
-                row = column.row(i, ids[i], samples[i] if samples else _held(block.sources[i]))
-                out[i][column.metric] = _row_dict(row)
+            rows: dict[str, Any] = {}
+            for column, evidence in zip(block.columns, details, strict=True):
+                score = column.scores[i]
+                if score is not None and evidence is not None:
+                    rows[column.metric] = {
+                        "status": "ok",
+                        "score": score,
+                        "reason": None,
+                        "details": _plain(evidence[i]),
+                    }
+                    continue
+                held = samples[i] if samples is not None else _held(block.sources[i])
+                row = column.rows[i] if score is None else column.row(i, ids[i], held)
+                rows[column.metric] = _row_dict(row)
+            out.append(rows)
+    finally:
+        if not had:
+            forget_evidence(block)
     return out
 
 
 def _block_rows(block: RowBlock, position: int) -> dict[str, Any]:
     sample_id = block.sample_ids[position]
-    from ctxeval._results.columns import _held
-
     held = _held(block.sources[position])
     return {
         column.metric: _row_dict(column.row(position, sample_id, held)) for column in block.columns
