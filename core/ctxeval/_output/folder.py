@@ -9,9 +9,10 @@ folder of an :class:`~ctxeval.Evaluation` through the same path.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.results import MetricResult
 from ctxeval._results.totals import RunTotals
 
-__all__ = ["DEFAULT_FORMATS", "RunFolder", "write_outputs"]
+__all__ = ["DEFAULT_FORMATS", "RunFolder", "UnwritableFolderError", "write_outputs"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,22 @@ block's at once costs fresh memory, page by page)."""
 
 DEFAULT_FORMATS = ("jsonl", "summary", "html")
 """The writers every run folder gets: ``results.jsonl``, ``summary.json``, ``report.html``."""
+
+
+class UnwritableFolderError(OSError):
+    """A file of the run folder could not be written (a full disk, a planted link, no
+    permission): the ``OSError`` it came from (its ``errno``, ``strerror`` and ``filename``),
+    told apart from an error reading the input."""
+
+
+@contextlib.contextmanager
+def _writing() -> Iterator[None]:
+    try:
+        yield
+    except UnwritableFolderError:
+        raise
+    except OSError as exc:
+        raise UnwritableFolderError(exc.errno, exc.strerror, exc.filename) from exc
 
 
 class RunFolder:
@@ -82,21 +99,22 @@ class RunFolder:
         self.selection = ReportSelection(metrics)
         self.lookup = lookup
         writers = [registry.get_writer(n) for n in dict.fromkeys((*DEFAULT_FORMATS, *formats))]
-        if not self.path.exists():
-            self.path.mkdir(parents=True, mode=0o700)  # a folder of the user's own is kept as is
         self._later: list[Any] = []  # writers given the whole rows at the end
         self._files: dict[str, RowFile] = {}
         self._html = None
         try:
-            for writer in writers:
-                if writer.name == "html" and type(writer).__module__.startswith("ctxeval."):
-                    self._html = writer
-                elif isinstance(writer, StreamingWriter):
-                    self._files[writer.name] = writer.open(
-                        self.path, title=title, metrics=self.metrics
-                    )
-                else:
-                    self._later.append(writer)
+            with _writing():  # (mkdir too: a folder that cannot be made is as unwritable)
+                if not self.path.exists():
+                    self.path.mkdir(parents=True, mode=0o700)  # a user's own folder is kept
+                for writer in writers:
+                    if writer.name == "html" and type(writer).__module__.startswith("ctxeval."):
+                        self._html = writer
+                    elif isinstance(writer, StreamingWriter):
+                        self._files[writer.name] = writer.open(
+                            self.path, title=title, metrics=self.metrics
+                        )
+                    else:
+                        self._later.append(writer)
         except BaseException:
             self.abort()
             raise
@@ -116,8 +134,9 @@ class RunFolder:
         pieces = part.split(WRITE_SAMPLES) if isinstance(part, RowBlock) else (part,)
         for piece in pieces:
             try:
-                for file in self._files.values():
-                    file.add(piece)
+                with _writing():
+                    for file in self._files.values():
+                        file.add(piece)
             finally:
                 forget_evidence(piece)  # (computed once for every writer)
 
@@ -133,12 +152,20 @@ class RunFolder:
             summary = self.summary()
         paths: dict[str, Path] = {}
         try:
-            for name, file in list(self._files.items()):
-                paths[name] = file.finish()
-                del self._files[name]
+            with _writing():
+                for name, file in list(self._files.items()):
+                    paths[name] = file.finish()
+                    del self._files[name]
         except BaseException:
             self.abort()
             raise
+        with _writing():
+            self._finish_summaries(summary, paths)
+        paths.update(results=paths["jsonl"], report=paths["html"])
+        return paths
+
+    def _finish_summaries(self, summary: Mapping[str, Any], paths: dict[str, Path]) -> None:
+        """The files made at the end: the report, the summaries, writers without ``open``."""
         if self._html is not None:
             page = render_page(
                 self.selection,
@@ -163,8 +190,6 @@ class RunFolder:
                 )
                 rows = Evaluation.from_jsonl(paths["jsonl"])
             paths[writer_name] = writer.write(rows, summary, self.path, title=self.title)
-        paths.update(results=paths["jsonl"], report=paths["html"])
-        return paths
 
     def abort(self) -> None:
         """The run failed: remove the files begun (the folder's finished files are kept)."""

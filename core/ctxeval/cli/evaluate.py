@@ -494,9 +494,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     total = len(samples) if trec else count_rows(path) if path.exists() else None
     names = [m.name for m in metrics]
     totals = _totals(names, labels, metrics)
+    from ctxeval._output.folder import RunFolder, UnwritableFolderError
+
     folder = None
     if out:
-        from ctxeval._output.folder import RunFolder
         from ctxeval._output.rebuild import file_lookup
 
         try:
@@ -508,7 +509,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 totals=totals,
                 lookup=file_lookup(samples if trec else path),
             )
-        except OSError as exc:  # the folder's files cannot be begun (a link, permissions)
+        except UnwritableFolderError as exc:  # its files cannot be begun (a link, permissions)
             _unwritable(exc, Path(out))
     try:
         stopped = run_with_progress(
@@ -528,9 +529,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 f"{where}: no samples to score"
                 + (" (no query is in both files)" if trec else " (the input is empty)")
             )
-    except OSError as exc:  # the run folder could not be written (a full disk, say)
-        if folder is None:
-            raise
+    except UnwritableFolderError as exc:  # (a full disk, say; not an error reading the input)
+        assert folder is not None
         folder.abort()
         _unwritable(exc, folder.path)
     except BaseException:
@@ -559,7 +559,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if folder is not None:
         try:
             paths = folder.finish(summary)
-        except OSError as exc:
+        except UnwritableFolderError as exc:
             folder.abort()
             _unwritable(exc, folder.path)
         except BaseException:
