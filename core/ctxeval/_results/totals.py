@@ -13,12 +13,12 @@ the same rows: the scores go to the same functions in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ctxeval._results.columns import RowBlock
+from ctxeval._results.columns import RowBlock, Tally
 from ctxeval._results.evaluation import MetricSummary, _summarize
 from ctxeval._results.results import MetricResult, Status, Usage
 
@@ -31,16 +31,15 @@ __all__ = ["ErrorGroup", "RunTotals", "ScoreColumn"]
 
 class ScoreColumn:
     """One metric's scores in input order, ``nan`` for rows without one (undefined, error),
-    held as numpy arrays appended a part at a time (8 bytes a row), with its rows' counts."""
+    held as numpy arrays appended a part at a time (8 bytes a row), with its rows' counts
+    (:attr:`tally`: errors, undefined rows, usage)."""
 
-    __slots__ = ("_chunks", "_size", "errors", "undefined", "usage")
+    __slots__ = ("_chunks", "_size", "tally")
 
     def __init__(self) -> None:
         self._chunks: list[np.ndarray[Any, np.dtype[np.float64]]] = []
         self._size = 0
-        self.errors = 0
-        self.undefined = 0
-        self.usage = Usage()
+        self.tally = Tally()
 
     def __len__(self) -> int:
         return self._size
@@ -55,16 +54,6 @@ class ScoreColumn:
         self._size += len(array)
         if len(self._chunks) > 64:  # few, large arrays
             self._chunks = [np.concatenate(self._chunks)]
-
-    def count(self, row: MetricResult) -> None:
-        """Count ``row``'s status and usage (its score is appended apart)."""
-        if row.status is Status.ERROR:
-            self.errors += 1
-        elif row.status is Status.UNDEFINED:
-            self.undefined += 1
-        usage = row.usage
-        if not usage.is_zero:
-            self.usage = self.usage + usage
 
     def all(self) -> np.ndarray[Any, np.dtype[np.float64]]:
         """Every score, in input order (``nan`` where a row has none)."""
@@ -173,7 +162,7 @@ class RunTotals:
         return column
 
     def _count(self, column: ScoreColumn, row: MetricResult) -> None:
-        column.count(row)
+        column.tally.add(row)
         if row.status is Status.ERROR:
             key = (row.metric or "", row.reason or "")
             group = self._errors.get(key)
@@ -188,9 +177,7 @@ class RunTotals:
         if self._summary is None:
             out = {}
             for metric, column in self._columns.items():
-                scores = column.all()
-                tally = _Counts(column)
-                out[metric] = _summarize(metric, _Scores(scores), tally)  # type: ignore[arg-type]
+                out[metric] = _summarize(metric, column.ok_scores().tolist(), column.tally)
             self._summary = out
         return dict(self._summary)
 
@@ -204,8 +191,8 @@ class RunTotals:
         """What the whole run cost."""
         total = Usage()
         for column in self._columns.values():
-            if not column.usage.is_zero:
-                total = total + column.usage
+            if not column.tally.usage.is_zero:
+                total = total + column.tally.usage
         return total
 
     @property
@@ -247,29 +234,3 @@ def _voted(row: MetricResult) -> bool:
     """Whether ``row``'s details hold votes (repeats, a jury): the judge's trust reads them."""
     details = row.details
     return bool(details) and ("votes" in details or "provenance" in details)
-
-
-class _Scores(Sequence[float | None]):
-    """A score array read as :func:`_summarize` reads a list of scores (None for ``nan``)."""
-
-    def __init__(self, scores: np.ndarray[Any, np.dtype[np.float64]]) -> None:
-        self._scores = scores
-
-    def __len__(self) -> int:
-        return len(self._scores)
-
-    def __getitem__(self, index: Any) -> Any:  # pragma: no cover - iteration is what is used
-        value = self._scores[index]
-        return None if np.isnan(value) else float(value)
-
-    def __iter__(self) -> Iterator[float | None]:
-        yield from self._scores[~np.isnan(self._scores)].tolist()
-
-
-class _Counts:
-    """A :class:`ScoreColumn`'s counts as :func:`_summarize` reads a tally."""
-
-    def __init__(self, column: ScoreColumn) -> None:
-        self.errors = column.errors
-        self.undefined = column.undefined
-        self.usage = column.usage
