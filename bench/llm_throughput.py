@@ -2,11 +2,28 @@
 
 200 samples x 5 retrieved chunks = 1 000 usefulness verdicts, concurrency 16, 50 ms latency
 (by default). The server runs in its own process, so the client's CPU time is the client's
-alone. For each transport (``openai``, httpx, and ``litellm``) it reports wall time
-against the physical limit ``ceil(requests / concurrency) x latency``, and the client's CPU
-time per request (everything included: scheduling, prompts, JSON, HTTP, parsing, checking).
+alone. What is measured is ctxeval's whole client path, end to end: ``ctxeval.evaluate`` with
+``llm_context_precision_with_reference`` (scheduler and gate, prompts, cache key, request
+JSON, HTTP, answer parsing and checking, usage, result rows), not a bare HTTP client.
+
+For each client it reports wall time against the physical limit
+``ceil(requests / concurrency) x latency``, and the client's CPU time per request
+(``time.process_time``: every thread of the process, user and system):
+
+* ``openai/aiohttp``: the ``openai`` transport on asyncio (aiohttp, the default there);
+* ``openai/httpx``: the same on asyncio with ``CTXEVAL_HTTP_CLIENT=httpx`` (the former client);
+* ``openai/trio``: the ``openai`` transport on trio (httpx);
+* ``litellm``: the ``litellm`` transport on asyncio.
+
+Each measured run is a fresh process (warmed up by 20 samples first), the clients alternating:
+litellm's import alone (its threads, and a heap the garbage collector walks) would add CPU to
+whatever ran after it in the same process. Each run names the HTTP client the transport
+actually used. With ``--latency 0.001`` the client, not the server's latency, sets the pace:
+the CPU per request is the client's cost.
 
     python bench/llm_throughput.py [--samples 200] [--chunks 5] [--latency 0.05]
+    python bench/llm_throughput.py --latency 0.001 --samples 400 --repeat 5   # 2 000 requests
+    python bench/llm_throughput.py --clients openai/aiohttp,openai/httpx
 """
 
 from __future__ import annotations
@@ -20,11 +37,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import ctxeval
 from ctxeval_llm import LLMConfig
+from ctxeval_llm.http_clients import CLIENT_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = r"""
@@ -38,6 +57,14 @@ print(server.url, flush=True)
 sys.stdin.read()
 """
 
+CLIENTS: dict[str, tuple[str, str, str | None]] = {
+    # name: (transport, backend, CTXEVAL_HTTP_CLIENT)
+    "openai/aiohttp": ("openai", "asyncio", None),
+    "openai/httpx": ("openai", "asyncio", "httpx"),
+    "openai/trio": ("openai", "trio", None),
+    "litellm": ("litellm", "asyncio", None),
+}
+
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
@@ -50,19 +77,104 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
+def client_used(url: str, client: str) -> str:
+    """The HTTP client the ``openai`` transport picks for ``client``'s settings (one request
+    through it), or the transport's name for the others."""
+    transport, backend, forced = CLIENTS[client]
+    if transport != "openai":
+        return transport
+    import anyio
+
+    from ctxeval_llm.openai_http import OpenAITransport
+
+    config = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
+
+    async def one() -> str:
+        sender = OpenAITransport(config, max_connections=1)
+        request = {"model": "fake-judge", "messages": [{"role": "user", "content": "x"}]}
+        try:
+            await sender.complete(None, request)  # type: ignore[arg-type]  # (ctx unused)
+            return str(sender.client_name)
+        finally:
+            await sender.aclose()
+
+    with _Forced(forced):
+        return anyio.run(one, backend=backend)
+
+
+class _Forced:
+    """``CTXEVAL_HTTP_CLIENT`` set to ``value`` inside the block (unset for None)."""
+
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+        self.before: str | None = None
+
+    def __enter__(self) -> None:
+        self.before = os.environ.pop(CLIENT_VARIABLE, None)
+        if self.value is not None:
+            os.environ[CLIENT_VARIABLE] = self.value
+
+    def __exit__(self, *exc: object) -> None:
+        os.environ.pop(CLIENT_VARIABLE, None)
+        if self.before is not None:
+            os.environ[CLIENT_VARIABLE] = self.before
+
+
 def one_run(
-    url: str, transport: str, samples: list[dict[str, object]], concurrency: int
+    url: str, client: str, samples: list[dict[str, object]], concurrency: int
 ) -> tuple[float, float, int]:
+    transport, backend, forced = CLIENTS[client]
     llm = LLMConfig(
-        model="openai/fake-judge", api_base=url, api_key="sk-bench", transport=transport
+        model="openai/fake-judge",
+        api_base=url,
+        api_key="sk-bench",
+        transport=transport,  # type: ignore[arg-type]
     )
-    cpu, wall = time.process_time(), time.perf_counter()
-    evaluation = ctxeval.evaluate(
-        samples, ["llm_context_precision_with_reference"], llm=llm, max_concurrency=concurrency
-    )
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    with _Forced(forced):
+        cpu, wall = time.process_time(), time.perf_counter()
+        evaluation = ctxeval.evaluate(
+            samples,
+            ["llm_context_precision_with_reference"],
+            llm=llm,
+            max_concurrency=concurrency,
+            backend=backend,  # type: ignore[arg-type]
+        )
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert evaluation.ok, [r.reason for r in evaluation.results if r.reason][:3]
     return wall, cpu, evaluation.usage.requests
+
+
+def make_samples(count: int, chunks: int) -> list[dict[str, object]]:
+    return [
+        {
+            "id": str(i),
+            "user_input": f"Question {i}?",
+            "reference": f"The reference answer of question {i}.",
+            "retrieved_contexts": [f"Chunk {j} retrieved for question {i}." for j in range(chunks)],
+        }
+        for i in range(count)
+    ]
+
+
+def worker(url: str, client: str, samples: list[dict[str, object]], concurrency: int) -> None:
+    """One measured run in this fresh process, after a warm-up; prints it as JSON."""
+    used = client_used(url, client)
+    one_run(url, client, samples[:20], concurrency)  # imports, connections
+    wall, cpu, requests = one_run(url, client, samples, concurrency)
+    print(json.dumps({"client": used, "wall": wall, "cpu": cpu, "requests": requests}))
+
+
+def measure(url: str, client: str, args: argparse.Namespace) -> dict[str, Any]:
+    options = [f"--{name}={getattr(args, name)}" for name in ("samples", "chunks", "concurrency")]
+    done = subprocess.run(
+        [sys.executable, __file__, "--worker", client, "--url", url, *options],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        sys.exit(f"the {client} run failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
@@ -72,46 +184,63 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--clients",
+        default=",".join(CLIENTS),
+        help=f"comma-separated, of: {', '.join(CLIENTS)} (default: all)",
+    )
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # one run, in its own process
+    parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    samples = [
-        {
-            "id": str(i),
-            "user_input": f"Question {i}?",
-            "reference": f"The reference answer of question {i}.",
-            "retrieved_contexts": [
-                f"Chunk {j} retrieved for question {i}." for j in range(args.chunks)
-            ],
-        }
-        for i in range(args.samples)
-    ]
+    if args.worker:
+        samples = make_samples(args.samples, args.chunks)
+        worker(args.url, args.worker, samples, args.concurrency)
+        return
+    chosen = [name.strip() for name in args.clients.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in CLIENTS]
+    if unknown:
+        parser.error(f"unknown clients {unknown}; choose from {list(CLIENTS)}")
     server, url = start_server(args.latency)
     try:
-        for transport in ("openai", "litellm"):  # warm up: imports, connections
-            one_run(url, transport, samples[:20], args.concurrency)
-        results: dict[str, list[tuple[float, float, int]]] = {"openai": [], "litellm": []}
-        for _ in range(args.repeat):
-            for transport in results:
-                results[transport].append(one_run(url, transport, samples, args.concurrency))
+        results: dict[str, list[dict[str, Any]]] = {client: [] for client in chosen}
+        for _ in range(args.repeat):  # the clients alternating
+            for client in chosen:
+                results[client].append(measure(url, client, args))
     finally:
         server.stdin.close()  # type: ignore[union-attr]
         server.wait(timeout=10)
     requests = args.samples * args.chunks
     limit = math.ceil(requests / args.concurrency) * args.latency
+    latency_ms = args.latency * 1000
     print(
         f"# LLM context precision: {args.samples} samples x {args.chunks} chunks = {requests} "
-        f"verdicts, concurrency {args.concurrency}, latency {args.latency * 1000:.0f} ms, "
-        f"median of {args.repeat}"
+        f"verdicts, concurrency {args.concurrency}, latency {latency_ms:g} ms, "
+        f"median of {args.repeat} (each run a fresh process)"
     )
-    latency_ms = args.latency * 1000
-    print(f"limit: ceil({requests}/{args.concurrency}) x {latency_ms:.0f} ms = {limit:.2f} s\n")
-    print("| transport | requests | wall (s) | wall / limit | client CPU per request (ms) |")
-    print("|---|---:|---:|---:|---:|")
-    summary = {}
-    for transport, runs in results.items():
-        wall = statistics.median(r[0] for r in runs)
-        cpu = statistics.median(r[1] / r[2] for r in runs) * 1000
-        print(f"| {transport} | {runs[0][2]} | {wall:.2f} | {wall / limit:.2f}x | {cpu:.2f} |")
-        summary[transport] = {"wall_s": wall, "limit_s": limit, "cpu_ms_per_request": cpu}
+    print(f"limit: ceil({requests}/{args.concurrency}) x {latency_ms:g} ms = {limit:.3f} s\n")
+    print(
+        "| client | HTTP client used | requests | wall (s) | wall / limit "
+        "| client CPU per request (ms) | CPU per request, each run (ms) |"
+    )
+    print("|---|---|---:|---:|---:|---:|---|")
+    summary: dict[str, Any] = {}
+    for client, runs in results.items():
+        wall = statistics.median(r["wall"] for r in runs)
+        per_run = [r["cpu"] / r["requests"] * 1000 for r in runs]
+        cpu = statistics.median(per_run)
+        each = ", ".join(f"{x:.3f}" for x in per_run)
+        used = runs[0]["client"]
+        print(
+            f"| {client} | {used} | {runs[0]['requests']} | {wall:.2f} | {wall / limit:.2f}x "
+            f"| {cpu:.3f} | {each} |"
+        )
+        summary[client] = {
+            "client": used,
+            "wall_s": wall,
+            "limit_s": limit,
+            "cpu_ms_per_request": cpu,
+            "cpu_ms_per_request_runs": per_run,
+        }
     print("\n" + json.dumps(summary))
 
 

@@ -53,7 +53,7 @@ def dump_dom(address: str) -> Shown:
     done = subprocess.run(
         [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
          "--dump-dom", address],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     parser = Shown()

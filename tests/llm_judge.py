@@ -16,6 +16,10 @@ def prompt_name(request: Mapping[str, Any]) -> str:
         return str(schema["name"])
     system = request["messages"][0]["content"]
     for name, marker in [
+        ("relevance_batch", "Judge every numbered passage"),
+        ("relevance", "You grade how relevant a passage"),
+        ("sufficiency_with_reference", "A reference answer is given as a guide"),
+        ("sufficiency", "retrieved contexts are sufficient to answer"),
         ("entities", "You extract named entities"),
         ("usefulness_batch", "Judge every numbered context"),
         ("usefulness", "You judge whether a retrieved context"),
@@ -29,7 +33,9 @@ def prompt_name(request: Mapping[str, Any]) -> str:
 
 
 def user_text(request: Mapping[str, Any]) -> str:
-    return str(request["messages"][-1]["content"])
+    """The prompt's user message (the first: a repair turn adds one after the answer)."""
+    users = [m for m in request["messages"] if m.get("role") == "user"]
+    return str(users[0]["content"])
 
 
 class Judge:
@@ -41,6 +47,8 @@ class Judge:
         attributions: reference -> list of 0/1, one per statement.
         presence: entity -> 0/1.
         statements: statement -> 0/1 (attribution of statements already split).
+        grades: chunk -> 0..3 (graded relevance; a chunk not listed is graded 0).
+        sufficient: question -> 0/1 (context sufficiency; a question not listed gets 0).
     """
 
     def __init__(
@@ -51,6 +59,8 @@ class Judge:
         attributions: Mapping[str, Sequence[int]] | None = None,
         presence: Mapping[str, int] | None = None,
         statements: Mapping[str, int] | None = None,
+        grades: Mapping[str, int] | None = None,
+        sufficient: Mapping[str, int] | None = None,
         fallback: Callable[[Mapping[str, Any]], str | Reply] | None = None,
     ) -> None:
         self.entities = dict(entities or {})
@@ -58,6 +68,8 @@ class Judge:
         self.attributions = dict(attributions or {})
         self.presence = dict(presence or {})
         self.statements = dict(statements or {})
+        self.grades = dict(grades or {})
+        self.sufficient = dict(sufficient or {})
         self.fallback = fallback
 
     def __call__(self, request: dict[str, Any]) -> str | Reply:
@@ -110,4 +122,26 @@ class Judge:
             listing = text.split("\nContext: ", 1)[0].removeprefix("Entities:\n")
             names = [re.sub(r"^\[\d+\] ", "", line) for line in listing.split("\n")]
             return json.dumps({"present": [self.presence.get(n, 0) for n in names]})
+        if name == "relevance":
+            passage = text.split("\nPassage: ", 1)[1]
+            grade = self.grades.get(passage, 0)
+            return json.dumps({"reason": f"scripted {grade}", "grade": grade})
+        if name == "relevance_batch":
+            listing = text.split("\nPassages:\n", 1)[1]
+            passages = [re.sub(r"^\[\d+\] ", "", line) for line in listing.split("\n")]
+            return json.dumps(
+                {
+                    "grades": [
+                        {
+                            "reason": f"scripted {self.grades.get(p, 0)}",
+                            "grade": self.grades.get(p, 0),
+                        }
+                        for p in passages
+                    ]
+                }
+            )
+        if name in ("sufficiency", "sufficiency_with_reference"):
+            question = text.split("\n", 1)[0].removeprefix("Question: ")
+            flag = self.sufficient.get(question, 0)
+            return json.dumps({"reason": f"scripted {flag}", "sufficient": flag})
         raise AssertionError(name)

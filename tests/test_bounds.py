@@ -28,6 +28,10 @@ from ctxeval._plugins.base import BaseDeterministicMetric, BaseMetric
 from ctxeval._run.worker import TIMED_OUT, SyncWorker
 
 HANGS = "3"  # the id of the sample the hostile plugins below never finish
+CUT = 1.0
+"""The time bound of the tests below: what the hostile calls are cut at, and what the quick
+calls next to them get. A quick call is cut only if its thread gets no CPU for this long, so it
+is generous for a busy machine, and it costs a test about one to two of it."""
 
 
 @pytest.fixture
@@ -64,33 +68,35 @@ def swallower(release: threading.Event) -> Callable[[object], None]:
 async def test_a_call_past_its_timeout_is_cut_and_the_next_calls_are_made() -> None:
     worker = SyncWorker()
     start = time.monotonic()
-    results = await worker.run([str, spin, str, int], [1, None, 2, "x"], 0.2)
+    results = await worker.run([str, spin, str, int], [1, None, 2, "x"], CUT)
     took = time.monotonic() - start
     worker.close()
     assert results[0] == "1"
     assert results[1] is TIMED_OUT
     assert results[2] == "2"
     assert isinstance(results[3], ValueError)  # a failure is handed back, not raised
-    assert took >= 0.2  # not cut before its time (the test's timeout catches one never cut)
+    # not cut before its time (the test's timeout catches one never cut); a lower bound only,
+    # which a busy machine cannot break (it can only make the run longer)
+    assert took >= CUT
 
 
 @pytest.mark.anyio
 async def test_a_call_blocked_in_c_code_is_left_behind(release: threading.Event) -> None:
     name = f"left-behind-{id(release)}"
     worker = SyncWorker(name)
-    results = await worker.run([str, release.wait, str], [1, 3600, 2], 0.2)
+    results = await worker.run([str, release.wait, str], [1, 3600, 2], CUT)
     assert results == ["1", TIMED_OUT, "2"]
     # two threads of this worker alive: the one left behind, the new one (counted by name:
     # threads of other tests may end meanwhile)
     assert sum(t.name == name for t in threading.enumerate()) == 2
-    assert await worker.run([str], [5], 0.2) == ["5"]  # the new thread serves the next job
+    assert await worker.run([str], [5], CUT) == ["5"]  # the new thread serves the next job
     worker.close()
 
 
 @pytest.mark.anyio
 async def test_a_plugin_that_swallows_the_cut_is_left_behind(release: threading.Event) -> None:
     worker = SyncWorker()
-    results = await worker.run([swallower(release), str], [None, 7], 0.2)
+    results = await worker.run([swallower(release), str], [None, 7], CUT)
     worker.close()
     assert results == [TIMED_OUT, "7"]
 
@@ -108,7 +114,7 @@ async def test_cancelling_the_wait_cuts_the_call_in_progress() -> None:
 
     with anyio.move_on_after(0.3):
         await worker.run([loop_until_cut], [None], None)  # no timeout: only the cancel cuts it
-    assert stopped.wait(5)
+    assert stopped.wait(60)  # (returns as soon as the call is cut)
     assert await worker.run([str], [1], None) == ["1"]  # the same thread is free again
     worker.close()
 
@@ -130,7 +136,9 @@ async def test_many_calls_keep_their_order_and_a_late_cut_loses_nothing() -> Non
     worker.close()
     assert len(results) == len(values)
     assert all(r == v or r is TIMED_OUT for r, v in zip(results, values, strict=True))
-    assert sum(r is TIMED_OUT for r in results) < 50
+    # how many calls are cut depends on how often the thread is paused for 2 ms (a busy
+    # machine pauses it often): only bounded here, so that a worker that cuts them all fails
+    assert sum(r is TIMED_OUT for r in results) < len(values) // 10
 
 
 # -- whole runs
@@ -181,18 +189,18 @@ def by_id(evaluation: ctxeval.Evaluation, metric: str) -> dict[str, MetricResult
 @pytest.mark.parametrize("path", ["chunks", "sample by sample"])
 def test_a_deterministic_plugin_that_loops_gets_an_error_row(path: str) -> None:
     metrics: list[ctxeval.Metric] = [LoopsOnOne()] + ([Waits()] if path != "chunks" else [])
-    evaluation = ctxeval.evaluate(SAMPLES, metrics, metric_timeout=0.2)
+    evaluation = ctxeval.evaluate(SAMPLES, metrics, metric_timeout=CUT)
     rows = by_id(evaluation, "loops_on_one")
     assert rows[HANGS].status.value == "error"
-    assert "did not finish within 0.2 s (metric_timeout)" in str(rows[HANGS].reason)
+    assert f"did not finish within {CUT:g} s (metric_timeout)" in str(rows[HANGS].reason)
     assert all(r.score == 1.0 for i, r in rows.items() if i != HANGS)
     assert len(evaluation.results) == len(SAMPLES) * len(metrics)
 
 
 def test_a_hanging_score_batch_gives_way_to_score(caplog: pytest.LogCaptureFixture) -> None:
-    evaluation = ctxeval.evaluate(SAMPLES, [HangingBatch()], metric_timeout=0.2)
+    evaluation = ctxeval.evaluate(SAMPLES, [HangingBatch()], metric_timeout=CUT)
     assert [r.score for r in evaluation.results] == [0.5] * len(SAMPLES)
-    assert "score_batch() did not finish within 0.2 s" in caplog.text
+    assert f"score_batch() did not finish within {CUT:g} s" in caplog.text
 
 
 def test_without_a_timeout_plugins_run_in_the_callers_thread() -> None:
@@ -214,7 +222,7 @@ def test_without_a_timeout_plugins_run_in_the_callers_thread() -> None:
 
 @pytest.mark.anyio
 async def test_the_bound_holds_on_both_backends() -> None:
-    evaluation = await ctxeval.aevaluate(SAMPLES, [LoopsOnOne(), Waits()], metric_timeout=0.2)
+    evaluation = await ctxeval.aevaluate(SAMPLES, [LoopsOnOne(), Waits()], metric_timeout=CUT)
     rows = by_id(evaluation, "loops_on_one")
     assert rows[HANGS].status.value == "error"
     assert sum(r.status.value == "ok" for r in rows.values()) == len(SAMPLES) - 1
@@ -287,12 +295,12 @@ def test_one_ctrl_c_stops_a_run_whose_plugin_never_returns(
         preexec_fn=default_ctrl_c,
     )
     journal = out / "journal.jsonl"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not mark.exists():  # in the endless loop
         time.sleep(0.05)
     time.sleep(0.3)
     process.send_signal(signal.SIGINT)  # once (a run that ignored it would time out here)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert "--resume" in err

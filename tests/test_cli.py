@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -359,7 +360,24 @@ def test_max_cost_stops_cleanly(
 
 def test_interrupted_run_resumes_to_the_same_results(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", LLM_ROWS)
-    with FakeOpenAI(Judge(verdicts={"useful": 1}), latency=0.05) as server:
+    judge = Judge(verdicts={"useful": 1})
+    out = tmp_path / "run"
+    journal = out / "journal.jsonl"
+    hold = threading.Event()  # set for the interrupted run only
+
+    def journaled() -> int:  # a header line, then the LLM rows (id_mrr's are not journaled)
+        return journal.read_text().count("\n") - 1 if journal.exists() else 0
+
+    def holding(request: dict[str, Any]) -> Any:
+        """Once the journal holds 13 rows, the requests of the interrupted run wait for its
+        Ctrl-C: it cannot end before it, however busy the machine (and the rows waited for
+        never wait behind a held request)."""
+        deadline = time.monotonic() + 120
+        while hold.is_set() and journaled() >= 13 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return judge(request)
+
+    with FakeOpenAI(holding, latency=0.05) as server:
         base = [
             "evaluate",
             str(data),
@@ -378,7 +396,7 @@ def test_interrupted_run_resumes_to_the_same_results(tmp_path: Path) -> None:
         env = {"OPENAI_API_KEY": "sk-test"}
         expected = ctxeval_cli(*base, "--out", str(tmp_path / "full"), env=env)
         assert expected.returncode == 0, expected.stderr
-        out = tmp_path / "run"
+        hold.set()
         process = subprocess.Popen(
             [sys.executable, "-m", "ctxeval", *base, "--out", str(out)],
             stdout=subprocess.PIPE,
@@ -387,14 +405,12 @@ def test_interrupted_run_resumes_to_the_same_results(tmp_path: Path) -> None:
             env={**os.environ, **env},
             preexec_fn=default_ctrl_c,
         )
-        journal = out / "journal.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (
-            journal.exists() and journal.read_text().count("llm_context") > 12
-        ):
-            time.sleep(0.02)  # wait for some LLM rows (the id_mrr rows are there at once)
+        deadline = time.monotonic() + 120  # (a bound for a broken run, never reached else)
+        while time.monotonic() < deadline and journaled() < 13:
+            time.sleep(0.02)  # wait for some LLM rows
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=120)
+        hold.clear()
         assert process.returncode == 130, err
         assert "--resume" in err
         assert "rows saved in" in err

@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,16 +154,27 @@ def test_rows_are_those_of_the_local_runner(threads: Any, ids: bool) -> None:
 
 def test_parts_are_handed_out_of_order_and_core_orders_them(threads: Any) -> None:
     """A runner's own sink stand-in sees every part once; the later parts of a slow first part
-    arrive first, and core's sink passes the rows on in input order all the same."""
+    arrive first, and core's sink passes the rows on in input order all the same. The first
+    part is held (not slept: a busy machine could outlast a sleep) until the others are in."""
     from ctxeval.runners import RunPlan
 
     @attrs.frozen
     class SlowFirst(BaseMetric):
         registry_name = "slow_first"
+        ready: Callable[[], bool] = attrs.field(eq=False)
+        """q0 is held until this is true (checked from q0's thread: read-only)."""
+        scored: list[int] = attrs.field(eq=False, factory=list)
+        """The positions of the samples of the other parts scored (appended from their
+        threads)."""
 
         async def ascore(self, sample: Sample, ctx: ctxeval.RunContext) -> MetricResult:
-            if sample.id == "q0":
-                await anyio.sleep(0.5)
+            position = int((sample.id or "q0")[1:])
+            if position == 0:
+                with anyio.fail_after(120):  # (the condition is never that late)
+                    while not self.ready():
+                        await anyio.sleep(0.005)
+            elif position >= 10:
+                self.scored.append(position)
             return MetricResult.ok(1.0)
 
     class Recorder:
@@ -175,12 +186,15 @@ def test_parts_are_handed_out_of_order_and_core_orders_them(threads: Any) -> Non
         ) -> None:
             self.parts.append(part)
 
-    plan = RunPlan.build([SlowFirst()])
     recorder = Recorder()
+    plan = RunPlan.build([SlowFirst(ready=lambda: len(recorder.parts) == 3)])
     anyio.run(threads(workers=4, part_size=10).run, plan, samples(40), recorder)
     assert sorted(recorder.parts) == [0, 1, 2, 3]
     assert recorder.parts[-1] == 0
-    ev = ctxeval.evaluate(samples(40), [SlowFirst()], runner=threads(workers=4, part_size=10))
+    # core's own sink: q0 is held until the 30 samples of the other parts are scored
+    scored: list[int] = []
+    metric = SlowFirst(ready=lambda: len(scored) == 30, scored=scored)
+    ev = ctxeval.evaluate(samples(40), [metric], runner=threads(workers=4, part_size=10))
     assert [row.sample_id for row in ev.results] == [f"q{i}" for i in range(40)]
 
 

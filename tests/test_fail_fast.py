@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,19 +155,16 @@ def test_a_cache_with_get_and_set_is_taken() -> None:
 
 def test_an_llm_metric_without_llm_is_one_error_not_ten_thousand_rows() -> None:
     samples = Counted([dict(LLM_ROW, id=str(i)) for i in range(10_000)])
-    started = time.perf_counter()
     with pytest.raises(ctxeval.ConfigError) as caught:
         ctxeval.evaluate(samples, ["id_mrr", "context_precision", "context_recall"])
-    took = time.perf_counter() - started
     message = str(caught.value)
     assert message.startswith("llm:")
     assert "context_precision" in message  # (its canonical name, llm_context_precision_...)
-    assert "llm_context_recall" in message
+    assert "context_recall" in message
     assert "id_mrr" not in message
     assert "llm='openai/gpt-4o-mini'" in message
     assert "--model" in message
-    assert samples.read == 0
-    assert took < 2.0
+    assert samples.read == 0  # at once: before the first sample is read (not timed: counted)
 
 
 @pytest.mark.anyio

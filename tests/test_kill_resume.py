@@ -1,5 +1,10 @@
 """The command line killed with SIGKILL at several points; --resume finishes the run with the
-results of an uninterrupted one, and no completed call is sent again (journal + cache)."""
+results of an uninterrupted one, and no completed call is sent again (journal + cache).
+
+The point of the kill is set by the server, not by a race: once the journal holds the rows the
+test waits for, the server holds every new request unanswered until the kill, so the run cannot
+end before it however busy the machine (and nothing is held before: the rows waited for never
+wait behind held requests)."""
 
 from __future__ import annotations
 
@@ -8,13 +13,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fakes.openai_server import FakeOpenAI
+from fakes.openai_server import FakeOpenAI, Reply
 from llm_judge import Judge
 
 ROWS = [
@@ -31,6 +38,28 @@ ROWS = [
 CONCURRENCY = 3
 
 
+def journaled(journal: Path) -> int:
+    """The rows in ``journal`` (a header line, then the LLM rows: id_mrr's are not kept)."""
+    return journal.read_text(errors="replace").count("\n") - 1 if journal.exists() else 0
+
+
+def holding(
+    journal: Path, rows: int, hold: threading.Event
+) -> Callable[[dict[str, Any]], str | Reply]:
+    """The judge, except that while ``hold`` is set, the requests that arrive once
+    ``journal`` holds ``rows`` rows are answered only when it is cleared."""
+    judge = Judge(verdicts={"useful": 1})
+
+    def respond(request: dict[str, Any]) -> str | Reply:
+        if hold.is_set() and journaled(journal) >= rows:
+            deadline = time.monotonic() + 120
+            while hold.is_set() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return judge(request)
+
+    return respond
+
+
 def scores(folder: Path) -> list[tuple[str, str, Any]]:
     lines = (folder / "results.jsonl").read_text().splitlines()
     return [(r["sample_id"], r["metric"], r["score"]) for r in map(json.loads, lines)]
@@ -41,7 +70,10 @@ def scores(folder: Path) -> list[tuple[str, str, Any]]:
 def test_sigkill_then_resume(tmp_path: Path, kill_after: int) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    with FakeOpenAI(Judge(verdicts={"useful": 1}), latency=0.03) as server:
+    out = tmp_path / "run"
+    journal = out / "journal.jsonl"
+    hold = threading.Event()  # set for the interrupted run only
+    with FakeOpenAI(holding(journal, kill_after, hold), latency=0.03) as server:
         base = [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m", "context_precision",
                 "-m", "id_mrr", "--model", "openai/judge", "--api-base", server.url,
                 "--max-concurrency", str(CONCURRENCY), "-q"]  # fmt: skip
@@ -51,30 +83,30 @@ def test_sigkill_then_resume(tmp_path: Path, kill_after: int) -> None:
             env=env,
             capture_output=True,
             text=True,
+            timeout=120,
         )
         assert full.returncode == 0, full.stderr
         uninterrupted_requests = server.count
 
-        out = tmp_path / "run"
+        hold.set()
         process = subprocess.Popen(
             [*base, "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-        journal = out / "journal.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if (
-                journal.exists()
-                and journal.read_text(errors="replace").count("llm_context") >= kill_after
-            ):
-                break
+        deadline = time.monotonic() + 120  # (a bound for a broken run, never reached else)
+        while time.monotonic() < deadline and journaled(journal) < kill_after:
             time.sleep(0.005)
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
+        process.wait(timeout=120)
         assert process.returncode == -signal.SIGKILL
+        hold.clear()  # the held requests (of a dead client) end; the resume is not held
         killed_at = server.count - uninterrupted_requests
 
         resumed = subprocess.run(
-            [*base, "--out", str(out), "--resume"], env=env, capture_output=True, text=True
+            [*base, "--out", str(out), "--resume"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert resumed.returncode == 0, resumed.stderr
         total = server.count - uninterrupted_requests

@@ -78,7 +78,7 @@ async def test_the_loop_runs_other_tasks_between_chunks(
         group.start_soon(ticker.run)
         evaluation = await ctxeval.aevaluate(_rows(20), [metric], metric_timeout=metric_timeout)
         group.cancel_scope.cancel()
-    assert len(metric.seen) == 5  # chunks of 4
+    assert len(metric.seen) >= 5  # chunks of at most 4 (smaller when a chunk is slow)
     assert all(a < b for a, b in zip(metric.seen, metric.seen[1:], strict=False))
     assert ticker.count > metric.seen[-1]  # and after the last one, before the run returns
     assert evaluation.ok

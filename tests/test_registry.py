@@ -206,7 +206,11 @@ def test_aliases_share_one_plugin(fake_registry: Registry) -> None:
     infos = {p.name: p for p in fake_registry.plugins() if p.group == "ctxeval.metrics"}
     assert infos["alpha_alias"].alias_of == "alpha_metric"
     assert infos["alpha_metric"].alias_of is None
-    assert fake_registry.get_metric("alpha_alias").name == "alpha_metric"
+    # one plugin, and its rows carry the name as written
+    alias = fake_registry.get_metric("alpha_alias")
+    canonical = fake_registry.get_metric("alpha_metric")
+    assert type(alias) is type(canonical)
+    assert (alias.name, canonical.name) == ("alpha_alias", "alpha_metric")
 
 
 def test_a_factory_that_builds_no_metric_is_refused(fake_registry: Registry) -> None:

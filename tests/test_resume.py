@@ -174,22 +174,31 @@ async def test_progress_events() -> None:
 
 
 async def test_rows_stream_before_the_run_ends() -> None:
-    """The first rows arrive while later samples are still being scored."""
+    """The first rows arrive while later samples are still being scored: the last sample is
+    held until the reader has the nine rows before it (a run that gave no row before its end
+    would hold it forever: the bound below fails that run, it is never reached otherwise)."""
+    release = anyio.Event()
 
     @attrs.frozen(kw_only=True)
-    class SlowLast(BaseMetric):
-        registry_name = "slow_last"
+    class HeldLast(BaseMetric):
+        registry_name = "held_last"
+        release: anyio.Event = attrs.field(eq=False)
 
         async def ascore(self, sample: Sample, ctx: ctxeval.RunContext) -> MetricResult:
-            await anyio.sleep(5 if sample.id == "s9" else 0)
+            if sample.id == "s9":
+                await self.release.wait()
             return MetricResult.ok(1.0)
 
     seen = []
-    with anyio.move_on_after(2):
-        async with ctxeval.stream([{"id": f"s{i}"} for i in range(10)], [SlowLast()]) as rows:
+    metric = HeldLast(release=release)
+    with anyio.fail_after(120):
+        async with ctxeval.stream([{"id": f"s{i}"} for i in range(10)], [metric]) as rows:
             async for row in rows:
                 seen.append(row.sample_id)
-    assert seen == [f"s{i}" for i in range(9)]
+                if len(seen) == 9:
+                    assert seen == [f"s{i}" for i in range(9)]  # while s9 is still scored
+                    release.set()
+    assert seen == [f"s{i}" for i in range(10)]
 
 
 async def test_memory_stays_bounded_behind_a_slow_reader() -> None:

@@ -15,6 +15,7 @@ from ctxeval import (
     AuthenticationError,
     BadRequestError,
     CallTimeoutError,
+    ConnectionFailedError,
     Limits,
     MalformedOutputError,
     MetricResult,
@@ -25,6 +26,7 @@ from ctxeval import (
     ServiceError,
     Status,
 )
+from ctxeval._calls.failures import label_of
 from ctxeval._calls.limits import TokenBucket
 from ctxeval._calls.scheduler import Scheduler
 from ctxeval._plugins.base import BaseMetric
@@ -268,6 +270,122 @@ def test_a_429_with_retry_after_waits_that_long() -> None:
     assert row.status is Status.OK
     assert len(times) == 2
     assert times[1] - times[0] == pytest.approx(1.0, abs=0.05)  # never less than asked
+
+
+class Scripted:
+    """A service that answers after ``latency`` (virtual) seconds with the next failure of
+    ``script``; past its end it fails like the script's last item, or hangs when that is
+    None."""
+
+    def __init__(self, latency: float, script: list[BaseException | None]) -> None:
+        self.latency, self.script = latency, script
+        self.calls = 0
+
+    async def __call__(self) -> str:
+        failure = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        if failure is None:
+            await anyio.sleep_forever()
+        await anyio.sleep(self.latency)
+        assert failure is not None
+        raise failure
+
+
+def call_until_deadline(service: Scripted, policy: RetryPolicy) -> CallTimeoutError:
+    """The error ``service`` ends with, called under ``policy`` on the virtual clock."""
+
+    async def scenario() -> CallTimeoutError:
+        scheduler = Scheduler(ctxeval.default_registry(), RunSettings(retry=policy))
+        with pytest.raises(CallTimeoutError) as caught:
+            await scheduler.context().call(service, resource="m")
+        return caught.value
+
+    error: CallTimeoutError = run_on_mock_clock(scenario)
+    return error
+
+
+def http_500() -> ServiceError:
+    return ServiceError("HTTP 500 from m: internal error", status_code=500)
+
+
+def test_a_call_its_deadline_ends_says_the_deadline_and_what_came_before() -> None:
+    """Three 500s (0.15 s each, 0.2 s apart) and no time for a fourth in the 1 s deadline."""
+    policy = RetryPolicy(deadline=1.0, initial_backoff=0.2, max_backoff=0.2, jitter=0.0)
+    service = Scripted(0.15, [http_500()])
+    error = call_until_deadline(service, policy)
+    assert service.calls == 3
+    assert str(error) == (
+        "no answer from m within its 1 s deadline "
+        "(3 attempts: HTTP 500 x3; last: HTTP 500 from m: internal error)"
+    )
+    assert isinstance(error.__cause__, ServiceError)  # the last failure, for the traceback
+
+
+def test_an_attempt_cut_at_the_deadline_does_not_hide_the_failures_before_it() -> None:
+    """The issue's case: three 500s leave 0.01 s of the deadline; the fourth attempt hangs and
+    is cut at that sliver. The message names the 1 s deadline and the 500s, not 0.01 s."""
+    policy = RetryPolicy(deadline=1.0, initial_backoff=0.01, max_backoff=0.01, jitter=0.0)
+    service = Scripted(0.32, [http_500(), http_500(), http_500(), None])
+    error = call_until_deadline(service, policy)
+    assert service.calls == 4
+    assert str(error) == (
+        "no answer from m within its 1 s deadline (4 attempts: HTTP 500 x3, then cut at the "
+        "deadline; last: HTTP 500 from m: internal error)"
+    )
+    assert "0.01" not in str(error)
+
+
+def test_a_first_attempt_cut_at_the_deadline_says_so() -> None:
+    policy = RetryPolicy(deadline=2.0, jitter=0.0)
+    error = call_until_deadline(Scripted(0.0, [None]), policy)
+    assert str(error) == "no answer from m within its 2 s deadline (1 attempt: cut at the deadline)"
+
+
+def test_the_failures_before_the_deadline_are_counted_by_kind() -> None:
+    policy = RetryPolicy(deadline=1.0, initial_backoff=0.05, max_backoff=0.05, jitter=0.0)
+    script: list[BaseException | None] = [
+        http_500(),
+        RateLimitError("HTTP 429 from m", retry_after=0.01),
+        http_500(),
+        ConnectionFailedError("cannot connect to m"),
+        MalformedOutputError("not JSON"),
+        None,
+    ]
+    error = call_until_deadline(Scripted(0.05, script), policy)
+    assert str(error) == (
+        "no answer from m within its 1 s deadline (6 attempts: HTTP 500 x2, HTTP 429 x1, "
+        "connection failed x1, malformed answer x1, then cut at the deadline; last: not JSON)"
+    )
+
+
+def test_a_call_that_runs_out_of_attempts_keeps_its_last_error() -> None:
+    """max_attempts, not the deadline, ended it: the last failure is raised as it was."""
+    policy = RetryPolicy(max_attempts=2, deadline=100.0, initial_backoff=0.01, jitter=0.0)
+
+    async def scenario() -> None:
+        scheduler = Scheduler(ctxeval.default_registry(), RunSettings(retry=policy))
+        with pytest.raises(ServiceError, match=r"^HTTP 500 from m: internal error$"):
+            await scheduler.context().call(Scripted(0.1, [http_500()]), resource="m")
+
+    run_on_mock_clock(scenario)
+
+
+@pytest.mark.parametrize(
+    ("error", "label"),
+    [
+        (ServiceError("down", status_code=503), "HTTP 503"),
+        (RateLimitError("slow down"), "HTTP 429"),
+        (HTTPLikeError(500), "HTTP 500"),
+        (CallTimeoutError("late"), "timeout"),
+        (TimeoutError(), "timeout"),
+        (ConnectionFailedError("refused"), "connection failed"),
+        (MalformedOutputError("not JSON"), "malformed answer"),
+        (ServiceError("connection reset"), "ServiceError"),
+        (ValueError("a bug"), "ValueError"),
+    ],
+)
+def test_failures_are_labelled_in_a_few_words(error: BaseException, label: str) -> None:
+    assert label_of(error) == label
 
 
 class CappedService:

@@ -150,7 +150,7 @@ def test_the_command_line_reads_trec_files(trec: tuple, tmp_path: Path) -> None:
         ("1 0 d1\n", "1 Q0 d1 1 1.0 r\n", "qrels.txt:1: expected 4 columns"),
         ("1 0 d1 high\n", "1 Q0 d1 1 1.0 r\n", "qrels.txt:1: relevance 'high' is not an integer"),
         ("1 0 d1 1\n", "1 Q0 d1 1 1.0\n", "run.txt:1: expected 6 columns"),
-        ("1 0 d1 1\n", "1 Q0 d1 1 x r\n", "run.txt:1: score 'x' is not a number"),
+        ("1 0 d1 1\n", "1 Q0 d1 1 x r\n", "run.txt:1: score 'x' is not a finite number"),
         ("1 0 d1 1\n", "# c\n1 Q0 d1 1 1 r\n1 Q0 d1 2 0.5 r\n",
          "run.txt:3: document 'd1' is listed twice"),
     ],

@@ -30,7 +30,7 @@ from fakes.openai_server import FakeOpenAI
 from llm_judge import prompt_name, user_text
 
 FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.02, jitter=0.0)
-PRECISION = "llm_context_precision_with_reference"
+PRECISION = "context_precision"  # rows carry the name as written (an alias here)
 
 
 def _contexts(request: dict[str, Any]) -> list[str]:
@@ -232,7 +232,7 @@ def test_labels_for_a_metric_the_run_does_not_score_stop_it_before_any_call(
     server: FakeOpenAI,
 ) -> None:
     labels = Labels.from_records([{"sample_id": "s0", "metric": "context_recall", "labels": [1]}])
-    with pytest.raises(ConfigError, match="does not score; it scores: llm_context_precision"):
+    with pytest.raises(ConfigError, match="does not score; it scores: context_precision"):
         ctxeval.evaluate(pool(2, 2, 0.5), ["context_precision"], llm=judge(server), labels=labels)
     assert server.count == 0
 
@@ -395,7 +395,7 @@ def test_recall_repeats_judge_the_statements_the_first_judgement_split(server: F
     labels = Labels.from_records(
         [{"sample_id": "s0", "metric": "context_recall", "labels": [1, 0]}]
     )
-    agreement = ev.with_labels(labels).trust()["llm_context_recall"].agreement
+    agreement = ev.with_labels(labels).trust()["context_recall"].agreement
     assert agreement is not None
     assert (agreement.tp, agreement.fp) == (1, 1)
 
@@ -544,7 +544,14 @@ def test_a_metric_with_its_own_llm_settings_object_is_judged(server: FakeOpenAI)
     provenance = ev.results[0].details["provenance"]
     assert provenance["ctxeval"] == ctxeval.__version__
     assert provenance["judges"] == [
-        {"model": "openai/judge", "endpoint": server.url, "prompts": ["usefulness@1"]}
+        {
+            "model": "openai/judge",
+            "endpoint": server.url,
+            "prompts": ["usefulness@1"],
+            "temperature": 0.0,
+            "max_tokens": 1024,
+            "output_mode": "json_schema",
+        }
     ]
 
 

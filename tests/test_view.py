@@ -101,7 +101,7 @@ def pair_url(runs: tuple[Path, Path]) -> Iterator[str]:
 
 def get(url: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> Any:
     request = urllib.request.Request(url, method=method, headers=headers or {})
-    with urllib.request.urlopen(request, timeout=30) as answer:
+    with urllib.request.urlopen(request, timeout=60) as answer:
         return json.loads(answer.read())
 
 
@@ -262,7 +262,7 @@ def test_the_server_only_reads(url: str, runs: tuple[Path, Path]) -> None:
     before = (index.stat().st_mtime_ns, index.stat().st_size)
     get(url + "api/samples?q=topic1&sort=desc")
     assert (index.stat().st_mtime_ns, index.stat().st_size) == before
-    page = urllib.request.urlopen(url, timeout=30)
+    page = urllib.request.urlopen(url, timeout=60)
     assert "default-src 'none'" in page.headers["Content-Security-Policy"]
     html = page.read().decode("utf-8")
     assert "q007" not in html
@@ -327,6 +327,7 @@ def test_the_command_prints_its_address_first_and_stops_on_ctrl_c(
     process = subprocess.Popen(
         [sys.executable, "-m", "ctxeval", "view", str(moved)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not an inherited SIG_IGN
     )  # fmt: skip
     try:
         assert process.stdout is not None
@@ -342,7 +343,12 @@ def test_the_command_prints_its_address_first_and_stops_on_ctrl_c(
         assert sample["rows"][RECALL]["status"] == "ok"
     finally:
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        try:
+            _, err = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()  # never a server left behind by a failed test
+            process.communicate()
+            raise
     assert process.returncode in (0, 130)
     assert "Traceback" not in err
     assert "was not found" in err

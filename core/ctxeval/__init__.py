@@ -8,8 +8,10 @@ The public surface, all importable from ``ctxeval``:
 * running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
   :class:`Evaluation`, and the run's settings :class:`RunSettings` (with :class:`Limits`,
   :class:`RetryPolicy`) and its :class:`Progress` events;
-* results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`;
-  a run folder written as the rows come, in constant memory: :class:`RunFolder`;
+* results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`
+  (a run's :class:`Summary` of them prints as a table); a run folder written as the rows come,
+  in constant memory: :class:`RunFolder` (``Evaluation.write(folder)`` writes one), and the
+  report written again from a run folder or its ``results.jsonl``: :func:`write_report`;
 * the judge: people's :class:`Labels` (``evaluate(..., labels=)``) and what
   ``Evaluation.trust()`` says of each judge, a :class:`JudgeTrust` (:mod:`ctxeval._judge.trust`);
 * plugins: the protocols :class:`Metric`, :class:`Extractor`, :class:`Matcher`,
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from ctxeval._judge.labels import Labels
     from ctxeval._judge.trust import JudgeTrust
     from ctxeval._output.folder import RunFolder
+    from ctxeval._output.rebuild import write_report
     from ctxeval._plugins.protocols import (
         BatchMetric,
         DeterministicMetric,
@@ -77,7 +80,7 @@ if TYPE_CHECKING:
         Verdict,
     )
     from ctxeval._plugins.registry import PluginInfo, Registry, default_registry
-    from ctxeval._results.evaluation import Evaluation, MetricSummary
+    from ctxeval._results.evaluation import Evaluation, MetricSummary, Summary
     from ctxeval._results.results import MetricResult, Status, Usage
     from ctxeval._run.api import aevaluate, evaluate, get_metric, plugins, stream
     from ctxeval._run.progress import Progress
@@ -108,6 +111,7 @@ _LAZY: dict[str, str] = {
     "Sample": "ctxeval._data.sample",
     "SampleStream": "ctxeval._data.loading",
     "Status": "ctxeval._results.results",
+    "Summary": "ctxeval._results.evaluation",
     "Unit": "ctxeval._plugins.protocols",
     "Usage": "ctxeval._results.results",
     "Verdict": "ctxeval._plugins.protocols",
@@ -120,6 +124,7 @@ _LAZY: dict[str, str] = {
     "plugins": "ctxeval._run.api",
     "policy": "ctxeval.policy",
     "stream": "ctxeval._run.api",
+    "write_report": "ctxeval._output.rebuild",
 }
 """Each public name (not an error class) and the module it is imported from when first used."""
 
@@ -184,6 +189,7 @@ __all__ = [
     "SampleStream",
     "ServiceError",
     "Status",
+    "Summary",
     "TransientCallError",
     "Unit",
     "UnknownNameError",
@@ -200,4 +206,5 @@ __all__ = [
     "plugins",
     "policy",
     "stream",
+    "write_report",
 ]

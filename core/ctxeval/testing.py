@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxeval._output.gates import Gate
+from ctxeval._plugins.metric_names import resolve_metric_name
 from ctxeval._results.evaluation import Evaluation
 
 __all__ = ["assert_metric", "ctxeval_assert"]
@@ -36,15 +37,17 @@ def _short(value: Any, limit: int = 160) -> str:
 def assert_metric(
     evaluation: Evaluation, metric: str, *, at_least: float, on: str = "mean"
 ) -> None:
-    """Fail (``AssertionError``) unless ``metric`` reaches ``at_least`` on its ``mean`` or on
+    """Fail (``AssertionError``) unless ``metric`` (its row name, or any name ``-m`` takes
+    for it: an alias, an IR name in any case) reaches ``at_least`` on its ``mean`` or on
     the lower bound of its 95% CI (``on="ci-low"``).
 
     Raises:
         AssertionError: with the metric's summary and its worst samples.
         ConfigError: ``metric`` is not in ``evaluation``, or a bad threshold or basis.
     """
+    __tracebackhide__ = True  # a failing gate shows the test's line, not ctxeval's source
+    metric = resolve_metric_name(metric, evaluation.metrics)
     gate = Gate(metric=metric, threshold=at_least, on=on)  # type: ignore[arg-type]
-    evaluation._check_metric(metric)
     summary = evaluation.summary()[metric]
     verdict = gate.check(summary)
     if verdict.passed:

@@ -4,7 +4,7 @@ Registered through the ``ctxeval.metrics`` and ``ctxeval.matchers`` entry points
 ``ctxeval`` distribution, exactly as a third-party plugin would be.
 
 Metrics (see :mod:`ctxeval_ids.metrics`): ``id_based_context_precision``,
-``id_based_context_recall`` (the seeds' set metrics) and the ranked metrics
-``id_precision_at_k``, ``id_recall_at_k``, ``id_hit_rate_at_k``, ``id_mrr``,
+``id_based_context_recall`` (set metrics, rank ignored, as ragas defines them) and the ranked
+metrics ``id_precision_at_k``, ``id_recall_at_k``, ``id_hit_rate_at_k``, ``id_mrr``,
 ``id_average_precision`` and ``id_ndcg_at_k``, computed as trec_eval computes them.
 """

@@ -22,11 +22,23 @@ metric                         formula                                judges    
 ``id_r_precision``             ``RPrecision`` (``Rprec``)             top R       0.0
 ``id_f1_at_k``                 ``F1AtK`` (ranx ``f1@k``)              top k       0.0
 ``id_bpref``                   ``BPref`` (``bpref``)                  retrieved   0.0
+``id_judged_at_k``             ``JudgedAtK``: judged IDs in the top   top k       undefined
+                               k / IDs in the top k (ir_measures
+                               ``Judged@k``)
 =============================  =====================================  ==========  ==========
 
-An empty reference makes every one of them ``undefined`` (nothing is relevant). Note that
+An empty reference makes every one of them ``undefined`` (nothing is relevant), and so does a
+reference that judges every document not relevant (each grade below ``relevance_level``), with
+a reason that says so (``id_judged_at_k`` aside: such documents are judged). Note that
 ``id_average_precision`` divides by the number of *reference* IDs, as trec_eval does, while
-the seeds' context precision divides by the relevant items *retrieved*.
+ragas's context precision (``Precision`` over ranks, the ``AveragePrecision`` formula) divides
+by the relevant items *retrieved*.
+
+``id_judged_at_k`` measures the judgements, not the retriever: the share of the top k
+retrieved IDs that the reference judges at all, whatever the grade (0, judged not relevant,
+counts; a negative grade, in the pool but not judged, does not, as trec_eval reads qrels). With
+a plain list of reference IDs, the listed ones are the judged ones. A low value says the other
+measures rest on few judgements (unjudged documents count as not relevant).
 """
 
 from __future__ import annotations
@@ -40,8 +52,10 @@ from ctxeval.plugin import (
     DeterministicPipelineMetric,
     Items,
     Judgement,
+    MetricResult,
     Pipeline,
     Sample,
+    Status,
     policy,
     validators,
 )
@@ -57,11 +71,13 @@ __all__ = [
     "IDBasedContextRecall",
     "IDF1AtK",
     "IDHitRateAtK",
+    "IDJudgedAtK",
     "IDNDCGAtK",
     "IDPrecisionAtK",
     "IDRPrecision",
     "IDRecallAtK",
     "IDReciprocalRankAtK",
+    "JudgedAtK",
 ]
 
 
@@ -114,6 +130,38 @@ class _IDMetric(DeterministicPipelineMetric):
         """The least grade of the reference IDs the matcher sees: a graded formula takes
         every grade above 0 (nDCG's gains), the others the relevance level."""
         return 1 if formula.graded else self.relevance_level
+
+    def score(self, sample: Sample) -> MetricResult:
+        """The row, with an ``undefined`` row's reason saying so when the reference does judge
+        documents, but none as relevant (not "there are no reference context IDs")."""
+        row = super().score(sample)
+        if row.status is Status.UNDEFINED:
+            why = self.none_relevant(sample)
+            if why is not None:
+                return MetricResult.undefined(why, details=row.details or None, usage=row.usage)
+        return row
+
+    def none_relevant(self, sample: Sample) -> str | None:
+        """Why ``sample`` has nothing to recall when its reference names documents but none
+        reaches :attr:`relevance_level`; None when it names none or some are relevant."""
+        judged = sample.reference_context_ids
+        if not judged:
+            return None
+        level = self.relevance_level
+        grades = getattr(judged, "grades", None)  # GradedIDs; a plain list is grade 1
+        if grades is None:
+            if level <= 1:
+                return None
+            return (
+                "nothing to recall: the reference IDs carry no grades, so each counts as "
+                f"grade 1, below relevance_level {level}"
+            )
+        if any(grade >= level for grade in grades):
+            return None
+        return (
+            "nothing to recall: the reference judges every document not relevant "
+            f"(grade below relevance_level {level})"
+        )
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return {}
@@ -214,7 +262,8 @@ def _split_of(reference_ids: Sequence[str], retrieved: Sequence[str]) -> dict[st
 
 @attrs.frozen(kw_only=True)
 class IDBasedContextPrecision(_IDMetric):
-    """Share of the retrieved IDs that are in the reference (the seeds' ID-based precision)."""
+    """Share of the retrieved IDs that are in the reference: relevant retrieved IDs / retrieved
+    IDs, rank ignored (ragas's IDBasedContextPrecision)."""
 
     registry_name = "id_based_context_precision"
 
@@ -226,7 +275,8 @@ class IDBasedContextPrecision(_IDMetric):
 
 @attrs.frozen(kw_only=True)
 class IDBasedContextRecall(_IDMetric):
-    """Share of the reference IDs that were retrieved (the seeds' ID-based recall)."""
+    """Share of the reference IDs that were retrieved: relevant IDs retrieved / relevant IDs
+    (ragas's IDBasedContextRecall)."""
 
     registry_name = "id_based_context_recall"
 
@@ -291,7 +341,8 @@ class IDHitRateAtK(_AtK):
 
 @attrs.frozen(kw_only=True)
 class IDNDCGAtK(_AtK):
-    """Normalised DCG at k with binary gain, as trec_eval's ``ndcg_cut_k`` computes it."""
+    """Normalised DCG at k, the reference's grades as gains (1 for a plain list), as
+    trec_eval's ``ndcg_cut_k`` computes it."""
 
     registry_name = "id_ndcg_at_k"
 
@@ -363,3 +414,53 @@ class IDBPref(_IDMetric):
 
     def reference_level(self, formula: policy.Formula) -> int:
         return 0  # every judged document: bpref counts the non-relevant ones too
+
+
+@attrs.frozen(kw_only=True)
+class JudgedAtK(policy.Formula):
+    """Judged items in the top k / items in the top k (``min(k, retrieved)``), as
+    ir_measures' ``Judged@k`` computes it; ``undefined`` when nothing is retrieved. Each
+    verdict says whether a retrieved item is among the judged ones (the reference side)."""
+
+    undefined_when_nothing_retrieved: ClassVar[bool] = True
+    k: int = attrs.field(default=10, validator=validators.positive_int)
+    """The cut-off rank."""
+
+    @property
+    def depth(self) -> int | None:
+        return self.k
+
+    def value(self, flags: Sequence[bool], n_reference: int) -> float:
+        top = flags[: self.k]
+        return sum(top) / len(top) if top else 0.0  # (nothing retrieved is undefined first)
+
+    def evidence(self, flags: Sequence[bool]) -> dict[str, Any]:
+        return {"k": self.k, "judged_ranks": policy.relevant_ranks(flags[: self.k])}
+
+
+@attrs.frozen(kw_only=True)
+class IDJudgedAtK(_AtK):
+    """Share of the top k retrieved IDs that the reference judges, whatever the grade
+    (ir_measures ``Judged@k``): judged IDs in the top k / IDs in the top k. Grade 0 (judged
+    not relevant) counts as judged; a negative grade (in the pool, not judged) does not.
+    With a plain list of reference IDs, the listed ones are the judged ones."""
+
+    registry_name = "id_judged_at_k"
+    formula_type = JudgedAtK
+
+    relevance_level: int = attrs.field(default=1, init=False)
+    """(Not an option: every grade from 0 counts as judged.)"""
+
+    def reference_level(self, formula: policy.Formula) -> int:
+        return 0  # every judged document, those judged not relevant too
+
+    def none_relevant(self, sample: Sample) -> str | None:
+        """Why ``sample`` is ``undefined`` when its reference judges no document (rather than
+        "nothing to recall"); None when it judges some (then nothing was retrieved)."""
+        judged = sample.reference_context_ids
+        if not judged:
+            return "no judgements: there are no reference context IDs, so none can be judged"
+        grades = getattr(judged, "grades", None)
+        if grades is None or any(grade >= 0 for grade in grades):
+            return None
+        return "no judgements: every reference ID has a negative grade (in the pool, not judged)"

@@ -1,24 +1,42 @@
 """Ask the LLM one prompt: cache, scheduler, transport, parsing, validation, usage and cost.
 
-Structured output: the answer's JSON schema goes as ``response_format`` (``json_schema``).
-A server that rejects it (400/422 naming ``response_format`` or ``json_schema``, or a 500 naming
-``response_format``, as some llama.cpp builds answer) gets JSON mode
-with the schema in the prompt instead, and one that rejects JSON mode too gets the schema in
-the prompt only; each step is taken once per run and endpoint, logged once, and the answer is
-validated strictly against the schema whatever the mode.
+Structured output adapts to the endpoint, once per run (:class:`OutputMode`): the answer's
+JSON schema goes as ``response_format`` ``json_schema``; a server that refuses it (a 400/422
+naming ``response_format`` or ``json_schema``, or a 500 naming ``response_format``, as
+llama-cpp-python answers) gets, step by step, JSON mode with the schema given in
+``response_format`` (llama-cpp-python enforces it by grammar), plain JSON mode, the server's
+own constrained-decoding fields (vLLM ``guided_json``, llama.cpp ``json_schema``), and at last
+the schema in the prompt only. Until one mode has been answered, one request at a time probes
+the endpoint (the others wait, outside their time budget), so a refusal steps down once, not
+once per concurrent request; a refusal of a mode already left behind is not a step. The mode in
+use is in each row's provenance (``output_mode``). Whatever the mode, the schema is also
+written in the prompt from the second step on, and the answer is validated strictly.
+
+Requests to a local server that says how many it computes at once (llama.cpp's slots,
+llama-cpp-python's one at a time; :mod:`ctxeval_llm.slots`) are held to that number here,
+outside their time budget, so that a queue on the server does not eat their timeout.
+
+A malformed answer is asked again with a repair turn (the answer and what was wrong with it),
+never as the identical request; an answer cut at ``max_tokens`` (``finish_reason: length``)
+is asked again once with twice the budget, then fails its row saying so.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any, Literal
 
+import anyio
 import attrs
 
 from ctxeval.plugin import (
     BadRequestError,
     CallError,
+    Completion,
+    FatalCallError,
     MalformedOutputError,
     RepeatedJudgement,
     RunContext,
@@ -33,52 +51,130 @@ from .config import LLMConfig, resolve_llm
 from .openai_http import OpenAITransport
 from .parsing import parse_json, redact
 from .prompts import Prompt
+from .slots import server_slots
 from .transport import transport_for
 
-__all__ = ["LLMClient", "OutputMode", "ask", "client_for"]
+__all__ = ["LLMClient", "OutputMode", "ask", "client_for", "output_mode"]
 
 logger = logging.getLogger(__name__)
 
-Mode = Literal["json_schema", "json_object", "prompt"]
-_NEXT: dict[Mode, Mode] = {"json_schema": "json_object", "json_object": "prompt"}
-_REJECTION_WORDS = ("response_format", "json_schema", "json_object", "structured output")
+Mode = Literal["json_schema", "json_object_schema", "json_object", "guided", "prompt"]
+_NEXT: dict[Mode, Mode] = {
+    "json_schema": "json_object_schema",
+    "json_object_schema": "json_object",
+    "json_object": "guided",
+    "guided": "prompt",
+}
+_DESCRIBED: dict[Mode, str] = {
+    "json_schema": "response_format json_schema",
+    "json_object_schema": "JSON mode with the schema in response_format",
+    "json_object": "JSON mode with the schema in the prompt",
+    "guided": "the server's constrained-decoding fields (guided_json, json_schema)",
+    "prompt": "the schema in the prompt only",
+}
+_REJECTION_WORDS = (
+    "response_format", "json_schema", "json_object", "structured output", "guided_json",
+    "schema", "extra", "unrecognized", "unexpected", "not permitted", "unknown field",
+)  # fmt: skip
+_REPAIR_SHOWN = 2000
+"""The characters of a malformed answer quoted back in a repair turn."""
 
 
 class OutputMode:
-    """How a run asks one endpoint for structured output (shared by every request to it)."""
+    """How a run asks one endpoint for structured output (shared by every request to it).
+
+    Until a request in the current mode has been answered (:attr:`confirmed`), requests go
+    one at a time (:meth:`turn`): the first is the probe, and a refusal steps down once.
+    """
 
     def __init__(self, config: LLMConfig) -> None:
         self.mode: Mode = "json_schema" if config.json_schema else "prompt"
+        self.confirmed = self.mode == "prompt"  # nothing to refuse
+        self.refusals = 0
+        """Requests refused for their output mode (one per step taken, when probed)."""
+        self.secrets: tuple[str, ...] = _secrets(config)
+        """The keys no answer may carry into a file (redacted before anything is stored)."""
+        self.served: str | None = None
+        """The model the endpoint last said answered (a local server names its file)."""
+        self._probe = anyio.Lock()
 
-    def step_down(self, exc: CallError, resource: str) -> bool:
-        """After ``exc``: whether it rejected the output mode, which is then stepped down."""
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """While no mode is confirmed, hold the probe: one request at a time."""
+        if not self.confirmed:
+            await self._probe.acquire()
+            if not self.confirmed:
+                try:
+                    yield  # the probe: alone until its answer confirms the mode
+                finally:
+                    self._probe.release()
+                return
+            self._probe.release()  # confirmed while this one waited: go on with the others
+        yield
+
+    def answered(self, mode: Mode) -> None:
+        """A request in ``mode`` got an answer: the mode is the endpoint's."""
+        if mode == self.mode:
+            self.confirmed = True
+
+    def refused(self, exc: CallError, mode: Mode, resource: str) -> bool:
+        """After ``exc`` for a request sent in ``mode``: whether it refused the output mode.
+        The mode steps down when ``mode`` is the current one (a refusal of a mode already left
+        behind only asks to send again)."""
         text = str(exc).lower()
         words = _REJECTION_WORDS if isinstance(exc, BadRequestError) else ("response_format",)
-        if self.mode not in _NEXT or not any(word in text for word in words):
+        if mode not in _NEXT or not any(word in text for word in words):
             return False  # (some llama.cpp builds refuse json_schema with a 500)
-        old, self.mode = self.mode, _NEXT[self.mode]
+        self.refusals += 1
+        if mode != self.mode:
+            return True
+        self.mode = _NEXT[mode]
         logger.warning(
-            "%s rejected response_format %s (%s); using %s for the rest of the run",
-            resource, old, exc, "JSON mode with the schema in the prompt"
-            if self.mode == "json_object" else "the schema in the prompt only",
+            "%s refused %s (%s); using %s for the rest of the run",
+            resource, _DESCRIBED[mode], exc, _DESCRIBED[self.mode],
         )  # fmt: skip
         return True
 
 
 def request_body(
-    config: LLMConfig, prompt: Prompt, variables: Mapping[str, Any], mode: Mode
+    config: LLMConfig,
+    prompt: Prompt,
+    variables: Mapping[str, Any],
+    mode: Mode,
+    *,
+    repair: tuple[str, str] | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """The chat-completion request body for ``prompt`` filled with ``variables``."""
+    """The chat-completion request body for ``prompt`` filled with ``variables``, in output
+    ``mode``; ``repair``: a malformed answer and what was wrong with it, asked about again."""
+    messages = prompt.messages(variables, schema_in_prompt=mode != "json_schema")
+    if repair is not None:
+        answer, problem = repair
+        messages = [
+            *messages,
+            {"role": "assistant", "content": answer[:_REPAIR_SHOWN]},
+            {
+                "role": "user",
+                "content": f"That answer cannot be used: {problem}. Answer again with only "
+                "the JSON object the instructions ask for, following the schema exactly.",
+            },
+        ]
     body: dict[str, Any] = {
         "model": config.wire_model,
-        "messages": prompt.messages(variables, schema_in_prompt=mode != "json_schema"),
+        "messages": messages,
         "temperature": config.temperature,
-        "max_tokens": config.max_tokens,
+        "max_tokens": max_tokens or config.max_tokens,
     }
+    schema = dict(prompt.schema)
     if mode == "json_schema":
         body["response_format"] = prompt.response_format()
+    elif mode == "json_object_schema":
+        body["response_format"] = {"type": "json_object", "schema": schema}
     elif mode == "json_object":
         body["response_format"] = {"type": "json_object"}
+    elif mode == "guided":
+        body["guided_json"] = schema  # vLLM
+        body["json_schema"] = schema  # llama.cpp's server
     body.update(config.extra)
     return body
 
@@ -132,8 +228,9 @@ class LLMClient:
                 parts["repeat"] = repeat
             key = cache_key(**parts)
             hit = cache.get(key)
-            if hit is not None:
-                ctx.add_usage(Usage(cache_hits=1))
+            if hit is not None:  # free; but a run whose price is unknown stays "unknown"
+                free = 0.0 if config.price() is not None else None
+                ctx.add_usage(Usage(cache_hits=1, cost_usd=free))
                 return prompt.check(hit, expect)
         transport = await transport_for(config, ctx)
         if config.batch and isinstance(transport, OpenAITransport):
@@ -144,40 +241,48 @@ class LLMClient:
                 if cache is not None and key is not None:
                     cache.set(key, raw)
                 return answer
-        output = ctx.shared(
-            f"ctxeval_llm.output_mode:{config.resource}", lambda: OutputMode(config)
-        )
+        output = output_mode(ctx, config)
         estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
+        again = _Again()
 
         async def attempt() -> Any:
             while True:
-                request = request_body(config, prompt, variables, output.mode)
+                mode = output.mode
+                request = request_body(
+                    config, prompt, variables, mode, repair=again.repair, max_tokens=again.budget
+                )
                 try:
                     completion = await transport.complete(ctx, request)
                 except (BadRequestError, ServiceError) as exc:
-                    if output.step_down(exc, config.resource):
+                    if output.refused(exc, mode, config.resource):
                         ctx.add_usage(Usage(requests=1))  # the refused request was sent too
                         continue
                     raise
+                output.answered(mode)
+                output.served = completion.model or output.served
                 break
-            ctx.add_usage(
-                Usage(
-                    prompt_tokens=completion.prompt_tokens,
-                    completion_tokens=completion.completion_tokens,
-                    cost_usd=_cost(config, completion.prompt_tokens, completion.completion_tokens),
-                )
-            )
+            ctx.add_usage(_usage_of(config, completion))
+            content = completion.content
+            if any(secret in content for secret in output.secrets) or "sk-" in content:
+                content = redact(content, *output.secrets)  # a judge that echoes a key
             try:
-                raw = parse_json(completion.content)
+                raw = parse_json(content)
                 return raw, prompt.check(raw, expect)
             except MalformedOutputError as exc:  # it may quote the answer: no secret in it
-                raise MalformedOutputError(
-                    redact(str(exc), config.api_key, config.openai_key())
-                ) from None
+                problem = redact(str(exc), config.api_key, config.openai_key())
+                if completion.finish_reason == "length":
+                    again.cut(config.max_tokens, problem)
+                else:
+                    again.repair = (content, problem)
+                raise MalformedOutputError(problem) from None
 
-        raw, answer = await ctx.call(
-            attempt, resource=config.resource, tokens=estimate, timeout=config.timeout
-        )
+        slots = server_slots(ctx, config.endpoint)
+        key_ = config.api_key or config.openai_key()
+        limiter = await slots.limiter({"Authorization": f"Bearer {key_}"} if key_ else None)
+        async with output.turn(), limiter or nullcontext():  # waits here are not timed
+            raw, answer = await ctx.call(
+                attempt, resource=config.resource, tokens=estimate, timeout=config.timeout
+            )
         if cache is not None and key is not None:
             cache.set(key, raw)  # the answer as the model gave it; checked again when read
         return answer
@@ -216,6 +321,68 @@ class LLMClient:
             )
         )
         return raw, answer
+
+
+MAX_TOKENS_SAID = 10_000_000
+"""The most tokens one answer's usage is believed to count; more (``1e300``) is not usage."""
+
+
+def _usage_of(config: LLMConfig, completion: Completion) -> Usage:
+    """The usage an answer reports, priced; token counts that cannot be true (negative, beyond
+    :data:`MAX_TOKENS_SAID`) are not taken: no tokens, and the cost unknown."""
+    said = (completion.prompt_tokens, completion.completion_tokens)
+    if not all(isinstance(n, int) and 0 <= n <= MAX_TOKENS_SAID for n in said):
+        logger.warning(
+            "%s reported usage that cannot be true (prompt_tokens %.20s, completion_tokens "
+            "%.20s): not counted, the cost of the answer unknown",
+            config.resource, said[0], said[1],
+        )  # fmt: skip
+        return Usage(cost_usd=None)
+    return Usage(
+        prompt_tokens=said[0],
+        completion_tokens=said[1],
+        cost_usd=_cost(config, said[0], said[1]),
+    )
+
+
+_SECRET_NAMES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET")
+
+
+def _secrets(config: LLMConfig) -> tuple[str, ...]:
+    """The configured key and every provider key in the environment (``*_API_KEY``,
+    ``*_TOKEN``...) long enough to be one."""
+    found = {config.api_key or "", config.openai_key() or ""}
+    found.update(v for k, v in os.environ.items() if k.upper().endswith(_SECRET_NAMES))
+    return tuple(sorted(s for s in found if len(s) >= 8))
+
+
+def output_mode(ctx: RunContext, config: LLMConfig) -> OutputMode:
+    """The run's :class:`OutputMode` for ``config``'s endpoint."""
+    mode: OutputMode = ctx.shared(
+        f"ctxeval_llm.output_mode:{config.resource}", lambda: OutputMode(config)
+    )
+    return mode
+
+
+class _Again:
+    """How one prompt's next attempt differs from the last, after a malformed answer: a repair
+    turn quoting it, or (after an answer cut at ``max_tokens``) twice the budget."""
+
+    __slots__ = ("budget", "repair")
+
+    def __init__(self) -> None:
+        self.repair: tuple[str, str] | None = None
+        self.budget: int | None = None
+
+    def cut(self, max_tokens: int, problem: str) -> None:
+        """The answer stopped at the token budget: double it once, then give up."""
+        if self.budget is not None:
+            raise FatalCallError(
+                f"the answer was cut at max_tokens ({self.budget}) again (finish_reason "
+                f"'length'; first at {max_tokens}): {problem}; raise max_tokens (a run file's "
+                "max_tokens, or LLMConfig(max_tokens=...))"
+            )
+        self.budget = 2 * max_tokens
 
 
 def _cost(config: LLMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -47,6 +48,30 @@ def _no_secret(value: object) -> str:
     return "None" if value is None else "'***'"
 
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _to_headers(value: Any) -> Any:
+    """``extra_headers`` as a dict of str to str (None: no header)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ConfigError(
+            "extra_headers must be a mapping of header names to str values, e.g. "
+            f"{{'X-Route': 'blue'}}; got {type(value).__name__}"
+        )
+    for name, text in value.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ConfigError(f"extra_headers: {name!r} is not a valid HTTP header name")
+        if not (text.isascii() and text.isprintable()):  # (no CR, no LF: one header each)
+            raise ConfigError(
+                f"extra_headers: the value of {name!r} must be printable ASCII on one line"
+            )
+    return dict(value)
+
+
 @attrs.frozen(kw_only=True)
 class LLMConfig:
     """The LLM a run's judges and extractors call.
@@ -83,6 +108,11 @@ class LLMConfig:
         batch_max_bytes: bytes per batch file at most (OpenAI: 200 MB; default 190 MiB).
         extra: more keyword arguments for ``litellm.acompletion`` (and request fields for the
             ``openai`` transport).
+        extra_headers: more HTTP headers for every request (a gateway's routing or tenant
+            header, say): sent by the ``openai`` transport (over the key's ``Authorization``
+            when they name it too), given to litellm as ``extra_headers``, and to a
+            ``completion`` callable in its request dict as ``extra_headers``. Never shown in
+            reprs, logs, results or the cache key.
         completion: a bring-your-own async callable replacing the transport: it receives the
             request dict (``model``, ``messages``, ``temperature``, ...) and returns the answer
             text, or a dict with ``content`` and optional ``prompt_tokens`` /
@@ -117,6 +147,7 @@ class LLMConfig:
     batch_max_requests: int = attrs.field(default=50_000, validator=validators.positive_int)
     batch_max_bytes: int = attrs.field(default=190 * 1024 * 1024, validator=validators.positive_int)
     extra: Mapping[str, Any] = attrs.field(factory=dict)
+    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_to_headers, repr=False)
     completion: Callable[[dict[str, Any]], Awaitable[Any]] | None = attrs.field(
         default=None, repr=False, eq=False
     )

@@ -9,10 +9,13 @@ whether the provider's key is set, so a run that cannot succeed stops before sen
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from ctxeval.plugin import (
     Completion,
@@ -27,6 +30,7 @@ from ctxeval.plugin import (
 from .config import LLMConfig
 from .errors import as_call_error
 from .parsing import redact
+from .slots import is_local
 
 __all__ = ["LLM_EXTRA", "LitellmTransport", "import_litellm"]
 
@@ -58,7 +62,8 @@ class LitellmTransport:
 
     @staticmethod
     def shared_key(config: LLMConfig) -> str:
-        return f"ctxeval_llm.litellm:{config.resource}"
+        headers = orjson.dumps(sorted(config.extra_headers.items()))
+        return f"ctxeval_llm.litellm:{config.resource}:{hashlib.sha256(headers).hexdigest()[:12]}"
 
     async def ready(self, ctx: RunContext) -> None:
         """Import litellm and check the model's provider and key (before any request)."""
@@ -79,8 +84,8 @@ class LitellmTransport:
                 "'ollama/llama3.1', 'openai/<name>' with api_base for an OpenAI-compatible "
                 f"server); see https://docs.litellm.ai/docs/providers ({type(exc).__name__})"
             ) from None
-        if config.api_key:
-            return
+        if config.api_key or (config.api_base and is_local(config.api_base)):
+            return  # (a server on this machine or the local network needs no key)
         try:
             found = litellm.validate_environment(model=config.model, api_base=config.api_base)
         except Exception:  # litellm could not tell: let the first request say
@@ -104,6 +109,13 @@ class LitellmTransport:
             arguments["api_base"] = config.api_base
         if config.api_key:
             arguments["api_key"] = config.api_key
+        elif config.api_base and is_local(config.api_base):
+            arguments["api_key"] = "none"  # litellm's openai route wants one; a local server not
+        if config.extra_headers:
+            arguments["extra_headers"] = {
+                **(arguments.get("extra_headers") or {}),
+                **config.extra_headers,
+            }
         arguments.setdefault("max_retries", 0)
         arguments.setdefault("num_retries", 0)
         try:
@@ -119,10 +131,14 @@ class LitellmTransport:
             ) from None
         if not isinstance(content, str):
             raise MalformedOutputError("the model's answer has no text content")
+        finish = getattr(response.choices[0], "finish_reason", None)
+        served = getattr(response, "model", None)
         return Completion(
             content,
             int(getattr(usage, "prompt_tokens", 0) or 0),
             int(getattr(usage, "completion_tokens", 0) or 0),
+            finish if isinstance(finish, str) else None,
+            served if isinstance(served, str) else None,
         )
 
     async def aclose(self) -> None:

@@ -1,16 +1,20 @@
-"""The ``openai`` transport: chat completions to an OpenAI-compatible endpoint, on httpx.
+"""The ``openai`` transport: chat completions to an OpenAI-compatible endpoint.
 
-One :class:`httpx.AsyncClient` per run and endpoint, made on first use and closed when the run
-ends:
+One HTTP client per run and endpoint (:mod:`ctxeval_llm.http_clients`), made on the run's
+event loop at the first request and closed when the run ends: aiohttp on asyncio, httpx on
+trio (and for HTTP/2, or a proxy other than ``http://``). Either way:
 
 * connection pool sized to the resource's ``max_concurrency`` (keep-alive, reused across
-  requests), optional HTTP/2 (``LLMConfig(http2=True)``, needs ``h2``);
-* ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` honoured (httpx's
-  ``trust_env``), and certificates checked against the system's CA store (``truststore`` when
-  installed, else OpenSSL's default paths, which ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` change);
+  requests), optional HTTP/2 (``LLMConfig(http2=True)``, needs ``h2``; httpx);
+* ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` honoured as httpx's
+  ``trust_env`` reads them, and certificates checked against the system's CA store
+  (``truststore`` when installed, else OpenSSL's default paths, which ``SSL_CERT_FILE`` /
+  ``SSL_CERT_DIR`` change);
+* ``LLMConfig(extra_headers=...)`` sent with every request (over the key's ``Authorization``
+  when they name it too);
 * no timeout of its own beyond connecting (the scheduler times each attempt), and no retries
-  (the scheduler owns them);
-* answers read as a stream and cut at ``max_response_bytes``: an endless body cannot fill
+  (the scheduler owns them); a cancelled attempt closes its connection;
+* answers read as they come and cut at ``max_response_bytes``: an endless body cannot fill
   the memory.
 
 Every failure becomes the :class:`ctxeval.CallError` of its kind through
@@ -22,17 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import ssl
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ctxeval.plugin import (
     CallError,
-    CallTimeoutError,
     Completion,
-    ConnectionFailedError,
     MalformedOutputError,
     MissingCredentialsError,
     MissingExtraError,
@@ -43,37 +44,42 @@ from ctxeval.plugin import (
 )
 
 from .config import LLMConfig
+from .http_clients import CONNECT_TIMEOUT, Answer, HTTPClient, choose_client, ssl_context
 from .parsing import redact
 
-if TYPE_CHECKING:
-    import httpx
-
-__all__ = ["OpenAITransport", "ssl_context"]
+__all__ = ["CONNECT_TIMEOUT", "OpenAITransport", "ssl_context"]
 
 logger = logging.getLogger(__name__)
 
-CONNECT_TIMEOUT = 10.0
-"""Seconds to open a connection (the scheduler's timeout covers the whole attempt)."""
-
 KEY_HINT = " (check the API key: LLMConfig(api_key=...) or OPENAI_API_KEY)"
+_JSON = {"Content-Type": "application/json"}
+_BUILT_BY_THE_CLIENT = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 
 
-def ssl_context() -> ssl.SSLContext:
-    """Certificates from the system's store: ``truststore`` when installed (the OS store on
-    macOS and Windows too), else OpenSSL's default paths (``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
-    try:
-        import truststore  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return ssl.create_default_context()
-    context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    return context
+def _merged(*layers: Mapping[str, str]) -> dict[str, str]:
+    """Headers, a later layer replacing an earlier one's header of the same name (any case)."""
+    merged: dict[str, str] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            for old in [k for k in merged if k.lower() == name.lower()]:
+                del merged[old]
+            merged[name] = value
+    return merged
+
+
+def _secret_parts(headers: Mapping[str, str]) -> list[str]:
+    """The parts of header values masked in messages: any of 8 characters or more (a token,
+    with or without its ``Bearer``)."""
+    parts = {v for v in headers.values() if len(v) >= 8}
+    parts.update(w for v in headers.values() for w in v.split() if len(w) >= 8)
+    return sorted(parts, key=len, reverse=True)
 
 
 class OpenAITransport:
-    """POST ``{endpoint}/chat/completions`` with httpx (see the module's description).
+    """POST ``{endpoint}/chat/completions`` (see the module's description).
 
     Args:
-        config: the LLM configuration (endpoint, key, HTTP/2, body size limit).
+        config: the LLM configuration (endpoint, key, headers, HTTP/2, body size limit).
         max_connections: the pool size (the resource's concurrency).
     """
 
@@ -85,13 +91,25 @@ class OpenAITransport:
         self.url = self.endpoint + "/chat/completions"
         self._key = config.openai_key()
         self._max_connections = max_connections
-        self._client: httpx.AsyncClient | None = None
+        self._client: HTTPClient | None = None
+        auth = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        self._headers = _merged(auth, config.extra_headers)
+        """Sent with every request: the key, then ``extra_headers``."""
+        self._json_headers = _merged(_JSON, self._headers)
+        self._secrets = (self._key, config.api_key, *_secret_parts(config.extra_headers))
 
     @staticmethod
     def shared_key(config: LLMConfig) -> str:
-        """The run-wide key of the transport for ``config`` (endpoint and key, hashed)."""
-        digest = hashlib.sha256((config.openai_key() or "").encode()).hexdigest()[:12]
+        """The run-wide key of the transport for ``config`` (endpoint, key and headers,
+        hashed)."""
+        secret = orjson.dumps([config.openai_key() or "", sorted(config.extra_headers.items())])
+        digest = hashlib.sha256(secret).hexdigest()[:12]
         return f"ctxeval_llm.openai:{config.endpoint}:{digest}:{config.http2}"
+
+    @property
+    def client_name(self) -> str | None:
+        """The HTTP client in use (``aiohttp`` or ``httpx``); None before the first request."""
+        return None if self._client is None else self._client.name
 
     async def ready(self, ctx: RunContext) -> None:
         """Checked once per run, before the first request (see :meth:`check_ready`)."""
@@ -116,87 +134,72 @@ class OpenAITransport:
                     install="pip install 'httpx[http2]'",
                 ) from None
 
-    def _client_now(self) -> httpx.AsyncClient:
-        if self._client is None:
-            import httpx
+    def _client_now(self) -> HTTPClient:
+        """The run's client, made on the running event loop at the first request."""
+        client = self._client
+        if client is not None and client.usable_here():
+            return client
+        if client is not None:  # made on another run's loop (a transport kept across runs)
+            logger.debug("%s: a new %s client for this event loop", self.endpoint, client.name)
+        size = self._max_connections
+        if choose_client(self.endpoint, http2=self.config.http2) == "aiohttp":
+            from .aiohttp_transport import AiohttpClient
 
-            headers = {}
-            if self._key:
-                headers["Authorization"] = f"Bearer {self._key}"
-            self._client = httpx.AsyncClient(
-                headers=headers,
-                timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),
-                limits=httpx.Limits(
-                    max_connections=self._max_connections,
-                    max_keepalive_connections=self._max_connections,
-                ),
-                http2=self.config.http2,
-                trust_env=True,
-                # certificates matter for https only (a plain-http local server needs none)
-                verify=ssl_context() if self.endpoint.startswith("https:") else False,
-                follow_redirects=False,
+            client = AiohttpClient(self.endpoint, max_connections=size, say=self._say)
+        else:
+            from .httpx_transport import HttpxClient
+
+            client = HttpxClient(
+                self.endpoint, max_connections=size, http2=self.config.http2, say=self._say
             )
-        return self._client
+        self._client = client
+        return client
 
     async def complete(self, ctx: RunContext, request: Mapping[str, Any]) -> Completion:
         """Send ``request`` once; the answer, or the :class:`ctxeval.CallError` of its kind."""
-        data = await self.send(
-            "POST",
-            "/chat/completions",
-            content=orjson.dumps(dict(request)),
-            headers={"Content-Type": "application/json"},
+        body = orjson.dumps(request if type(request) is dict else dict(request))
+        answer = await self._client_now().request(
+            "POST", self.url, body, self._json_headers, self.config.max_response_bytes
         )
-        return self._completion(data)
+        if not 200 <= answer.status < 300:
+            raise self._http_error(self.url, answer)
+        return self._completion(answer.body)
 
     async def send(
         self, method: str, path: str, *, limit: int | None = None, **arguments: Any
     ) -> bytes:
-        """One request to ``{endpoint}{path}`` (``arguments`` as httpx takes them); the body of
-        a 2xx answer (at most ``limit`` bytes, default ``max_response_bytes``), else the
-        :class:`ctxeval.CallError` of its kind. The Batch API mode sends its uploads and polls
-        through here."""
-        import httpx
-
-        client = self._client_now()
+        """One request to ``{endpoint}{path}``; the body of a 2xx answer (at most ``limit``
+        bytes, default ``max_response_bytes``), else the :class:`ctxeval.CallError` of its
+        kind. ``arguments`` as httpx takes them (``content``, ``headers``, and ``files``,
+        ``data``, ``json``, ``params``, encoded by httpx whatever the client). The Batch API
+        mode sends its uploads and polls through here, the embedder its requests."""
         url = self.endpoint + path
-        try:
-            async with client.stream(method, url, **arguments) as response:
-                data = await self._read(response, limit or self.config.max_response_bytes)
-        except httpx.ConnectError as exc:
-            raise ConnectionFailedError(self._say(f"cannot connect to {url}: {exc}")) from None
-        except httpx.ConnectTimeout:
-            raise ConnectionFailedError(
-                f"cannot connect to {url}: no connection within {CONNECT_TIMEOUT:g} s"
-            ) from None
-        except httpx.ProxyError as exc:
-            raise ConnectionFailedError(self._say(f"proxy error for {url}: {exc}")) from None
-        except httpx.TimeoutException as exc:
-            raise CallTimeoutError(self._say(f"{url}: {type(exc).__name__}")) from None
-        except httpx.TransportError as exc:  # reset, closed, protocol errors
-            raise ServiceError(
-                self._say(f"{url}: {type(exc).__name__}: {exc or 'connection lost'}")
-            ) from None
-        if not 200 <= response.status_code < 300:
-            raise self._http_error(url, response, data)
-        return data
+        content: bytes | None
+        if arguments.keys() <= {"content", "headers"}:
+            content = arguments.get("content")
+            if isinstance(content, str):
+                content = content.encode()
+            headers = _merged(self._headers, arguments.get("headers") or {})
+        else:  # a form, an upload, a query: encoded by httpx, sent by either client
+            import httpx
 
-    async def _read(self, response: httpx.Response, limit: int) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise ServiceError(
-                    f"{response.request.url}: the answer is larger than {limit} bytes "
-                    "(max_response_bytes); cut off"
-                )
-            chunks.append(chunk)
-        return b"".join(chunks)
+            built = httpx.Request(method, url, **arguments)
+            url, content = str(built.url), built.read()
+            made = {k: v for k, v in built.headers.items() if k not in _BUILT_BY_THE_CLIENT}
+            headers = _merged(self._headers, made)
+        answer = await self._client_now().request(
+            method, url, content, headers, limit or self.config.max_response_bytes
+        )
+        if not 200 <= answer.status < 300:
+            raise self._http_error(url, answer)
+        return answer.body
 
     def _completion(self, data: bytes) -> Completion:
         try:
             reply = orjson.loads(data)
-            content = reply["choices"][0]["message"]["content"]
+            choice = reply["choices"][0]
+            content = choice["message"]["content"]
+            finish, served = choice.get("finish_reason"), reply.get("model")
             usage = reply.get("usage") or {}
             prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion_tokens = int(usage.get("completion_tokens") or 0)
@@ -207,10 +210,16 @@ class OpenAITransport:
             ) from None
         if not isinstance(content, str):
             raise MalformedOutputError("the model's answer has no text content")
-        return Completion(content, prompt_tokens, completion_tokens)
+        return Completion(
+            content,
+            prompt_tokens,
+            completion_tokens,
+            finish if isinstance(finish, str) else None,
+            served if isinstance(served, str) else None,
+        )
 
-    def _http_error(self, url: str, response: httpx.Response, data: bytes) -> CallError:
-        status = response.status_code
+    def _http_error(self, url: str, answer: Answer) -> CallError:
+        status, data = answer.status, answer.body
         text = data.decode("utf-8", "replace")
         code: str | None = None
         detail: Any = text
@@ -229,16 +238,16 @@ class OpenAITransport:
         return error_for_status(
             status,
             message,
-            retry_after=retry_after_of(response),
+            retry_after=retry_after_of(answer),
             code=str(code) if code is not None else None,
             hint=KEY_HINT,
         )
 
     def _say(self, text: str) -> str:
-        return redact(text, self._key, self.config.api_key)
+        return redact(text, *self._secrets)
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool (on the run's event loop)."""
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()

@@ -6,21 +6,31 @@ statement attributor) and the three LLM context metrics built from them as pipel
   the ``AveragePrecision`` formula;
 * ``llm_context_recall``: the reference split into statements and each attributed to the
   retrieved contexts by :class:`StatementAttributor` (one request: the split-and-attribute
-  part kind), into the ``Recall`` formula.
+  part kind), into the ``Recall`` formula;
+* ``context_relevance`` (no reference): each retrieved chunk graded 0 to 3 by an LLM (the
+  UMBRELA scale), the grades scored by a measure (mean grade, precision, AP, nDCG) through the
+  policy's formulas; the judgements are shared by the run's metrics (:class:`SharedJudgements`);
+* ``context_sufficiency`` (no reference needed): whether the contexts are enough to answer the
+  question, by :class:`SufficiencyJudge` (a matcher judging the question), into ``Recall``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Literal
 
 import anyio
 import attrs
 
 from ctxeval.plugin import (
+    BaseMetric,
     Dependency,
     Items,
     Judgement,
+    MetricResult,
     Pipeline,
     PipelineMetric,
     RunContext,
@@ -28,9 +38,13 @@ from ctxeval.plugin import (
     SplitAndAttribute,
     Unit,
     Verdict,
+    __version__,
+    cache_key,
     judge_part,
     judges_option,
     jury_option,
+    normalize_entity,
+    normalize_words,
     policy,
     repeats_option,
     temperature_option,
@@ -38,17 +52,26 @@ from ctxeval.plugin import (
 )
 
 from . import prompts
-from .client import ask
-from .config import resolve_llm
+from .client import LLMClient, Mode, ask, output_mode, request_body
+from .config import LLMConfig, resolve_llm
+from .slots import server_slots
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
+    "ContextRelevance",
+    "ContextSufficiency",
     "LLMContextPrecisionWithReference",
     "LLMContextPrecisionWithoutReference",
     "LLMContextRecall",
     "LLMEntityExtractor",
     "LLMEntityMatcher",
     "LLMRelevanceJudge",
+    "SharedJudgements",
     "StatementAttributor",
+    "SufficiencyJudge",
+    "doc_id_of",
+    "relevance_score",
 ]
 
 
@@ -64,11 +87,22 @@ def _provenance(llm: Any, ctx: RunContext, *used: prompts.Prompt) -> dict[str, A
     """Who answers: the judge model, its endpoint and the prompt versions (a row's
     ``details["provenance"]``)."""
     config = resolve_llm(llm if llm is not None else ctx.llm)
-    return {
+    output = output_mode(ctx, config)
+    found = {
         "model": config.model,
         "endpoint": config.endpoint,
         "prompts": _versions(*used).split(","),
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "output_mode": output.mode,
     }
+    served = output.served
+    listed = server_slots(ctx, config.endpoint).models
+    if listed and len(listed) == 1:
+        served = listed[0]  # a local server's one model: the file it loaded
+    if served is not None and served != config.wire_model:
+        found["served_model"] = served  # what answered, when it is not what was asked
+    return found
 
 
 def _question(ctx: RunContext | None, sample: Sample | None = None) -> str:
@@ -77,6 +111,23 @@ def _question(ctx: RunContext | None, sample: Sample | None = None) -> str:
 
 
 _NEEDS: tuple[Dependency, ...] = ()  # the openai transport (httpx) is in the core
+
+
+def in_text(entities: Sequence[str], text: str) -> list[Unit]:
+    """The ``entities`` an LLM listed that ``text`` holds (compared as entities are: case,
+    possessives, punctuation folded; word for word). A model may list what is not there (the
+    prompt's own example, say): those are left out, and logged."""
+    words = f" {normalize_words(text)} "
+    kept: list[str] = []
+    invented: list[str] = []
+    for entity in entities:
+        key = normalize_entity(entity)
+        if not key:
+            continue
+        (kept if f" {key} " in words else invented).append(entity)
+    if invented:
+        logger.info("the LLM listed entities the text does not hold, left out: %s", invented)
+    return [Unit(e, "ENTITY") for e in kept]
 
 
 @attrs.frozen(kw_only=True)
@@ -108,7 +159,7 @@ class LLMEntityExtractor:
             if not text.strip():
                 return
             entities = await ask(ctx, self.llm, prompts.ENTITIES, {"text": text})
-            results[index] = [Unit(e, "ENTITY") for e in entities if e.strip()]
+            results[index] = in_text(entities, text)
 
         async with anyio.create_task_group() as group:
             for index, text in enumerate(texts):
@@ -347,8 +398,11 @@ class _LLMPrecision(PipelineMetric):
 
 @attrs.frozen(kw_only=True)
 class LLMContextPrecisionWithReference(_LLMPrecision):
-    """``llm_context_precision_with_reference`` (alias ``context_precision``): each chunk is
-    judged useful or not for arriving at the reference answer."""
+    """Average precision of the retrieved chunks an LLM judges useful for arriving at the
+    reference answer.
+
+    Alias ``context_precision``.
+    """
 
     registry_name = "llm_context_precision_with_reference"
     requires = ("user_input", "reference", "retrieved_contexts")
@@ -357,8 +411,11 @@ class LLMContextPrecisionWithReference(_LLMPrecision):
 
 @attrs.frozen(kw_only=True)
 class LLMContextPrecisionWithoutReference(_LLMPrecision):
-    """``llm_context_precision_without_reference`` (alias ``context_utilization``): each chunk
-    is judged useful or not for arriving at the system's own response."""
+    """Average precision of the retrieved chunks an LLM judges useful for arriving at the
+    system's own response.
+
+    Alias ``context_utilization``.
+    """
 
     registry_name = "llm_context_precision_without_reference"
     requires = ("user_input", "response", "retrieved_contexts")
@@ -367,8 +424,11 @@ class LLMContextPrecisionWithoutReference(_LLMPrecision):
 
 @attrs.frozen(kw_only=True)
 class LLMContextRecall(PipelineMetric):
-    """``llm_context_recall`` (alias ``context_recall``): the share of the reference's
-    statements an LLM attributes to the retrieved contexts; one request per sample."""
+    """Share of the reference's statements an LLM attributes to the retrieved contexts; one
+    request per sample.
+
+    Alias ``context_recall``.
+    """
 
     registry_name = "llm_context_recall"
     requires = ("user_input", "reference", "retrieved_contexts")
@@ -409,3 +469,464 @@ class LLMContextRecall(PipelineMetric):
                 for u, v in zip(judgement.units, judgement.verdicts, strict=True)
             ]
         }
+
+
+# --- judging retrieval without a reference -------------------------------------------------
+
+RELEVANCE_MEASURES = ("mean", "precision", "ap", "ndcg")
+"""The measures ``context_relevance`` computes from the chunks' grades."""
+
+DEFAULT_MIN_GRADE = 2
+"""The least grade that counts as relevant for ``precision`` and ``ap`` (UMBRELA's "has some
+answer")."""
+
+_MEMO_SIZE = 4096
+"""Finished judgements a run keeps in memory for its other metrics (the oldest go first)."""
+
+
+def doc_id_of(text: str) -> str:
+    """The ID of a chunk that has none: ``sha1:`` and the first 16 hex digits of the SHA-1 of
+    its UTF-8 text (``details["qrels"]`` of ``context_relevance``)."""
+    return "sha1:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def relevance_score(
+    grades: Sequence[int],
+    measure: str = "mean",
+    *,
+    k: int | None = None,
+    min_grade: int = DEFAULT_MIN_GRADE,
+) -> float:
+    """The score of the chunks' grades (0 to 3, in retrieved order) by ``measure``:
+
+    * ``mean``: the mean grade / 3 (over the first ``k`` ranks, an empty rank grade 0);
+    * ``precision``: the share of chunks graded ``min_grade`` or more (``policy.Precision``;
+      with ``k``, those in the top k / k, trec_eval's ``P_k``);
+    * ``ap``: average precision, relevant = graded ``min_grade`` or more, the relevant items
+      being the relevant chunks judged (trec_eval's ``map``; with ``k``, ``map_cut_k``);
+    * ``ndcg``: nDCG with gain = grade, the ideal ranking made of the judged chunks' grades
+      (trec_eval's ``ndcg_cut_k``; without ``k``, over the whole list): ``policy.NDCGAtK``.
+
+    A list where no chunk is relevant scores 0 (as trec_eval scores it).
+    """
+    if not grades:
+        raise ValueError("no grades: a score needs at least one judged chunk")
+    if measure not in RELEVANCE_MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(RELEVANCE_MEASURES)}, got {measure!r}")
+    flags = [g >= min_grade for g in grades]
+    if measure == "mean":
+        top = grades[:k] if k is not None else grades
+        # integers: all 3s give exactly 1.0
+        return sum(top) / (prompts.TOP_GRADE * (k if k is not None else len(grades)))
+    if measure == "precision":
+        at: policy.Formula = policy.PrecisionAtK(k=k) if k is not None else policy.Precision()
+        return at.value(flags, 1)
+    if measure == "ap":
+        ranked: policy.Formula = (
+            policy.RankedAveragePrecisionAtK(k=k)
+            if k is not None
+            else policy.RankedAveragePrecision()
+        )
+        return ranked.value(flags, sum(flags))  # 0.0 when none is relevant
+    ndcg = policy.NDCGAtK(k=k if k is not None else len(grades))
+    return ndcg.graded_value(list(grades), list(grades))
+
+
+class _Pending:
+    """A judgement being made: what the metrics that want it too wait for."""
+
+    __slots__ = ("done", "error", "event", "value")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.done = False
+        self.value: Any = None
+        self.error: Exception | None = None
+
+
+class SharedJudgements:
+    """The judgements of one run, shared by its metrics: a judgement asked for while the same
+    one is being made waits for it, and the last :data:`_MEMO_SIZE` finished ones are kept.
+
+    Keyed by everything that makes the answer (the grader's model, endpoint and request, the
+    prompt and its version), so two metrics share a judgement exactly when they would send the
+    same request. A judgement that fails fails for the metrics waiting on it too; one whose
+    maker was cancelled is made again by the next that wants it.
+    """
+
+    def __init__(self, size: int = _MEMO_SIZE) -> None:
+        self.size = size
+        self._done: OrderedDict[str, Any] = OrderedDict()
+        self._pending: dict[str, _Pending] = {}
+
+    async def get(self, key: str, make: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
+        """The judgement under ``key`` and whether it was shared (made by another metric), or
+        made now by ``make()``."""
+        while True:
+            if key in self._done:
+                self._done.move_to_end(key)
+                return self._done[key], True
+            pending = self._pending.get(key)
+            if pending is None:
+                break
+            await pending.event.wait()
+            if pending.error is not None:
+                raise pending.error
+            if pending.done:
+                return pending.value, True
+            # its maker was cancelled: make it here
+        pending = self._pending[key] = _Pending()
+        try:
+            value = await make()
+        except Exception as exc:
+            pending.error = exc
+            raise
+        else:
+            pending.value, pending.done = value, True
+            self._done[key] = value
+            while len(self._done) > self.size:
+                self._done.popitem(last=False)
+            return value, False
+        finally:  # (cancelled: neither done nor failed, the next waiter makes it)
+            del self._pending[key]
+            pending.event.set()
+
+
+def _judgement_key(config: LLMConfig, prompt: prompts.Prompt, variables: dict[str, str]) -> str:
+    """What makes a judgement: the grader and the request it sends (never its key)."""
+    own = None if isinstance(config.transport, str) else id(config.transport)
+    mode: Mode = "json_schema" if config.json_schema else "prompt"  # as first sent
+    return cache_key(
+        resource=config.resource,
+        request=request_body(config, prompt, variables, mode),
+        prompt=f"{prompt.name}@{prompt.version}",
+        completion=None if config.completion is None else id(config.completion),
+        transport=own,
+    )
+
+
+def _listing(texts: Sequence[str]) -> str:
+    return "\n".join(f"[{i}] {text}" for i, text in enumerate(texts, start=1))
+
+
+_BLANK_CHUNK = {"grade": 0, "reason": "the chunk is blank: nothing to judge"}
+
+
+@attrs.frozen(kw_only=True)
+class ContextRelevance(BaseMetric):
+    """How relevant the retrieved chunks are to the question, with no reference: an LLM grades
+    each chunk 0 to 3 (the UMBRELA scale) and the grades give the score (``measure``).
+
+    Each (question, chunk) is judged once per grader: the metrics of a run that use the same
+    LLM and mode share the judgements (``-m context_relevance -m
+    context_relevance:measure=ndcg,k=5`` sends one request per chunk), and the cache keeps
+    them for the next run. ``details["qrels"]`` lists ``[doc_id, grade]`` per document: the
+    sample's ``retrieved_context_ids`` when it has them, else ``sha1:`` of the chunk's text.
+    """
+
+    registry_name = "context_relevance"
+    requires = ("user_input", "retrieved_contexts")
+    dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
+
+    measure: str = attrs.field(
+        default="mean", validator=validators.one_of(*RELEVANCE_MEASURES, what="measure")
+    )
+    """``mean`` (mean grade / 3), ``precision`` (share of chunks graded ``min_grade`` or
+    more), ``ap`` (average precision at ``min_grade``) or ``ndcg`` (gain = grade)."""
+    k: int | None = attrs.field(
+        default=None, validator=validators.optional(validators.positive_int)
+    )
+    """Score the top k chunks only (every chunk is still judged: the ideal of ``ndcg`` and the
+    relevant chunks of ``ap`` count them all, as trec_eval counts its qrels)."""
+    min_grade: int | None = attrs.field(default=None)
+    """The least grade that counts as relevant for ``precision`` and ``ap`` (default 2)."""
+    batch: bool = attrs.field(default=False, validator=validators.boolean)
+    """Grade all chunks of a sample in one request instead of one request per chunk."""
+    llm: Any = attrs.field(default=None, repr=False)
+    """The LLM (default: the run's ``llm=``)."""
+
+    @min_grade.validator
+    def _check_min_grade(self, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3:
+            raise ValueError(f"min_grade must be 1, 2 or 3, got {value!r}")
+        if self.measure not in ("precision", "ap"):
+            raise ValueError(
+                f"min_grade applies to measure='precision' or 'ap', not {self.measure!r} "
+                "(which use the grades themselves)"
+            )
+
+    # --- what the run reads ------------------------------------------------------------------
+
+    @property
+    def needs_llm(self) -> bool:
+        """True when it has no ``llm`` of its own (it uses the run's)."""
+        return self.llm is None
+
+    @property
+    def threshold(self) -> int:
+        """The least grade that counts as relevant."""
+        return self.min_grade if self.min_grade is not None else DEFAULT_MIN_GRADE
+
+    @property
+    def prompt(self) -> prompts.Prompt:
+        return prompts.RELEVANCE_BATCH if self.batch else prompts.RELEVANCE
+
+    @property
+    def fingerprint_data(self) -> str:
+        """The prompt version (a resumed run recomputes rows when it changes)."""
+        return _versions(self.prompt)
+
+    def default_name(self) -> str:
+        if self.measure == "mean" and self.k is None:
+            return self.registry_name
+        name = f"{self.registry_name}_{self.measure}"
+        if self.k is not None:
+            name += f"_at_{self.k}"
+        if self.min_grade is not None and self.min_grade != DEFAULT_MIN_GRADE:
+            name += f"_min{self.min_grade}"
+        return name
+
+    def settings(self) -> dict[str, Any]:
+        """The options that change the score (every row carries them)."""
+        out: dict[str, Any] = {"measure": self.measure}
+        if self.k is not None:
+            out["k"] = self.k
+        if self.measure in ("precision", "ap"):
+            out["min_grade"] = self.threshold
+        return out
+
+    def provenance(self, ctx: RunContext) -> dict[str, Any]:
+        """Who grades: ctxeval's version, the judge's model, endpoint and prompt version."""
+        return {"ctxeval": __version__, "judges": [_provenance(self.llm, ctx, self.prompt)]}
+
+    def estimate_calls(self, sample: Sample) -> list[int]:
+        """The prompt sizes (characters) of the requests scoring ``sample`` would send (one per
+        distinct chunk, or one per sample with ``batch``; none when it is decided at once)."""
+        question = sample.user_input or ""
+        chunks = self._distinct(sample.retrieved_contexts or ())
+        if not question.strip() or not chunks or self._ids_problem(sample) is not None:
+            return []
+        if self.batch:
+            variables = {"question": question, "contexts": _listing(chunks)}
+            return [_size(prompts.RELEVANCE_BATCH, variables)]
+        return [_size(prompts.RELEVANCE, {"question": question, "context": c}) for c in chunks]
+
+    # --- scoring -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _distinct(chunks: Sequence[str]) -> list[str]:
+        """The chunks to ask about: each text once, blank ones left out (graded 0)."""
+        return list(dict.fromkeys(c for c in chunks if c.strip()))
+
+    @staticmethod
+    def _ids_problem(sample: Sample) -> str | None:
+        ids, chunks = sample.retrieved_context_ids, sample.retrieved_contexts or ()
+        if ids is not None and len(ids) != len(chunks):
+            return (
+                f"retrieved_context_ids has {len(ids)} IDs for {len(chunks)} retrieved "
+                "contexts: the chunks cannot be named (give one ID per context, or none)"
+            )
+        return None
+
+    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        settings = self.settings()
+        question = sample.user_input or ""
+        chunks = list(sample.retrieved_contexts or ())
+        if not question.strip():
+            return MetricResult.undefined(
+                "no question: user_input is empty, nothing to judge the chunks against",
+                details=settings,
+            )
+        if not chunks:
+            return policy.nothing_retrieved("retrieved contexts", details=settings)
+        problem = self._ids_problem(sample)
+        if problem is not None:
+            return MetricResult.error(problem, details=settings)
+        asked = self._distinct(chunks)
+        judged, shared = await self._grade(question, asked, ctx) if asked else ({}, 0)
+        ids = sample.retrieved_context_ids
+        per_chunk: list[dict[str, Any]] = []
+        grades: list[int] = []
+        qrels: dict[str, int] = {}
+        for index, chunk in enumerate(chunks):
+            found = judged.get(chunk, _BLANK_CHUNK)
+            doc_id = ids[index] if ids is not None else doc_id_of(chunk)
+            grade = int(found["grade"])
+            grades.append(grade)
+            qrels[doc_id] = max(grade, qrels.get(doc_id, 0))  # a document: its best chunk
+            per_chunk.append(
+                {"index": index, "doc_id": doc_id, "grade": grade, "reason": found["reason"]}
+            )
+        score = relevance_score(grades, self.measure, k=self.k, min_grade=self.threshold)
+        details: dict[str, Any] = {
+            **settings,
+            "chunks": per_chunk,
+            "qrels": [[doc_id, grade] for doc_id, grade in qrels.items()],
+        }
+        if shared:
+            details["shared"] = shared  # judgements made for another row of the run
+        if asked:
+            details["provenance"] = self.provenance(ctx)
+        return MetricResult.ok(score, details=details)
+
+    async def _grade(
+        self, question: str, chunks: Sequence[str], ctx: RunContext
+    ) -> tuple[dict[str, dict[str, Any]], int]:
+        """Each chunk's ``{grade, reason}`` (``chunks`` distinct and not blank), and how many
+        of the judgements were made for another row of the run (another metric, or the same
+        question and chunk in another sample)."""
+        config = resolve_llm(self.llm if self.llm is not None else ctx.llm)
+        client = LLMClient(config)
+        memo: SharedJudgements = ctx.shared("ctxeval_llm.judgements", SharedJudgements)
+        if self.batch:
+            batch_vars = {"question": question, "contexts": _listing(chunks)}
+            graded, shared = await memo.get(
+                _judgement_key(config, prompts.RELEVANCE_BATCH, batch_vars),
+                lambda: client.ask(ctx, prompts.RELEVANCE_BATCH, batch_vars, expect=len(chunks)),
+            )
+            return dict(zip(chunks, graded, strict=True)), int(shared)
+        judged: dict[str, dict[str, Any]] = {}
+        shared_count = 0
+
+        async def one(chunk: str) -> None:
+            nonlocal shared_count
+            variables = {"question": question, "context": chunk}
+            answer, shared = await memo.get(
+                _judgement_key(config, prompts.RELEVANCE, variables),
+                lambda: client.ask(ctx, prompts.RELEVANCE, variables),
+            )
+            judged[chunk] = answer
+            shared_count += shared
+
+        async with anyio.create_task_group() as group:
+            for chunk in chunks:
+                group.start_soon(one, chunk)
+        return judged, shared_count
+
+
+@attrs.frozen(kw_only=True)
+class SufficiencyJudge:
+    """Matcher: an LLM says whether the candidates (the retrieved contexts) are sufficient to
+    answer the item (the question), in one request; with ``with_reference``, the sample's
+    reference answer (when it has one) is shown to the judge as a guide."""
+
+    dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
+    needs_llm: ClassVar[bool] = True
+    name: str = "llm_sufficiency"
+    with_reference: bool = attrs.field(default=False, validator=validators.boolean)
+    llm: Any = attrs.field(default=None, repr=False)
+
+    @property
+    def fingerprint_data(self) -> str:
+        if self.with_reference:
+            return _versions(prompts.SUFFICIENCY, prompts.SUFFICIENCY_WITH_REFERENCE)
+        return _versions(prompts.SUFFICIENCY)
+
+    def _reference(self, sample: Sample | None) -> str:
+        reference = sample.reference if self.with_reference and sample is not None else None
+        return reference if reference is not None and reference.strip() else ""
+
+    def _request(
+        self, question: str, contexts: Sequence[str], sample: Sample | None
+    ) -> tuple[prompts.Prompt, dict[str, str]]:
+        variables = {"question": question, "contexts": _listing(contexts)}
+        reference = self._reference(sample)
+        if reference:
+            return prompts.SUFFICIENCY_WITH_REFERENCE, {**variables, "reference": reference}
+        return prompts.SUFFICIENCY, variables
+
+    def provenance(self, ctx: RunContext) -> dict[str, Any]:
+        used = (
+            prompts.SUFFICIENCY_WITH_REFERENCE
+            if self._reference(ctx.sample)
+            else prompts.SUFFICIENCY
+        )
+        return _provenance(self.llm, ctx, used)
+
+    def estimate_calls(
+        self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None = None
+    ) -> list[int]:
+        """The prompt size (characters) of the one request per question, or none when the
+        contexts are empty or blank."""
+        contexts = [c for c in candidates if c.strip()]
+        if not contexts:
+            return []
+        return [_size(*self._request(item, contexts, sample)) for item in items if item.strip()]
+
+    async def match(
+        self, items: Sequence[str], candidates: Sequence[str], ctx: RunContext
+    ) -> list[Verdict]:
+        contexts = [c for c in candidates if c.strip()]
+        if not contexts:
+            return [Verdict(False, 0.0, None, "the retrieved contexts are blank") for _ in items]
+        verdicts = []
+        for question in items:
+            prompt, variables = self._request(question, contexts, ctx.sample)
+            judged = await ask(ctx, self.llm, prompt, variables)
+            flag = judged["sufficient"]
+            verdicts.append(Verdict(flag == 1, float(flag), None, judged["reason"]))
+        return verdicts
+
+
+@attrs.frozen(kw_only=True)
+class ContextSufficiency(PipelineMetric):
+    """Whether the retrieved contexts are enough to answer the question (1) or not (0), as an
+    LLM judges it from the question and the contexts alone: "sufficient context" as Joren et
+    al. (ICLR 2025) define it. One request per sample.
+    """
+
+    registry_name = "context_sufficiency"
+    requires = ("user_input", "retrieved_contexts")
+    dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
+    llm: Any = attrs.field(default=None, repr=False)
+    """The LLM (default: the run's ``llm=``)."""
+    with_reference: bool = attrs.field(default=False, validator=validators.boolean)
+    """Show the judge the sample's reference answer too, when it has one."""
+    judges: tuple[Any, ...] = judges_option()
+    """A jury: two or more LLMs in place of ``llm``."""
+    repeats: int = repeats_option()
+    """Judgements per judge and sample (the majority verdict is used)."""
+    jury: str = jury_option()
+    """How a jury's verdicts combine: ``majority`` or ``escalate``."""
+    repeat_temperature: float = temperature_option()
+    """The temperature of repeated judgements (``repeats`` > 1)."""
+
+    def default_name(self) -> str:
+        return f"{self.registry_name}_with_reference" if self.with_reference else self.registry_name
+
+    def build(self) -> Pipeline:
+        return Pipeline(
+            reference=Items(field="user_input", what="questions"),
+            retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
+            matcher=judge_part(
+                lambda llm: SufficiencyJudge(with_reference=self.with_reference, llm=llm),
+                llm=self.llm,
+                judges=self.judges,
+                repeats=self.repeats,
+                rule=self.jury,
+                temperature=self.repeat_temperature,
+            ),
+            formula=policy.Recall(),
+        )
+
+    def settings(self) -> dict[str, Any]:
+        return {"with_reference": True} if self.with_reference else {}
+
+    def evidence(self, judgement: Judgement) -> dict[str, Any]:
+        if not judgement.verdicts:
+            return {}
+        verdict = judgement.verdicts[0]
+        reason = verdict.reason
+        if reason is None and not judgement.retrieved:
+            reason = "nothing retrieved"
+        return {"sufficient": int(verdict.matched), "reason": reason}
+
+    async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        if not (sample.user_input or "").strip():
+            return MetricResult.undefined(
+                "no question: user_input is empty, nothing to judge the contexts against",
+                details=self.settings() or None,
+            )
+        return await super().ascore(sample, ctx)

@@ -20,6 +20,11 @@ __all__ = [
     "ATTRIBUTION_GIVEN",
     "ENTITIES",
     "ENTITY_PRESENCE",
+    "RELEVANCE",
+    "RELEVANCE_BATCH",
+    "SUFFICIENCY",
+    "SUFFICIENCY_WITH_REFERENCE",
+    "TOP_GRADE",
     "USEFULNESS",
     "USEFULNESS_BATCH",
     "Prompt",
@@ -405,4 +410,232 @@ ENTITY_PRESENCE = Prompt(
         ),
     ),
     check=_check_presence,
+)
+
+
+# --- graded relevance (context relevance, no reference) ------------------------------------
+
+
+TOP_GRADE = 3
+"""The highest grade of the relevance scale (UMBRELA's 0 to 3)."""
+
+
+def _grade(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= TOP_GRADE:
+        raise MalformedOutputError(
+            f"{where} must be a whole number from 0 to {TOP_GRADE}, got {value!r}"
+        )
+    return value
+
+
+def _check_grade(value: Any, expected: int | None) -> dict[str, Any]:
+    obj = _object(value, ("reason", "grade"), "the answer")
+    return {"reason": _text(obj["reason"], "reason"), "grade": _grade(obj["grade"], "grade")}
+
+
+_RELEVANCE_SYSTEM = (
+    "You grade how relevant a passage is to a search query, on a scale of 0 to 3:\n"
+    "3 = the passage is dedicated to the query and contains the exact answer;\n"
+    "2 = the passage has some answer for the query, but the answer may be a bit unclear, or "
+    "hidden among extraneous information;\n"
+    "1 = the passage seems related to the query but does not answer it;\n"
+    "0 = the passage has nothing to do with the query.\n"
+    "Give 1 when the passage is about the topic only in part, 2 when it holds something "
+    "important for the whole query along with other material, and 3 when it is only and "
+    "entirely about the query; when none of these fits, give 0. Consider the intent behind "
+    "the query, how well the passage matches it and how trustworthy the passage is. Judge the "
+    "passage by what it says, not by what you know. Say why in one sentence, then give the "
+    "grade."
+)
+
+_RELEVANCE_ITEM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string"},
+        "grade": {"type": "integer", "enum": [0, 1, 2, 3]},
+    },
+    "required": ["reason", "grade"],
+    "additionalProperties": False,
+}
+
+_TOWER = "How tall is the Eiffel Tower?"
+_GRADED_PASSAGES = (
+    (
+        "The Eiffel Tower is 330 metres (1,083 ft) tall, antennas included.",
+        "It is entirely about the tower's height and gives it exactly.",
+        3,
+    ),
+    (
+        "Built for the 1889 World's Fair, the wrought-iron tower on the Champ de Mars drew two "
+        "million visitors that year; at 330 m it is still the tallest structure in Paris, and "
+        "its restaurants are booked months ahead.",
+        "It gives the height, but among unrelated facts about visitors and restaurants.",
+        2,
+    ),
+    (
+        "The Eiffel Tower was designed by the engineering firm of Gustave Eiffel.",
+        "It is about the tower but does not say how tall it is.",
+        1,
+    ),
+    (
+        "The Andes is the longest continental mountain range in the world.",
+        "It is about the Andes and has nothing to do with the tower.",
+        0,
+    ),
+)
+
+RELEVANCE = Prompt(
+    name="relevance",
+    version=1,
+    system=_RELEVANCE_SYSTEM,
+    user="Query: {question}\nPassage: {context}",
+    schema=_RELEVANCE_ITEM,
+    examples=tuple(
+        ({"question": _TOWER, "context": passage}, {"reason": reason, "grade": grade})
+        for passage, reason, grade in _GRADED_PASSAGES
+    ),
+    check=_check_grade,
+)
+
+
+def _check_grades(value: Any, expected: int | None) -> list[dict[str, Any]]:
+    obj = _object(value, ("grades",), "the answer")
+    items = _list(obj["grades"], "grades", expected)
+    return [_check_grade(item, None) for item in items]
+
+
+RELEVANCE_BATCH = Prompt(
+    name="relevance_batch",
+    version=1,
+    system=_RELEVANCE_SYSTEM
+    + " Judge every numbered passage on its own and answer with one grade per passage, in "
+    "their order.",
+    user="Query: {question}\nPassages:\n{contexts}",
+    schema={
+        "type": "object",
+        "properties": {"grades": {"type": "array", "items": _RELEVANCE_ITEM}},
+        "required": ["grades"],
+        "additionalProperties": False,
+    },
+    examples=(
+        (
+            {
+                "question": _TOWER,
+                "contexts": "\n".join(
+                    f"[{i}] {passage}" for i, (passage, _, _) in enumerate(_GRADED_PASSAGES, 1)
+                ),
+            },
+            {
+                "grades": [
+                    {"reason": reason, "grade": grade} for _, reason, grade in _GRADED_PASSAGES
+                ]
+            },
+        ),
+    ),
+    check=_check_grades,
+)
+
+
+# --- sufficient context (context sufficiency) ----------------------------------------------
+
+
+def _check_sufficient(value: Any, expected: int | None) -> dict[str, Any]:
+    obj = _object(value, ("reason", "sufficient"), "the answer")
+    return {
+        "reason": _text(obj["reason"], "reason"),
+        "sufficient": _binary(obj["sufficient"], "sufficient"),
+    }
+
+
+_SUFFICIENCY_SYSTEM = (
+    "You judge whether the retrieved contexts are sufficient to answer a question. They are "
+    "sufficient when they hold all the information needed to give a definitive answer: an "
+    "answer can be inferred from them alone, possibly by combining several contexts or by "
+    "simple reasoning or arithmetic. They are insufficient when some needed information is "
+    "missing, or what they say is incomplete, inconclusive or contradictory. Whether an "
+    "answer drawn from them is true does not matter, nor what you know yourself: judge only "
+    "what the contexts say. List the facts the question needs and check each against the "
+    "contexts, say in a few sentences why, then give sufficient 1 if the contexts are "
+    "sufficient and 0 if they are not."
+)
+
+_SUFFICIENCY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string"},
+        "sufficient": {"type": "integer", "enum": [0, 1]},
+    },
+    "required": ["reason", "sufficient"],
+    "additionalProperties": False,
+}
+
+_SPLIT_CONTEXTS = (
+    "[1] The Eiffel Tower was completed in March 1889.\n"
+    "[2] The Statue of Liberty was dedicated in October 1886."
+)
+
+SUFFICIENCY = Prompt(
+    name="sufficiency",
+    version=1,
+    system=_SUFFICIENCY_SYSTEM,
+    user="Question: {question}\nRetrieved contexts:\n{contexts}",
+    schema=_SUFFICIENCY_SCHEMA,
+    examples=(
+        (
+            {
+                "question": "Which was finished first, the Eiffel Tower or the Statue of Liberty?",
+                "contexts": _SPLIT_CONTEXTS,
+            },
+            {
+                "reason": "The question needs both dates: context 1 gives 1889 for the tower, "
+                "context 2 gives 1886 for the statue, so the statue came first.",
+                "sufficient": 1,
+            },
+        ),
+        (
+            {"question": "Who designed the Statue of Liberty?", "contexts": _SPLIT_CONTEXTS},
+            {
+                "reason": "The question needs the statue's designer; the contexts give only "
+                "dates, and no designer.",
+                "sufficient": 0,
+            },
+        ),
+    ),
+    check=_check_sufficient,
+)
+
+SUFFICIENCY_WITH_REFERENCE = Prompt(
+    name="sufficiency_with_reference",
+    version=1,
+    system=_SUFFICIENCY_SYSTEM
+    + " A reference answer is given as a guide to what the question asks: the contexts need "
+    "not repeat its words, but they must support a definitive answer on their own.",
+    user="Question: {question}\nReference answer: {reference}\nRetrieved contexts:\n{contexts}",
+    schema=_SUFFICIENCY_SCHEMA,
+    examples=(
+        (
+            {
+                "question": "Which was finished first, the Eiffel Tower or the Statue of Liberty?",
+                "reference": "The Statue of Liberty (1886), three years before the tower (1889).",
+                "contexts": _SPLIT_CONTEXTS,
+            },
+            {
+                "reason": "Context 1 dates the tower to 1889 and context 2 the statue to 1886, "
+                "which is what the reference answer rests on.",
+                "sufficient": 1,
+            },
+        ),
+        (
+            {
+                "question": "Who designed the Statue of Liberty?",
+                "reference": "Frédéric Auguste Bartholdi.",
+                "contexts": _SPLIT_CONTEXTS,
+            },
+            {
+                "reason": "The contexts give only dates; nothing names the designer.",
+                "sufficient": 0,
+            },
+        ),
+    ),
+    check=_check_sufficient,
 )

@@ -4,8 +4,9 @@ first request.
 A transport is a :class:`ctxeval.plugin.ChatTransport`: a request in, a
 :class:`ctxeval.plugin.Completion` out, ``aclose()`` at the end. The built-in ones:
 
-* ``openai`` (:class:`~ctxeval_llm.openai_http.OpenAITransport`): httpx, to any
-  OpenAI-compatible endpoint;
+* ``openai`` (:class:`~ctxeval_llm.openai_http.OpenAITransport`): to any OpenAI-compatible
+  endpoint, on aiohttp under asyncio and httpx under trio (the client is chosen on the run's
+  event loop at its first request: :func:`ctxeval_llm.http_clients.choose_client`);
 * ``litellm`` (:class:`~ctxeval_llm.litellm_transport.LitellmTransport`): every other provider;
 * :class:`CallableTransport`: a bring-your-own async callable (``llm=my_function``).
 
@@ -55,7 +56,10 @@ class CallableTransport:
 
     async def complete(self, ctx: RunContext, request: Mapping[str, Any]) -> Completion:
         try:
-            answer = await self._func(dict(request))
+            payload = dict(request)
+            if self.config.extra_headers:
+                payload["extra_headers"] = dict(self.config.extra_headers)
+            answer = await self._func(payload)
         except CallError:
             raise
         except Exception as exc:
@@ -63,10 +67,13 @@ class CallableTransport:
         if isinstance(answer, str):
             return Completion(answer)
         if isinstance(answer, Mapping) and isinstance(answer.get("content"), str):
+            finish, served = answer.get("finish_reason"), answer.get("model")
             return Completion(
                 answer["content"],
                 int(answer.get("prompt_tokens") or 0),
                 int(answer.get("completion_tokens") or 0),
+                finish if isinstance(finish, str) else None,
+                served if isinstance(served, str) else None,
             )
         raise MalformedOutputError(
             f"the completion callable returned {type(answer).__name__}; return the answer text "

@@ -88,7 +88,9 @@ class RayRunner:
         cpus_per_worker: Ray CPUs each actor asks for (its work is mostly waiting).
         shared: one :class:`~ctxeval_ray.SharedBudget` actor holds the run's limits and cost
             cap for every worker (True), or each worker holds them on its own (False: N
-            workers may send up to N times the limits).
+            workers may send up to N times the limits). A budget actor that dies is restarted
+            by Ray and the workers give it back their spend and requests in flight; one gone
+            for good leaves each worker its own limits, with a warning (the run goes on).
 
     A resumed run (``journal=..., resume=True``) sends every sample to the workers, which
     reuse the journaled rows of the samples that did not change (no call is made for them
@@ -169,7 +171,7 @@ class RayRunner:
             await _deliver(rows, plan, sink, budget)
         finally:
             if budget is not None:
-                logger.debug("budget: %s", budget.stats())
+                _report_budget(budget.stats())
                 budget.close()
 
 
@@ -207,6 +209,27 @@ async def _deliver(rows: Any, plan: RunPlan, sink: RowSink, budget: SharedBudget
         if budget is not None:
             spent = max(spent, float(budget.stats().get("spent_usd", 0.0)))
         raise BudgetExceededError(spent, cap if cap is not None else 0.0)
+
+
+def _report_budget(stats: dict[str, Any]) -> None:
+    """Log what the budget actor saw; warn when it was restarted during the run, or could not
+    be reached at its end (see docs/scaling-out.md, "When the budget actor dies")."""
+    logger.debug("budget: %s", stats)
+    if "unavailable" in stats:
+        logger.warning(
+            "the budget actor could not be reached at the end of the run (%s): the workers "
+            "that lost it held the limits on their own (per-worker limits)",
+            stats["unavailable"],
+        )
+    elif stats.get("restarts"):
+        logger.warning(
+            "the budget actor was restarted during the run (%d restart(s) seen): the workers "
+            "gave it back their spend (%.6f USD in all) and %d requests in flight; it forgot "
+            "the Retry-After pauses and the spend of workers that died before the restart",
+            stats["restarts"],
+            stats.get("spent_usd", 0.0),
+            stats.get("adopted_leases", 0),
+        )
 
 
 class _Parts:

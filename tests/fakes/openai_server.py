@@ -22,6 +22,10 @@ reproducible), and ``latency=`` delays every answer. ``max_in_flight=`` makes th
 requests, as providers enforce a per-minute limit per second). ``arrivals`` holds each chat
 request's arrival time (``time.monotonic()``).
 
+Its chat answers have the wire shape of ``ctxeval serve-judge`` (:mod:`ctxeval._judge_server.wire`,
+one implementation), and :func:`scripted_judge` is that command's judge as a responder (the
+shipped word-overlap answers to ctxeval's prompts, here with fault injection).
+
 It also speaks OpenAI's Batch API: ``POST /v1/files`` (multipart, ``purpose=batch``),
 ``POST /v1/batches``, ``GET /v1/batches/{id}`` and ``GET /v1/files/{id}/content``. A batch
 answers each line through the same responder and faults, ``batch_delay`` seconds after it is
@@ -54,7 +58,10 @@ from typing import Any
 
 import attrs
 
-__all__ = ["FakeOpenAI", "Reply", "fake_embedding"]
+from ctxeval._judge_server.answers import answer as judge_answer
+from ctxeval._judge_server.wire import completion_body, count_tokens
+
+__all__ = ["FakeOpenAI", "Reply", "fake_embedding", "scripted_judge"]
 
 
 @attrs.frozen
@@ -78,8 +85,10 @@ class Reply:
 Responder = Callable[[dict[str, Any]], "str | Reply"]
 
 
-def _count_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
+def scripted_judge(request: dict[str, Any]) -> str:
+    """A responder answering ctxeval's LLM-metric prompts as ``ctxeval serve-judge`` does (by
+    word overlap; see :mod:`ctxeval._judge_server.answers`), to combine with ``faults=``."""
+    return json.dumps(judge_answer(request), ensure_ascii=False)
 
 
 class FakeOpenAI:
@@ -142,6 +151,8 @@ class FakeOpenAI:
         """Requests (numbered from 0 in arrival order) answered 503, as a provider outage."""
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.props: dict[str, Any] | None = None
+        """What ``GET /props`` answers (llama.cpp's server: ``{"total_slots": N}``); None: 404."""
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -194,6 +205,8 @@ class FakeOpenAI:
                 path = self.path.rstrip("/")
                 if path == "/stats":  # for benchmarks in other processes
                     self._send(200, json.dumps(fake.stats()).encode(), {})
+                elif path == "/props" and fake.props is not None:  # as llama.cpp's server
+                    self._send(200, json.dumps(fake.props).encode(), {})
                 elif path.startswith("/v1/batches/"):
                     fake._batch_status(self, path.rsplit("/", 1)[1])
                 elif path.startswith("/v1/files/") and path.endswith("/content"):
@@ -363,7 +376,7 @@ class FakeOpenAI:
         if self.shuffle_embeddings:
             with self._lock:
                 self._random.shuffle(items)
-        tokens = sum(_count_tokens(text) for text in texts)
+        tokens = sum(count_tokens(text) for text in texts)
         reply = {
             "object": "list",
             "data": items,
@@ -593,27 +606,8 @@ class FakeOpenAI:
                 handler.wfile.write(framed)
 
     def _completion(self, request: dict[str, Any], content: str) -> bytes:
-        prompt = "".join(str(m.get("content", "")) for m in request.get("messages", []))
-        prompt_tokens, completion_tokens = _count_tokens(prompt), _count_tokens(content)
-        reply = {
-            "id": f"chatcmpl-{len(self.requests)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": request.get("model", self.model),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
-        return json.dumps(reply).encode()
+        # the wire shape of ctxeval's scripted judge (ctxeval serve-judge): one implementation
+        return completion_body(request, content, number=len(self.requests), model=self.model)
 
 
 def fake_embedding(text: str, size: int = 64) -> list[float]:

@@ -110,7 +110,10 @@ class RowContext:
 
         Raises:
             the last error when the call failed for good (a fatal error at once; a transient
-            one when the retries are spent).
+            one when ``max_attempts`` is spent), or a :class:`~ctxeval.CallTimeoutError` when
+            its deadline ended it, which names the deadline and counts what the attempts
+            failed with (``no answer from R within its 1 s deadline (3 attempts: HTTP 500 x3;
+            last: ...)``).
         """
         return await self._scheduler.call(
             func, resource=resource, tokens=tokens, timeout=timeout, meter=self._meter

@@ -25,6 +25,9 @@ HTTP status: it makes the :class:`~ctxeval.CallError` of that kind (a 401/403 an
 It reads ctxeval's own :class:`~ctxeval.CallError` classes first, then an HTTP ``status_code``
 (on the error or on its ``response``), then well-known exception names of httpx, aiohttp,
 openai and litellm, so that it needs none of those packages imported.
+
+:func:`label_of` names a failure in a few words (``HTTP 500``, ``timeout``...): the scheduler
+counts a call's failed attempts by it when the call's deadline ends it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from ctxeval._errors import (
     AuthenticationError,
     BadRequestError,
     CallError,
+    ConnectionFailedError,
     FatalCallError,
     MalformedOutputError,
     ModelNotFoundError,
@@ -46,7 +50,7 @@ from ctxeval._errors import (
     TransientCallError,
 )
 
-__all__ = ["Kind", "classify", "error_for_status", "retry_after_of", "status_of"]
+__all__ = ["Kind", "classify", "error_for_status", "label_of", "retry_after_of", "status_of"]
 
 Kind = Literal["rate_limit", "transient", "malformed", "fatal"]
 
@@ -111,6 +115,22 @@ def classify(exc: BaseException) -> Kind:
     if names & _TRANSIENT_NAMES or isinstance(exc, (TimeoutError, ConnectionError)):
         return "transient"
     return "fatal"
+
+
+def label_of(exc: BaseException) -> str:
+    """A short name for the failure ``exc``, to count a call's failed attempts by: ``HTTP 500``
+    (any error with an HTTP status), ``connection failed``, ``timeout``, ``malformed answer``,
+    else the exception's type name."""
+    status = status_of(exc)
+    if status is not None:
+        return f"HTTP {status}"
+    if isinstance(exc, ConnectionFailedError):
+        return "connection failed"
+    if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+        return "timeout"
+    if isinstance(exc, MalformedOutputError):
+        return "malformed answer"
+    return type(exc).__name__
 
 
 def retry_after_of(exc: object, *, now: float | None = None) -> float | None:

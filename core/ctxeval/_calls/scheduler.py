@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from ctxeval._calls.context import RowContext
-from ctxeval._calls.failures import classify, retry_after_of
+from ctxeval._calls.failures import classify, label_of, retry_after_of
 from ctxeval._calls.limits import Gate, Limits
 from ctxeval._calls.meter import Meter
 from ctxeval._errors import (
@@ -52,14 +52,28 @@ def _log_retry(resource: str, attempt: int, exc: BaseException | None, sleep: fl
 
 class _CallClock:
     """One call's retry state: the time it has taken (its attempts and the waits between
-    them), and its failures since the resource last answered anyone else."""
+    them), its failures since the resource last answered anyone else, and what each failed
+    attempt failed with (for the message of a call its deadline ends)."""
 
-    __slots__ = ("mark", "spent", "streak")
+    __slots__ = ("cut", "expired", "failures", "last", "mark", "spent", "streak")
 
     def __init__(self) -> None:
         self.spent = 0.0
         self.streak = 0
         self.mark = -1
+        self.failures: list[str] = []
+        """The failure of each failed attempt, in a few words (:func:`label_of`)."""
+        self.last: BaseException | None = None
+        """The last failure that was not a cut at the deadline."""
+        self.cut = False
+        """The last attempt was cut at the deadline (with what was left of it)."""
+        self.expired = False
+        """The deadline ended the call: no time left for another attempt."""
+
+    def note(self, exc: BaseException) -> None:
+        """Count the failed attempt that raised ``exc``."""
+        self.failures.append(label_of(exc))
+        self.last = exc
 
     def failed(self, gate: Gate) -> int:
         """Count a failure; returns the failures in a row with no success of any call to the
@@ -67,6 +81,25 @@ class _CallClock:
         self.streak = 1 if gate.successes > self.mark >= 0 else self.streak + 1
         self.mark = gate.successes
         return self.streak
+
+
+def _deadline_error(resource: str, deadline: float, clock: _CallClock) -> CallTimeoutError:
+    """The error of a call its deadline ended: it names the deadline (not what was left of it
+    for the last attempt) and counts what the attempts failed with, e.g. ``no answer from R
+    within its 1 s deadline (3 attempts: HTTP 500 x3; last: HTTP 500 from ...)``."""
+    attempts = len(clock.failures) + clock.cut
+    counts: dict[str, int] = {}
+    for label in clock.failures:
+        counts[label] = counts.get(label, 0) + 1
+    kinds = ", ".join(f"{label} x{n}" for label, n in counts.items())
+    if clock.cut:
+        kinds = f"{kinds}, then cut at the deadline" if kinds else "cut at the deadline"
+    said = f"{attempts} attempt{'s' if attempts != 1 else ''}: {kinds}"
+    if clock.last is not None:
+        said += f"; last: {clock.last}"
+    return CallTimeoutError(
+        f"no answer from {resource} within its {deadline:g} s deadline ({said})"
+    )
 
 
 class Scheduler:
@@ -208,6 +241,11 @@ class Scheduler:
         connection ever reached) closes the gate: later calls fail at once, unsent, and the
         runner stops the run. Retries run on tenacity's ``AsyncRetrying``, sleeping through
         anyio (so trio works).
+
+        A call its deadline ends (no time left for another attempt, or its last attempt cut at
+        what was left) raises :class:`~ctxeval.CallTimeoutError` naming the deadline, not that
+        leftover, and counting what the attempts failed with (:func:`_deadline_error`); out of
+        ``max_attempts``, the last failure is raised as it was.
         """
         gate = self.gate(resource)
         policy = self.retry
@@ -229,12 +267,19 @@ class Scheduler:
                             result = await func()
                 except TimeoutError as exc:
                     if isinstance(exc, CallTimeoutError):
+                        clock.note(exc)
                         raise
-                    raise CallTimeoutError(f"no answer from {resource} within {cut:g} s") from None
+                    if cut is not None and cut != limit:  # cut to what was left of the deadline
+                        clock.cut = True
+                        raise _deadline_error(resource, policy.deadline or cut, clock) from None
+                    timed_out = CallTimeoutError(f"no answer from {resource} within {cut:g} s")
+                    clock.note(timed_out)
+                    raise timed_out from None
                 except UnusableLLMError as exc:
                     gate.on_refused(exc)
                     raise
                 except ConnectionFailedError as exc:
+                    clock.note(exc)
                     if gate.answered == 0:
                         failures = gate.on_connect_failure()
                         if failures >= policy.unreachable_after:
@@ -247,6 +292,7 @@ class Scheduler:
                             raise stop from None
                     raise
                 except Exception as exc:
+                    clock.note(exc)
                     if classify(exc) == "rate_limit":
                         gate.on_rate_limit(retry_after_of(exc), sent_with)
                     else:
@@ -267,23 +313,33 @@ class Scheduler:
             return kind != "fatal"
 
         def out_of_time(attempts: int, sleep: float) -> bool:
+            if clock.cut:  # (the attempt cut at the deadline raised the deadline's error)
+                return True
             if policy.max_attempts is not None and attempts >= policy.max_attempts:
                 return True
-            return policy.deadline is not None and clock.spent + sleep >= policy.deadline
+            clock.expired = policy.deadline is not None and clock.spent + sleep >= policy.deadline
+            return clock.expired
 
-        # The first attempt runs bare: most calls succeed, and tenacity's set-up is not free.
         try:
-            return await attempt()
+            # The first attempt runs bare: most calls succeed, and tenacity's set-up is not free.
+            try:
+                return await attempt()
+            except Exception as exc:
+                if not should_retry(exc):
+                    raise
+                first_wait = self.backoff(clock.failed(gate), exc)
+                if out_of_time(1, first_wait):
+                    raise
+                _log_retry(resource, 1, exc, first_wait)
+            await anyio.sleep(first_wait)
+            clock.spent += first_wait
+            return await self._retry(
+                attempt, should_retry, out_of_time, clock, gate, resource, meter
+            )
         except Exception as exc:
-            if not should_retry(exc):
-                raise
-            first_wait = self.backoff(clock.failed(gate), exc)
-            if out_of_time(1, first_wait):
-                raise
-            _log_retry(resource, 1, exc, first_wait)
-        await anyio.sleep(first_wait)
-        clock.spent += first_wait
-        return await self._retry(attempt, should_retry, out_of_time, clock, gate, resource, meter)
+            if clock.expired and policy.deadline is not None and exc is clock.last:
+                raise _deadline_error(resource, policy.deadline, clock) from exc
+            raise
 
     async def _retry(
         self,

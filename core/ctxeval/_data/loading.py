@@ -4,7 +4,9 @@
 (a JSONL or CSV file of any size is never held in memory whole) and turns each row into a
 :class:`~ctxeval.Sample`. A bad row raises a :class:`~ctxeval.DataError` naming the file, the
 line and the field; with ``strict=False`` the bad row is logged, kept in
-:attr:`SampleStream.errors` and skipped, and the good rows go on.
+:attr:`SampleStream.errors` and skipped, and the good rows go on. With ``strict=False`` a row
+whose ``id`` an earlier row has is such a bad row too (the first one is scored); read strictly,
+the run refuses two samples with one id.
 
 Formats, chosen by the file's suffix (or ``format=``):
 
@@ -68,7 +70,8 @@ class SampleStream(Iterator[Sample]):
         path: the file being read.
         format: ``jsonl``, ``json``, ``csv`` or ``parquet``.
         strict: whether the first bad row raises (True) or is skipped (False).
-        errors: the bad rows skipped so far (lenient mode only), as :class:`DataError`.
+        errors: the bad rows skipped so far (lenient mode only), as :class:`DataError`; a row
+            whose id an earlier row has is one of them.
         rows_read: rows read so far, good and bad.
     """
 
@@ -81,6 +84,8 @@ class SampleStream(Iterator[Sample]):
         self.errors: list[DataError] = []
         self.rows_read = 0
         self._rows = _READERS[format](path) if rows is None else rows
+        # the ids given so far (lenient mode: a repeat is skipped; strict: the run refuses it)
+        self._ids: set[str] | None = None if strict else set()
 
     @classmethod
     def of_lines(
@@ -115,7 +120,12 @@ class SampleStream(Iterator[Sample]):
         try:
             if isinstance(row, _Bad):
                 raise row.error
-            return Sample.from_dict(row)
+            sample = Sample.from_dict(row)
+            if self._ids is not None and sample.id is not None:
+                if sample.id in self._ids:
+                    raise _repeated_id()
+                self._ids.add(sample.id)
+            return sample
         except DataError as exc:
             sample_id = row.get("id") if isinstance(row, Mapping) else None
             error = exc.located(path=str(self.path), line=line, sample_id=id_for_message(sample_id))
@@ -143,6 +153,7 @@ class SampleStream(Iterator[Sample]):
         read = 0
         from_dict, sample_of = Sample.from_dict, self._sample
         add_sample, add_source = samples.append, sources.append
+        ids = self._ids
         try:
             for line, row, raw in itertools.islice(self._rows, n):
                 read += 1
@@ -152,9 +163,12 @@ class SampleStream(Iterator[Sample]):
                     except DataError:
                         pass  # `_sample` says why (or skips it)
                     else:
-                        add_sample(sample)
-                        add_source(sample if raw is None else raw)
-                        continue
+                        if ids is None or sample.id is None or sample.id not in ids:
+                            if ids is not None and sample.id is not None:
+                                ids.add(sample.id)
+                            add_sample(sample)
+                            add_source(sample if raw is None else raw)
+                            continue
                 sample_of(line, row)  # a bad row: raises (strict) or is logged and skipped
         except DataError as exc:  # the file is unreadable past this point (or a bad row)
             raise exc.located(path=str(self.path)) from None
@@ -183,9 +197,16 @@ def load_samples(
     Raises:
         DataError: the file does not exist or cannot be read (at once), or a row is bad
             (while iterating, in strict mode); the message names file, line and field.
-        ConfigError: the format is unknown.
+        ConfigError: the format is unknown, or ``path`` is not a path (samples held in memory,
+            such as a DataFrame, go to ``evaluate`` as they are).
         MissingExtraError: a Parquet file without ``pyarrow`` installed.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(
+            f"load_samples reads a file: give its path, not a {type(path).__name__}; samples "
+            "held in memory (a list, a DataFrame, a dict of columns, a datasets.Dataset, a "
+            "ragas EvaluationDataset) go to ctxeval.evaluate() as they are"
+        )
     file = Path(path)
     if format is None:
         format = FORMATS.get(file.suffix.lower())
@@ -480,6 +501,15 @@ def _read_parquet(path: Path) -> Iterator[Row]:
             for row in batch.to_pylist():
                 number += 1
                 yield number, row, None
+
+
+def _repeated_id() -> DataError:
+    """The error of a row whose id an earlier row has (lenient reading skips it)."""
+    return DataError(
+        "an earlier row has this id: this row is skipped, the earlier one is scored",
+        field="id",
+        hint="sample ids must be unique: give this sample its own id, or remove the repeat",
+    )
 
 
 class _Bad(dict[str, Any]):

@@ -19,6 +19,9 @@ names                                  metric                          cut-off
 ``RR@k``, ``mrr@k``                    ``id_reciprocal_rank_at_k``     optional
 ``Rprec``, ``r-precision``             ``id_r_precision``              none
 ``Bpref``, ``bpref``                   ``id_bpref``                    none
+``Judged@k``, ``judged_k``             ``id_judged_at_k``              required
+``id_ndcg_at_10`` (a row name: the     the metric before ``_at_``      required
+registry name with its ``k``)
 =====================================  ==============================  =========
 """
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-__all__ = ["IR_NAMES", "ir_names_of", "parse_ir_name"]
+__all__ = ["IR_NAMES", "IR_SPELLINGS", "ir_names_of", "parse_ir_name"]
 
 # spelling (lower case) -> (metric without a cut-off, metric with a cut-off)
 IR_NAMES: Final[dict[str, tuple[str | None, str | None]]] = {
@@ -51,8 +54,41 @@ IR_NAMES: Final[dict[str, tuple[str | None, str | None]]] = {
     "r-precision": ("id_r_precision", None),
     "r_precision": ("id_r_precision", None),
     "bpref": ("id_bpref", None),
+    "judged": (None, "id_judged_at_k"),
+    # the row names of the ID metrics with a cut-off (``id_ndcg_at_k`` with k=10 names its
+    # rows ``id_ndcg_at_10``): a row name is a name -m accepts
+    **{
+        metric[: -len("_k")]: (None, metric)
+        for metric in (
+            "id_ndcg_at_k",
+            "id_precision_at_k",
+            "id_recall_at_k",
+            "id_hit_rate_at_k",
+            "id_f1_at_k",
+            "id_average_precision_at_k",
+            "id_reciprocal_rank_at_k",
+            "id_judged_at_k",
+        )
+    },
 }
-"""Every accepted spelling and the metrics it stands for."""
+"""Every accepted spelling (lower case) and the metrics it stands for."""
+
+IR_SPELLINGS: Final[dict[str, str]] = {
+    "ndcg": "nDCG",
+    "p": "P",
+    "r": "R",
+    "success": "Success",
+    "f1": "F1",
+    "ap": "AP",
+    "map": "MAP",
+    "rr": "RR",
+    "mrr": "MRR",
+    "rprec": "Rprec",
+    "bpref": "Bpref",
+    "judged": "Judged",
+}
+"""How ir_measures writes the spellings it has (for "did you mean"); others as in
+:data:`IR_NAMES`."""
 
 _NAME = re.compile(r"^(?P<measure>[A-Za-z][A-Za-z0-9_-]*?)(?:(?:@|_)(?P<k>\d+))?$")
 
@@ -94,5 +130,6 @@ def ir_names_of(metric: str) -> list[str]:
         "id_reciprocal_rank_at_k": ["RR@k"],
         "id_r_precision": ["Rprec"],
         "id_bpref": ["Bpref"],
+        "id_judged_at_k": ["Judged@k"],
     }
     return shown.get(metric, [])

@@ -17,7 +17,9 @@ missing from the run are kept too, with nothing retrieved.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -25,6 +27,16 @@ from ctxeval._data.sample import GradedIDs, Sample
 from ctxeval._errors import DataError
 
 __all__ = ["load_trec", "read_qrels", "read_run", "samples_from_dicts"]
+
+
+_ASCII_BLANKS = " \t\n\r\f\v"
+_ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+"""What separates columns, as trec_eval reads them: ASCII white space only (an id may hold a
+no-break space, U+2028 or U+3000, which ``str.split()`` would split on)."""
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A finite number in ASCII digits (``nan``, ``inf``, ``1_000`` and other scripts' digits are
+not scores)."""
 
 
 def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
@@ -35,9 +47,10 @@ def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     with handle:
         try:
             for number, line in enumerate(handle, start=1):
-                if line.startswith("#") or not line.strip():
+                fields = _ASCII_SPACE.split(line.strip(_ASCII_BLANKS))
+                if line.startswith("#") or fields == [""]:
                     continue
-                yield number, line.split()
+                yield number, fields
         except UnicodeDecodeError as exc:
             raise DataError(f"not UTF-8 text ({exc.reason})", path=str(path)) from None
 
@@ -58,12 +71,11 @@ def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
                 line=number,
             )
         query, _, doc, grade_text = fields
-        try:
-            grade = int(grade_text)
-        except ValueError:
+        if not _INTEGER.fullmatch(grade_text):
             raise DataError(
                 f"relevance {grade_text!r} is not an integer", path=str(where), line=number
-            ) from None
+            )
+        grade = int(grade_text)
         judged = qrels.setdefault(query, {})
         if doc in judged:
             raise DataError(
@@ -93,12 +105,15 @@ def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
             )
         query, _, doc, _, score_text = fields[:5]  # as trec_eval, what follows the run name
         # is ignored
-        try:
-            score = float(score_text)
-        except ValueError:
+        if not _NUMBER.fullmatch(score_text):
             raise DataError(
-                f"score {score_text!r} is not a number", path=str(where), line=number
-            ) from None
+                f"score {score_text!r} is not a finite number", path=str(where), line=number
+            )
+        score = float(score_text)
+        if not math.isfinite(score):  # 1e999
+            raise DataError(
+                f"score {score_text!r} is not a finite number", path=str(where), line=number
+            )
         ranked = run.setdefault(query, {})
         if doc in ranked:
             raise DataError(

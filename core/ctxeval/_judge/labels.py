@@ -17,14 +17,23 @@ or all the labels of one sample at once::
 
 ``metric`` may be an alias (``context_precision``); ``label`` is 0/1 or false/true, or null
 for an item not labelled yet (a sheet being filled in).
+
+Files are read strictly, so that what ctxeval writes reads back whatever the texts hold: UTF-8
+(a byte-order mark, as Excel writes one, is accepted), JSONL lines split at line feeds only (a
+text may hold U+2028 or any other character), CSV as the csv module reads it (quoted cells may
+hold line breaks). A byte that is not UTF-8, an index that is not written in ASCII digits, a
+record that is not an object: each a :class:`~ctxeval.DataError` naming the file, the line and
+the field; a file with no label record at all is an error too.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +64,13 @@ def _flag(value: Any, where: dict[str, Any], field: str) -> int | None:
 
 
 def _index(value: Any, where: dict[str, Any]) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value)  # (not "²" or "٣": isdigit() alone takes them, int() does not)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DataError(
-            f"index is the item's position from 0, got {value!r}", field="index", **where
+            f"index is the item's position from 0 (a whole number in digits 0-9), got {value!r}",
+            field="index",
+            **where,
         )
     return value
 
@@ -113,9 +124,16 @@ class Labels:
             where: dict[str, Any] = {"path": source, "line": number}
             if not isinstance(record, Mapping):
                 raise DataError("each label is a JSON object", **where)
+            _check_text(record, where)
             sample = record.get("sample_id", record.get("id"))
             if sample is None or (isinstance(sample, str) and not sample.strip()):
                 raise DataError("a label needs the sample_id of the sample it is for", **where)
+            if isinstance(sample, bool) or not isinstance(sample, (str, int)):
+                raise DataError(
+                    f"a sample_id is a string (or an integer), got {sample!r}",
+                    field="sample_id",
+                    **where,
+                )
             metric = record.get("metric")
             if not isinstance(metric, str) or not metric.strip():
                 raise DataError(
@@ -167,36 +185,200 @@ class Labels:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Labels:
         """Labels from a JSONL, JSON (a list) or CSV file (columns ``sample_id``, ``metric``
-        and ``index`` + ``label``, or ``labels`` as a JSON list).
+        and ``index`` + ``label``, or ``labels`` as a JSON list), UTF-8 (with or without a
+        byte-order mark).
 
         Raises:
-            DataError: the file cannot be read or a line is malformed (file, line and field
-                named).
+            DataError: the file cannot be read, is empty, is not UTF-8, or a line is malformed
+                (file, line and field named).
         """
         target = Path(path)
         name = str(target)
         try:
-            text = target.read_text(encoding="utf-8")
+            raw = target.read_bytes()
         except OSError as exc:
             raise DataError(f"cannot read the labels: {exc.strerror or exc}", path=name) from None
-        if target.suffix.lower() == ".csv":
-            reader = csv.DictReader(text.splitlines())
-            rows = ({k: v for k, v in row.items() if v not in (None, "")} for row in reader)
-            return cls._numbered(((n + 1, row) for n, row in enumerate(rows, start=1)), name)
-        if target.suffix.lower() == ".json":
-            try:
-                records = json.loads(text)
-            except ValueError as exc:
-                raise DataError(f"not JSON: {exc}", path=name) from None
-            if not isinstance(records, list):
-                raise DataError("a JSON labels file holds a list of labels", path=name)
-            return cls.from_records(records, source=name)
-        parsed = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
+        # a byte that is not UTF-8 is kept as a lone surrogate, found and named (line, field)
+        # once the records are read: see _check_text
+        text = raw.decode("utf-8-sig", errors="surrogateescape")
+        suffix = target.suffix.lower()
+        if suffix == ".csv":
+            records = _csv_records(text, name)
+        elif suffix == ".json":
+            records = _json_records(text, name)
+        else:
+            records = _jsonl_records(text, name)
+        seen = _Counted(records)
+        labels = cls._numbered(seen, name)
+        if not seen.count:
+            raise DataError(
+                "the labels file is empty: no label in it",
+                path=name,
+                hint="one label per line, e.g. "
+                '{"sample_id": "q1", "metric": "context_precision", "index": 0, "label": 1}; '
+                "ctxeval label-sheet RUN -m METRIC writes a sheet to fill in",
+            )
+        return labels
+
+
+class _Counted(Iterator[tuple[int, Any]]):
+    """The records of a file, counted as they are read."""
+
+    def __init__(self, records: Iterator[tuple[int, Any]]) -> None:
+        self._records = records
+        self.count = 0
+
+    def __next__(self) -> tuple[int, Any]:
+        record = next(self._records)
+        self.count += 1
+        return record
+
+
+def _jsonl_records(text: str, name: str) -> Iterator[tuple[int, Any]]:
+    """The records of a JSONL text, numbered by line: lines end at line feeds only (not at
+    U+2028, U+0085, form feeds... which a text may hold, as ``str.splitlines`` would cut)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except RecursionError:
+            raise DataError(
+                "the JSON is nested too deeply to read", path=name, line=number
+            ) from None
+        except ValueError as exc:
+            _refuse_undecodable(line, {"path": name, "line": number})
+            problem = exc.args[0] if exc.args else str(exc)
+            raise DataError(f"not JSON: {problem}", path=name, line=number) from None
+        yield number, record
+
+
+def _json_records(text: str, name: str) -> Iterator[tuple[int, Any]]:
+    """The records of a JSON list, each numbered by the line it starts on."""
+    decoder = json.JSONDecoder()
+    position = _skip_space(text, 0)
+    try:
+        if position >= len(text):
+            return
+        if text[position] != "[":
+            decoder.raw_decode(text, position)  # (an error for anything else than JSON)
+            raise DataError("a JSON labels file holds a list of labels", path=name)
+        position = _skip_space(text, position + 1)
+        if text[position : position + 1] == "]":
+            return
+        line, counted = 1, 0
+        while True:
+            line += text.count("\n", counted, position)
+            counted = position
+            record, position = decoder.raw_decode(text, position)
+            yield line, record
+            position = _skip_space(text, position)
+            if text[position : position + 1] == ",":
+                position = _skip_space(text, position + 1)
                 continue
+            if text[position : position + 1] == "]":
+                break
+            raise json.JSONDecodeError("expected ',' or ']'", text, position)
+        end = _skip_space(text, position + 1)
+        if end != len(text):
+            raise json.JSONDecodeError("extra data after the list", text, end)
+    except DataError:
+        raise
+    except json.JSONDecodeError as exc:
+        _refuse_undecodable(text.split("\n")[exc.lineno - 1], {"path": name, "line": exc.lineno})
+        raise DataError(
+            f"not JSON: {exc.msg} at column {exc.colno}", path=name, line=exc.lineno
+        ) from None
+    except RecursionError:
+        raise DataError("the JSON is nested too deeply to read", path=name) from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise DataError(f"not JSON: {str(exc).split(';')[0]}", path=name) from None
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def _csv_records(text: str, name: str) -> Iterator[tuple[int, Any]]:
+    """The records of a CSV text (a header row, then one label per row), each numbered by
+    the line it starts on; an empty cell is no value."""
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header: list[str] | None = None
+    end = 0  # the last line of the previous row
+    while True:
+        start = end + 1
+        try:
+            cells = next(reader, None)
+        except csv.Error as exc:
+            raise DataError(f"not valid CSV: {exc}", path=name, line=start) from None
+        end = reader.line_num
+        if cells is None:
+            return
+        if not cells or not any(c.strip() for c in cells):
+            continue  # a blank line
+        if header is None:
+            header = [c.strip() for c in cells]
+            _check_text(dict.fromkeys(header, ""), {"path": name, "line": start})
+            named = [h for h in header if h]
+            if len(set(named)) != len(named):
+                twice = next(h for h in named if named.count(h) > 1)
+                raise DataError(
+                    f"column {twice!r} appears twice in the header", path=name, line=start
+                )
+            continue
+        if len(cells) > len(header):
+            raise DataError(
+                f"the row has {len(cells) - len(header)} cell(s) more than the header",
+                path=name,
+                line=start,
+            )
+        yield start, {k: v for k, v in zip(header, cells, strict=False) if k and v != ""}
+
+
+def _check_text(record: Mapping[Any, Any], where: dict[str, Any]) -> None:
+    """Refuse a record with a text that is not valid Unicode: a byte of the file that is not
+    UTF-8 (decoded as a lone surrogate), or a lone surrogate written as a JSON escape."""
+    for key, value in record.items():
+        for text in _texts(key, value):
             try:
-                parsed.append((number, json.loads(line)))
-            except ValueError as exc:
-                raise DataError(f"not JSON: {exc.args[0]}", path=name, line=number) from None
-        return cls._numbered(parsed, name)
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                field = key if _valid(key) else None
+                bad = text[exc.start]
+                if "\udc80" <= bad <= "\udcff":
+                    raise DataError(
+                        f"not valid UTF-8 (the byte 0x{ord(bad) - 0xDC00:02x})",
+                        field=field,
+                        hint="save the file as UTF-8",
+                        **where,
+                    ) from None
+                raise DataError(
+                    f"a lone surrogate ({bad!r}) is not text", field=field, **where
+                ) from None
+
+
+def _texts(key: Any, value: Any) -> Iterator[str]:
+    if isinstance(key, str):
+        yield key
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        yield from (v for v in value if isinstance(v, str))
+
+
+def _valid(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refuse_undecodable(line: str, where: dict[str, Any]) -> None:
+    """A line that is not JSON because it holds a byte that is not UTF-8: say that."""
+    _check_text({None: line}, where)

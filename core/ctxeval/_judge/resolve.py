@@ -1,5 +1,5 @@
 """People's labels with each metric named as the run's rows name it:
-:func:`resolve_label_metrics` (an alias becomes the metric's canonical name).
+:func:`resolve_label_metrics` (any name of a metric becomes its row name).
 """
 
 from __future__ import annotations
@@ -23,29 +23,25 @@ def resolve_label_metrics(
     registry: Registry | None = None,
 ) -> Labels:
     """``labels`` (read first when a file) with each metric name as the run's rows name it
-    (an alias such as ``context_precision`` becomes ``llm_context_precision_with_reference``).
+    (any name of a metric, an alias or an IR name, becomes the run's row name).
 
     Raises:
         DataError: the labels file is malformed (file, line and field named).
         ConfigError: labels for a metric the run does not score.
     """
-    from ctxeval._plugins.registry import default_registry
+    from ctxeval._plugins.metric_names import resolve_metric_name
 
     if not isinstance(labels, Labels):
         labels = Labels.load(labels)
-    registry = registry or default_registry()
     names: dict[str, str] = {}
     for name in labels.metrics:
         if name in metrics:
             continue
         try:
-            canonical = registry.get_metric(name).name
-        except Exception:  # an unknown name: said below
-            canonical = name
-        if canonical not in metrics:
+            names[name] = resolve_metric_name(name, metrics, registry=registry)
+        except ConfigError:
             raise ConfigError(
                 f"{labels.source}: labels for metric {name!r}, which this run does not score; "
                 f"it scores: {', '.join(metrics)}"
-            )
-        names[name] = canonical
+            ) from None
     return labels.renamed(names) if names else labels

@@ -23,14 +23,19 @@ def _item_texts(row: MetricResult, sample: Any) -> list[str | None]:
     flags = details.get("flags") or []
     statements = details.get("statements")
     if isinstance(statements, list) and len(statements) == len(flags):
-        return [str(s.get("statement")) for s in statements]
+        return [_text(s.get("statement") if isinstance(s, Mapping) else s) for s in statements]
     entities = details.get("reference_entities")
     if isinstance(entities, list) and len(entities) == len(flags):
-        return [str(e) for e in entities]
+        return [_text(e) for e in entities]
     contexts = getattr(sample, "retrieved_contexts", None) if sample is not None else None
     if "n_reference" in details and contexts:
         return [contexts[i] if i < len(contexts) else None for i in range(len(flags))]
     return [None] * len(flags)
+
+
+def _text(value: Any) -> str | None:
+    """An item's text as the sheet shows it (None, not ``"None"``, where there is none)."""
+    return None if value is None else str(value)
 
 
 def label_sheet(

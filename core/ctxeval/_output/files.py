@@ -32,12 +32,15 @@ def private_open(path: Path, *, newline: str | None = None) -> IO[str]:
 
 def write_text(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` (UTF-8, 0600) whole or not at all: under a temporary name
-    beside it, renamed over ``path`` once written (a link at ``path`` is replaced, its target
-    left as it was). On failure the temporary file is removed and ``path`` is as it was."""
+    beside it, flushed to disk, renamed over ``path`` once written (a link at ``path`` is
+    replaced, its target left as it was). On failure the temporary file is removed and
+    ``path`` is as it was."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with private_open(temporary) as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before it takes the name
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)

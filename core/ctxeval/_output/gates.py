@@ -62,10 +62,18 @@ class GateResult:
     def describe(self) -> str:
         """One line: ``nDCG@10 mean 0.612 >= 0.600`` (or why it failed)."""
         gate = self.gate
+        threshold = f"{gate.threshold:.3f}"
+        if float(threshold) != gate.threshold:
+            threshold = f"{gate.threshold:g}"  # 0.3004, as written
         if self.value is None:
-            return f"{gate.metric} {gate.on}: {self.reason} (needs >= {gate.threshold:.3f})"
+            return f"{gate.metric} {gate.on}: {self.reason} (needs >= {threshold})"
         sign = ">=" if self.passed else "<"
-        return f"{gate.metric} {gate.on} {self.value:.3f} {sign} {gate.threshold:.3f}"
+        value = f"{self.value:.3f}"
+        if value == threshold and self.value != gate.threshold:
+            value = f"{self.value:.6g}"  # a near miss does not read "0.300 < 0.300"
+            if float(value) == gate.threshold:
+                value = repr(self.value)
+        return f"{gate.metric} {gate.on} {value} {sign} {threshold}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -2,12 +2,14 @@
 ``results.jsonl`` a batch of whole samples at a time (:func:`read_parts`) through the same
 selection and numbers a run uses, and finds the texts of the samples it shows in the data file
 (:func:`file_lookup`), in constant memory whatever the run's size (``ctxeval report``).
+:func:`write_report` is the same from Python (``ctxeval.write_report``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -24,7 +26,9 @@ from ctxeval._output.summary import summary_dict
 from ctxeval._results.results import MetricResult
 from ctxeval._results.totals import RunTotals
 
-__all__ = ["file_lookup", "read_parts", "rebuild_report"]
+__all__ = ["file_lookup", "read_parts", "rebuild_report", "write_report"]
+
+logger = logging.getLogger(__name__)
 
 BATCH_ROWS = 8192
 """Rows read from ``results.jsonl`` before they are handed on (ended at a sample's last)."""
@@ -59,9 +63,27 @@ def read_parts(path: str | os.PathLike[str]) -> Iterator[list[MetricResult]]:
         yield batch
 
 
-def file_lookup(source: str | os.PathLike[str] | Iterable[Sample] | None) -> SampleLookup:
+def _in_memory(source: Any) -> Iterator[Sample | None]:
+    """The samples of ``source`` held in memory (samples, dicts of their fields, or a table:
+    a DataFrame, a dict of columns...), None for one that cannot be read (its position
+    counts)."""
+    from ctxeval._data.frames import table_rows
+
+    rows = table_rows(source)
+    for item in rows if rows is not None else source:
+        if isinstance(item, Sample):
+            yield item
+            continue
+        try:
+            yield Sample.from_dict(item)
+        except DataError:
+            yield None
+
+
+def file_lookup(source: str | os.PathLike[str] | Iterable[Any] | None) -> SampleLookup:
     """Finds samples by id in ``source`` (a data file, read again up to the last sample
-    wanted; or samples in memory); a sample without an id is known by its position."""
+    wanted; or samples in memory: samples, dicts, a DataFrame, a dict of columns...); a
+    sample without an id is known by its position."""
 
     def find(ids: Collection[str]) -> Mapping[str, Sample]:
         from ctxeval._data.loading import load_samples
@@ -70,10 +92,13 @@ def file_lookup(source: str | os.PathLike[str] | Iterable[Sample] | None) -> Sam
         found: dict[str, Sample] = {}
         if source is None or not wanted:
             return found
-        opened = load_samples(source, strict=False) if isinstance(source, (str, Path)) else None
-        samples: Iterable[Sample] = opened if opened is not None else source  # type: ignore[assignment]
+        on_disk = isinstance(source, (str, os.PathLike))
+        opened = load_samples(source, strict=False) if on_disk else None  # type: ignore[arg-type]
+        samples: Iterable[Sample | None] = opened if opened is not None else _in_memory(source)
         try:
             for position, sample in enumerate(samples):
+                if sample is None:
+                    continue
                 key = sample.id if sample.id is not None else str(position)
                 if key in wanted:
                     found[key] = sample
@@ -90,18 +115,20 @@ def file_lookup(source: str | os.PathLike[str] | Iterable[Sample] | None) -> Sam
 def rebuild_report(
     folder: str | os.PathLike[str],
     *,
-    data: str | os.PathLike[str] | None = None,
+    data: str | os.PathLike[str] | Iterable[Any] | None = None,
     output: str | os.PathLike[str] | None = None,
     title: str | None = None,
     summary: Mapping[str, Any] | None = None,
+    results: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Write the report of the run in ``folder`` again from its ``results.jsonl`` (and its
-    ``summary.json`` when there, else the numbers computed again), the texts of the samples
-    it shows read from ``data``. Returns the report's path (``output``, by default
+    """Write the report of the run in ``folder`` again from its ``results.jsonl`` (or
+    ``results``: rows written elsewhere; and the folder's ``summary.json`` when there, else the
+    numbers computed again), the texts of the samples it shows read from ``data`` (a file, or
+    the samples in memory). Returns the report's path (``output``, by default
     ``folder/report.html``)."""
     target = Path(folder)
-    results = target / "results.jsonl"
-    if summary is None:
+    rows_file = Path(results) if results is not None else target / "results.jsonl"
+    if summary is None and results is None:
         try:
             summary = json.loads((target / "summary.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -109,7 +136,7 @@ def rebuild_report(
     metrics = (
         list(summary["metrics"]) if summary and isinstance(summary.get("metrics"), dict) else []
     )
-    parts = read_parts(results)
+    parts = read_parts(rows_file)
     first = next(parts, [])
     for row in first:  # (names of metrics the summary does not hold)
         if row.metric not in metrics:
@@ -130,3 +157,69 @@ def rebuild_report(
         folder=str(folder),
     )
     return write_text(Path(output) if output is not None else target / "report.html", page)
+
+
+def write_report(
+    run: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    data: str | os.PathLike[str] | Iterable[Any] | None = None,
+    title: str | None = None,
+) -> Path:
+    """Write the HTML report of a run again, from its folder or its ``results.jsonl``: the page
+    ``ctxeval report RUN`` writes (after an upgrade, the new page), in constant memory
+    whatever the run's size.
+
+    Args:
+        run: a run folder (``Evaluation.write(FOLDER)``, ``ctxeval evaluate --out FOLDER``), or
+            a ``results.jsonl`` (:meth:`Evaluation.to_jsonl`'s file, named anything); the
+            numbers come from the ``summary.json`` beside a ``results.jsonl`` when there,
+            else they are computed from the rows.
+        out: the page to write; by default ``report.html`` in the run's folder.
+        data: where the texts of the samples shown are read: their data file, or the samples
+            in memory (a list, a DataFrame, a dict of columns...); by default the data file
+            the run's ``summary.json`` names, when it is found. Without one the page shows
+            scores and evidence without the texts.
+        title: the page's title (by default ``ctxeval:`` and the data file's or folder's name).
+
+    Returns:
+        The report's path.
+
+    Raises:
+        DataError: ``run`` is missing, holds no ``results.jsonl``, or a line of it is not a
+            row (file and line named).
+    """
+    from ctxeval._view.sources import run_source
+
+    given = Path(run)
+    hint = "give a run folder (ev.write(FOLDER), ctxeval evaluate --out FOLDER) or a results.jsonl"
+    if not given.exists():
+        raise DataError("no such file or folder", path=str(given), hint=hint)
+    if given.is_dir():
+        folder, results = given, given / "results.jsonl"
+        if not results.is_file():
+            raise DataError("no results.jsonl in this folder", path=str(given), hint=hint)
+    else:
+        folder, results = given.parent, given
+    summary: Mapping[str, Any] | None = None
+    named: str | None = None
+    if results.name == "results.jsonl":  # (a summary.json beside other rows is not theirs)
+        source = run_source(folder)
+        summary = source.summary if isinstance(source.summary.get("metrics"), dict) else None
+        named = source.data_named
+        if data is None and source.data is not None:
+            data = source.data
+    if data is None:
+        where = f" ({named} was not found)" if named else ""
+        logger.warning(
+            "no data file%s: the report of %s shows scores and evidence without the samples' "
+            "texts; pass data= (the data file, or the samples)",
+            where,
+            given,
+        )
+    if title is None:
+        file = named if named else data if isinstance(data, (str, os.PathLike)) else None
+        title = f"ctxeval: {Path(file).name}" if file else None
+    return rebuild_report(
+        folder, data=data, output=out, title=title, summary=summary, results=results
+    )

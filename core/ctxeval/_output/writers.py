@@ -49,6 +49,7 @@ __all__ = [
     "JSONLWriter",
     "MarkdownWriter",
     "ParquetWriter",
+    "RawCSVWriter",
     "SummaryWriter",
     "private_open",
     "write_text",
@@ -74,6 +75,8 @@ class _PartialFile:
         )
 
     def finish(self) -> Path:
+        self.handle.flush()
+        os.fsync(self.handle.fileno())  # on disk before it takes the name (a crash, a power cut)
         self.handle.close()
         os.replace(self.partial, self.path)
         return self.path
@@ -199,31 +202,64 @@ _COLUMNS = ("sample_id", "metric", "status", "score", "reason", "details", *_USA
 _in_order = operator.itemgetter(*_COLUMNS)
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list)."""
+
+
+def _neutralised(record: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``record`` with each text cell a spreadsheet would run as a formula (a sample id or
+    metric name starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) prefixed
+    with ``'``, as OWASP advises: shown as text, not run. Numbers are left alone."""
+    if not any(isinstance(v, str) and v.startswith(_FORMULA_STARTS) for v in record):
+        return record
+    return tuple(
+        "'" + v if isinstance(v, str) and v.startswith(_FORMULA_STARTS) else v for v in record
+    )
+
+
 class _CSVFile(_PartialFile):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, neutralise: bool = True) -> None:
         super().__init__(path, text=True)
         self.writer = csv.writer(self.handle)
         self.writer.writerow(_COLUMNS)
+        self.neutralise = neutralise
 
     def add(self, rows: Sequence[MetricResult]) -> None:
-        self.writer.writerows(_records(rows))
+        records = _records(rows)
+        self.writer.writerows(map(_neutralised, records) if self.neutralise else records)
 
 
 @attrs.frozen(kw_only=True)
 class CSVWriter:
-    """Writer ``csv``: ``results.csv``, one line per row, written as the rows come."""
+    """Writer ``csv``: ``results.csv``, one line per row, written as the rows come.
+
+    A text cell a spreadsheet would run as a formula (``=HYPERLINK(...)`` as a sample id) is
+    written with a ``'`` before it (OWASP's rule); the writer ``csv_raw`` writes such cells as
+    they are, for a program that reads the file and not a spreadsheet."""
 
     registry_name: ClassVar[str] = "csv"
     name: str = "csv"
     filename: str = "results.csv"
+    neutralise_formulas: bool = True
+    """Prefix a cell that starts like a formula with ``'`` (False: write every cell as is)."""
 
     def open(self, folder: Path, *, title: str, metrics: Sequence[str]) -> RowFile:
-        return _CSVFile(folder / self.filename)
+        return _CSVFile(folder / self.filename, neutralise=self.neutralise_formulas)
 
     def write(
         self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return _write_all(self, evaluation, folder, title=title)
+
+
+@attrs.frozen(kw_only=True)
+class RawCSVWriter(CSVWriter):
+    """Writer ``csv_raw``: ``results.csv`` with every cell as it is, a formula-like sample id
+    included (for a program that reads it; open it in a spreadsheet at your own risk)."""
+
+    registry_name: ClassVar[str] = "csv_raw"
+    name: str = "csv_raw"
+    neutralise_formulas: bool = False
 
 
 PARQUET_ROWS = 65_536

@@ -8,18 +8,25 @@ the list of those it takes).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
 
+from ctxeval._data.measure_names import IR_NAMES, IR_SPELLINGS
 from ctxeval._errors import ConfigError, UnknownNameError
 
-__all__ = ["check_options", "unknown_name"]
+__all__ = ["check_options", "suggest_metric_names", "unknown_name"]
+
+_CUT = re.compile(r"^(?P<stem>.*?)(?P<cut>(?:@|_)\d+)?$")
 
 
-def unknown_name(group: str, name: str, known: Sequence[str]) -> UnknownNameError:
-    """The error for ``name``, which nothing in ``group`` has (``known``: what there is)."""
-    return UnknownNameError(
-        group, name, list(known), difflib.get_close_matches(name, known, n=2, cutoff=0.6)
-    )
+def unknown_name(
+    group: str, name: str, known: Sequence[str], close: Sequence[str] | None = None
+) -> UnknownNameError:
+    """The error for ``name``, which nothing in ``group`` has (``known``: what there is;
+    ``close``: the names to suggest, by default the closest of ``known``)."""
+    if close is None:
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    return UnknownNameError(group, name, list(known), list(close))
 
 
 def check_options(kind: str, name: str, options: Collection[str], accepted: Sequence[str]) -> None:
@@ -39,3 +46,21 @@ def check_options(kind: str, name: str, options: Collection[str], accepted: Sequ
             f"{kind} {name!r} has no option {', '.join(hints)}; its options are: "
             f"{', '.join(accepted) or '(none)'}"
         )
+
+
+def suggest_metric_names(name: str, registered: Iterable[str]) -> list[str]:
+    """The metric names closest to ``name``, which nothing has: registered names, and IR
+    spellings with ``name``'s cut-off kept (``ndgc@10`` gives ``nDCG@10``)."""
+    known = list(registered)
+    match = _CUT.match(name)
+    stem: str = match["stem"] if match else name
+    cut: str = (match["cut"] if match else None) or ""
+    measures = [m for m, (plain, with_cut) in IR_NAMES.items() if (with_cut if cut else plain)]
+    ir = [
+        IR_SPELLINGS.get(measure, measure) + cut
+        for measure in difflib.get_close_matches(stem.lower(), measures, n=1, cutoff=0.6)
+    ]
+    registered_close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    # a name with a cut-off is most likely an IR name; another, a registered one
+    found: list[str] = ir + registered_close if cut else registered_close or ir
+    return list(dict.fromkeys(found))[:2]

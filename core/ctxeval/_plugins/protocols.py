@@ -422,11 +422,17 @@ class Completion:
         content: the assistant message's text.
         prompt_tokens: tokens of the request, as the service counted them (0 when unknown).
         completion_tokens: tokens of the answer (0 when unknown).
+        finish_reason: why the model stopped, as the service said (``stop``; ``length`` when
+            the answer was cut at ``max_tokens``), or None when it did not say.
+        model: the model that answered, as the service named it (a local server names the
+            file it loaded), or None when it did not say.
     """
 
     content: str = attrs.field(validator=attrs.validators.instance_of(str))
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    finish_reason: str | None = None
+    model: str | None = None
 
 
 @runtime_checkable

@@ -62,7 +62,7 @@ from ctxeval._plugins.groups import (
     WRITERS,
 )
 from ctxeval._plugins.ir_aliases import is_ir_name, resolve_ir_name
-from ctxeval._plugins.names import check_options, unknown_name
+from ctxeval._plugins.names import check_options, suggest_metric_names, unknown_name
 from ctxeval._plugins.protocols import (
     Embedder,
     Extractor,
@@ -246,13 +246,47 @@ class Registry:
         """Build the metric registered under ``name`` (or an alias) with ``options``.
 
         An IR measure name as ir_measures or ranx write it (``nDCG@10``, ``P@5``, ``AP``,
-        ``mrr``; see :mod:`ctxeval._data.measure_names`) stands for the ID metric it names, and its
-        rows carry the name as written.
+        ``mrr``; see :mod:`ctxeval._data.measure_names`) stands for the ID metric it names; a
+        registered name is found in any case when only one matches.
+
+        The metric's rows carry the name as written (an alias stays the alias, an IR name
+        keeps its spelling; see :mod:`ctxeval._plugins.metric_names`) unless ``options``
+        names them (``name=``).
+
+        Raises:
+            UnknownNameError: no metric has the name (with the close names, IR ones too).
+            ConfigError: a bad option; and what :meth:`create` raises.
         """
-        if name not in self._entries[METRICS]:
-            name, options = resolve_ir_name(name, options)
+        written = name
+        registered = self._entries[METRICS]
+        if name not in registered:
+            folded = [n for n in registered if n.casefold() == name.casefold()]
+            if len(folded) == 1:
+                name = written = folded[0]  # another case of a registered name: that name
+            else:
+                name, options = resolve_ir_name(name, options)
+                if name not in registered:
+                    close = suggest_metric_names(written, registered)
+                    raise unknown_name(METRICS, written, list(registered), close)
         plugin: Metric = self.create(METRICS, name, **options)
+        if "name" not in options:
+            plugin = self._named(plugin, name, written, options)
         return plugin
+
+    def _named(self, plugin: Metric, name: str, written: str, options: dict[str, Any]) -> Metric:
+        """``plugin`` (built from the registered ``name``) with its rows named as ``written``,
+        when that is an alias (or another case) of the plugin's own name and it takes the
+        ``name`` option."""
+        own = getattr(type(plugin), "registry_name", None)
+        if not own or written == own or plugin.name == written:
+            return plugin
+        if "name" not in (options_of(self.load(METRICS, name)) or ()):
+            return plugin  # a plugin that cannot be renamed keeps its own names
+        if not plugin.name.startswith(own):
+            return plugin  # a default name that is no prefix-and-parameters: left as it is
+        renamed = written + plugin.name[len(own) :]
+        built: Metric = self.create(METRICS, name, **options, name=renamed)
+        return built
 
     def knows_metric(self, name: str) -> bool:
         """Whether ``name`` is a registered metric name or an IR measure name."""

@@ -1,7 +1,15 @@
-"""The outcome of a run: :class:`Evaluation`, its rows and its per-metric :class:`MetricSummary`."""
+"""The outcome of a run: :class:`Evaluation`, its rows and its per-metric :class:`MetricSummary`
+(gathered in a :class:`Summary`).
+
+An evaluation and its summary print as the command line's summary table (``print(ev)``), show
+as a rich table in a rich console and as an HTML table in a notebook; :meth:`Evaluation.write`
+writes the run folder ``ctxeval evaluate --out`` writes.
+"""
 
 from __future__ import annotations
 
+import collections
+import importlib
 import json
 import math
 import os
@@ -16,13 +24,23 @@ from ctxeval._data.sample import Sample
 from ctxeval._judge.labels import Labels
 from ctxeval._results.collector import collector_paused
 from ctxeval._results.columns import RowBlock, Tally, metrics_of, scores_of, tally, tally_of
+from ctxeval._results.display import number as shown_number
+from ctxeval._results.display import (
+    plain_text,
+    span,
+    summary_html,
+    summary_table,
+    usage_line,
+)
 from ctxeval._results.results import MetricResult, Status, Usage
 from ctxeval._results.stats import mean_ci
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+
     from ctxeval._judge.trust import JudgeTrust
 
-__all__ = ["Evaluation", "MetricSummary"]
+__all__ = ["Evaluation", "MetricSummary", "Summary"]
 
 
 @attrs.frozen(slots=True)
@@ -66,6 +84,95 @@ class MetricSummary:
             "usage": self.usage.to_dict(),
         }
 
+    def __str__(self) -> str:
+        """One line, the numbers rounded as the summary table shows them: ``id_mrr: mean 0.300
+        (95% CI 0.200-0.400), 3 ok, 0 undefined, 0 errors`` (an en dash between the bounds)."""
+        return (
+            f"{self.metric}: mean {shown_number(self.mean)} (95% CI {span(self.ci95)}), "
+            f"{self.n_ok} ok, {self.n_undefined} undefined, {self.n_error} "
+            f"error{'' if self.n_error == 1 else 's'}"
+        )
+
+
+class Summary(dict[str, MetricSummary]):
+    """Each metric's :class:`MetricSummary` by row name (what :meth:`Evaluation.summary`
+    returns): a dict as before (``summary["id_mrr"].mean``, equal to a plain dict of the same
+    items) that prints as the command line's summary table.
+
+    ``print(summary)`` (and ``repr``) shows the table as text, a rich console shows it as a
+    rich table, a notebook as an HTML table: per metric the mean and its 95% confidence
+    interval to three decimals (the values kept are exact), and the counts of ``ok``,
+    ``undefined`` and ``error`` rows.
+    """
+
+    __slots__ = ()
+
+    @property
+    def usage(self) -> Usage:
+        """What every metric's rows cost, summed."""
+        total = Usage()
+        for summary in self.values():
+            if not summary.usage.is_zero:
+                total = total + summary.usage
+        return total
+
+    @property
+    def n_samples(self) -> int:
+        """How many samples the rows are of (each metric has one row per sample)."""
+        return max((summary.n for summary in self.values()), default=0)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Each metric's numbers as ``summary.json`` holds them (JSON values)."""
+        out = {}
+        for name, summary in self.items():
+            entry = summary.to_dict()
+            del entry["metric"]
+            out[name] = entry
+        return out
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` with one row per metric (needs pandas), indexed by metric:
+        ``mean``, ``ci95_low``, ``ci95_high``, ``n_ok``, ``n_undefined``, ``n_error``."""
+        from ctxeval._plugins.optional import require_pandas
+
+        require_pandas("Summary.to_pandas()")
+        import pandas as pd
+
+        records = [
+            {
+                "metric": name,
+                "mean": s.mean,
+                "ci95_low": s.ci95[0] if s.ci95 is not None else None,
+                "ci95_high": s.ci95[1] if s.ci95 is not None else None,
+                "n_ok": s.n_ok,
+                "n_undefined": s.n_undefined,
+                "n_error": s.n_error,
+            }
+            for name, s in self.items()
+        ]
+        columns = ["metric", "mean", "ci95_low", "ci95_high", "n_ok", "n_undefined", "n_error"]
+        return pd.DataFrame.from_records(records, columns=columns).set_index("metric")
+
+    def _notes(self) -> list[str]:
+        notes = [line for line in (usage_line(self.usage),) if line]
+        errors = sum(summary.n_error for summary in self.values())
+        if errors:
+            notes.append(f"{errors} error row(s): Evaluation.errors() lists them with the reason")
+        return notes
+
+    def __rich__(self) -> RenderableType:
+        from rich.console import Group
+
+        return Group(summary_table(self), *self._notes())
+
+    def __str__(self) -> str:
+        return plain_text(summary_table(self), *self._notes())
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return summary_html(self, notes=self._notes())
+
 
 def _summarize(metric: str, all_scores: Sequence[float | None], counts: Tally) -> MetricSummary:
     scores = [s for s in all_scores if s is not None]
@@ -87,6 +194,11 @@ def _summarize(metric: str, all_scores: Sequence[float | None], counts: Tally) -
 
 class Evaluation:
     """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric).
+
+    Held in memory only: nothing is saved unless asked (:meth:`write` writes the run folder
+    ``ctxeval evaluate --out`` writes, :meth:`to_jsonl` the rows). ``print(ev)`` shows the
+    summary table (as the command line prints it), a rich console a rich table, a notebook an
+    HTML table.
 
     Attributes:
         results: the rows (a tuple; built on first read when the run kept them as columns).
@@ -153,6 +265,59 @@ class Evaluation:
     def __repr__(self) -> str:
         return f"<Evaluation {len(self)} rows, metrics={list(self.metrics)}>"
 
+    # --- shown: print(ev), a rich console, a notebook ----------------------------------------
+
+    def _caption(self, summary: Summary) -> str:
+        n = summary.n_samples
+        m = len(summary)
+        times = "\u00d7"  # (a multiplication sign)
+        return f"{n} sample{'' if n == 1 else 's'} {times} {m} metric{'' if m == 1 else 's'}"
+
+    def _notes(self, summary: Summary, *, limit: int = 3) -> list[str]:
+        """The lines under the table: the LLM usage, and the error rows grouped by metric and
+        reason (most frequent first, at most ``limit`` reasons)."""
+        notes = [line for line in (usage_line(summary.usage),) if line]
+        errors = self.errors() if not self.ok else []
+        if errors:
+            groups: collections.Counter[tuple[str, str]] = collections.Counter()
+            example: dict[tuple[str, str], str] = {}
+            for row in errors:
+                key = (row.metric, row.reason or "")
+                groups[key] += 1
+                example.setdefault(key, row.sample_id or "")
+            notes.append(f"{len(errors)} error row(s) (ev.errors() lists them), by reason:")
+            for (metric, reason), count in groups.most_common(limit):
+                shown = reason if len(reason) <= 160 else reason[:157] + "..."
+                notes.append(
+                    f"  {count:>5}  {metric}: {shown} (e.g. sample {example[metric, reason]})"
+                )
+            if len(groups) > limit:
+                notes.append(f"  ... and {len(groups) - limit} more reason(s)")
+        return notes
+
+    def __str__(self) -> str:
+        """The summary table (as ``ctxeval evaluate`` prints it), the LLM usage and the
+        reasons of the error rows, as plain text."""
+        summary = self.summary()
+        table = summary_table(summary, title=f"summary: {self._caption(summary)}")
+        return plain_text(table, *self._notes(summary))
+
+    def __rich__(self) -> RenderableType:
+        """:meth:`__str__` as a rich renderable (a rich console, ``rich.print(ev)``)."""
+        from rich.console import Group
+        from rich.text import Text
+
+        summary = self.summary()
+        table = summary_table(summary, title=f"summary: {self._caption(summary)}")
+        return Group(table, *(Text(note) for note in self._notes(summary)))
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the summary table as a small self-contained HTML table."""
+        summary = self.summary()
+        return summary_html(
+            summary, caption=f"ctxeval: {self._caption(summary)}", notes=self._notes(summary)
+        )
+
     def rows(self, metric: str) -> list[MetricResult]:
         """The rows of one metric, in input order."""
         self._check_metric(metric)
@@ -193,9 +358,10 @@ class Evaluation:
         self._check_metric(metric)
         return scores_of(self._parts, metric)
 
-    def summary(self) -> dict[str, MetricSummary]:
+    def summary(self) -> Summary:
         """Per metric: mean, n_ok, n_undefined, n_error, 95% CI (and how it was computed) and
-        usage; computed once (the rows do not change).
+        usage; computed once (the rows do not change). A :class:`Summary`: a dict of
+        :class:`MetricSummary` by metric that prints as the command line's summary table.
 
         The bootstrap of the intervals takes a while on large runs (about 30 ms per metric
         of 5 000 scores): in async code, ``await`` :meth:`asummary` instead, which computes it
@@ -204,9 +370,9 @@ class Evaluation:
         """
         if self._summary is None:
             self._summary = self._summaries()
-        return dict(self._summary)
+        return Summary(self._summary)
 
-    async def asummary(self) -> dict[str, MetricSummary]:
+    async def asummary(self) -> Summary:
         """:meth:`summary`, computed in a worker thread, so that the caller's event loop
         (asyncio or trio, through anyio) goes on meanwhile: the same numbers, bit for bit, and
         computed once for both. Cancelling the wait leaves the thread to finish on its own."""
@@ -214,7 +380,7 @@ class Evaluation:
             summary = await anyio.to_thread.run_sync(self._summaries, abandon_on_cancel=True)
             if self._summary is None:  # (unless a concurrent call got there first)
                 self._summary = summary
-        return dict(self._summary)
+        return Summary(self._summary)
 
     def _summaries(self) -> dict[str, MetricSummary]:
         """Every metric's summary, computed now (from one reading of the parts: safe in a
@@ -282,6 +448,51 @@ class Evaluation:
     def ok(self) -> bool:
         """True when no row is an error."""
         return all(tally(part).errors == 0 for part in self._parts)
+
+    def write(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        formats: Sequence[str] = (),
+        overwrite: bool = False,
+        title: str | None = None,
+        data: Any = None,
+    ) -> dict[str, Path]:
+        """Write the run folder ``ctxeval evaluate --out FOLDER`` writes: ``results.jsonl``,
+        ``summary.json`` and ``report.html``, and the files of the writers named in
+        ``formats`` (``csv``, ``parquet``, ``markdown``, or a plugin's: ``--format``). Nothing
+        is saved otherwise: :func:`~ctxeval.evaluate` keeps the rows in memory only.
+
+        Args:
+            folder: the run folder (made if missing, 0700; its files 0600).
+            formats: writers to run besides the three every folder gets.
+            overwrite: replace the run a folder holds already (else ``FileExistsError``).
+            title: the report's title (by default ``ctxeval: FOLDER``).
+            data: where the report finds the samples' texts when the rows do not carry them
+                (runs with an LLM metric): the samples scored (a list, a DataFrame, a dict of
+                columns...) or their data file, which ``summary.json`` then names (for
+                ``ctxeval report`` and ``ctxeval view``).
+
+        Returns:
+            Each file's path by writer name, the default three also as ``results``,
+            ``summary`` and ``report``.
+
+        Raises:
+            FileExistsError: ``folder`` holds a run already and ``overwrite`` is False.
+            DataError: ``data`` is a path to no file.
+            UnknownNameError, MissingExtraError: a writer of ``formats`` is unknown, or needs
+                a package that is not installed (nothing is written).
+            OSError: a file could not be written (the files begun are removed).
+        """
+        # The run folder's writers are a layer above this module (they import Evaluation), so
+        # their module is imported by name when first called, as the plugin registry imports
+        # a writer's module from its entry point, not by an import statement: the layers stay
+        # ordered (this module imports nothing of ctxeval._output; tests/test_architecture.py).
+        folder_module = importlib.import_module("ctxeval._output.folder")
+        paths: dict[str, Path] = folder_module.write_evaluation(
+            self, folder, formats=formats, overwrite=overwrite, title=title, data=data
+        )
+        return paths
 
     def to_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write one JSON object per row (``results.jsonl`` format); returns the path."""

@@ -2,21 +2,22 @@
 :class:`~ctxeval.ConfigError` that names it and says what to do, never a raw
 AttributeError/TypeError in the middle of the run.
 
-A pandas ``DataFrame`` and a dict of columns (``{"user_input": [...], "retrieved_contexts":
-[...]}``, as ragas users hold their data) are taken as samples: :func:`check_run_inputs` returns
-them as rows read lazily, one dict per row.
+A table held in memory is taken as samples (a pandas or polars ``DataFrame``, a dict of columns
+``{"user_input": [...], "retrieved_contexts": [...]}``, a ``datasets.Dataset``, a ragas
+``EvaluationDataset``: see :mod:`ctxeval._data.frames`): :func:`check_run_inputs` returns them
+as rows read lazily, one dict per row.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import sys
-from collections.abc import AsyncIterable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxeval._data.sample import FIELD_ALIASES, ID_LIST_FIELDS, TEXT_LIST_FIELDS, Sample
+from ctxeval._data.frames import table_rows
+from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._judge.labels import Labels
 from ctxeval._pipeline.judging import Panel, judge_name
@@ -32,14 +33,14 @@ BACKENDS = ("asyncio", "trio")
 DEFAULT_PROVIDER = "auto"
 """The LLM provider that prices a model given by name (as the command line's default)."""
 
-_LIST_FIELDS = frozenset((*TEXT_LIST_FIELDS, *ID_LIST_FIELDS))
 _LLM_EXAMPLE = "llm='openai/gpt-4o-mini'"
 
 
 def check_run_inputs(samples: Any, *, llm: Any, registry: Any, labels: Any) -> Any:
     """Raise :class:`~ctxeval.ConfigError` when an argument of a run is wrong (called before
-    the metrics are resolved); return the samples to use (a pandas ``DataFrame`` or a dict of
-    columns becomes rows read lazily, one dict each; anything else is returned as it is)."""
+    the metrics are resolved); return the samples to use (a table held in memory, such as a
+    pandas ``DataFrame`` or a dict of columns, becomes rows read lazily, one dict each;
+    anything else is returned as it is)."""
     samples = _checked_samples(samples)
     _check_llm(llm)
     if registry is not None and not isinstance(registry, Registry):
@@ -119,110 +120,17 @@ def _checked_samples(samples: Any) -> Any:
         )
     if isinstance(samples, Sample):
         raise ConfigError(f"samples is one Sample: wrap it in a list, [sample] ({hint})")
-    frame = _data_frame_rows(samples)
-    if frame is not None:
-        return frame
+    rows = table_rows(samples)  # a DataFrame, a dict of columns, a Dataset, a ragas dataset
+    if rows is not None:
+        return rows
     if isinstance(samples, Mapping):
-        n = _column_count(samples)
-        if n is None:
-            raise ConfigError(
-                "samples is one dict (a single sample): wrap it in a list, [sample]; a dict of "
-                "columns needs a list of equal length for every field"
-            )
-        return _ColumnRows(samples, n)
+        raise ConfigError(
+            "samples is one dict (a single sample): wrap it in a list, [sample]; a dict of "
+            "columns needs a list of equal length for every field"
+        )
     if not isinstance(samples, (Iterable, AsyncIterable)):
         raise ConfigError(f"samples must be an iterable of samples, got {_shown(samples)}: {hint}")
     return samples
-
-
-def _plain(value: Any) -> Any:
-    """A cell of a DataFrame or a column as a plain Python value: numpy arrays and scalars as
-    lists and numbers, a missing value (NaN, ``pd.NA``, None) as None."""
-    if value is None:
-        return None
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, (str, int, list, dict, tuple)):
-        return value
-    if type(value).__name__ in ("NAType", "NaTType"):
-        return None
-    tolist = getattr(value, "tolist", None)  # numpy array, numpy scalar, pandas Series
-    if callable(tolist):
-        plain = tolist()
-        return None if isinstance(plain, float) and math.isnan(plain) else plain
-    return value
-
-
-class _FrameRows:
-    """The rows of a pandas ``DataFrame`` as dicts, read lazily (sized, so progress knows the
-    total)."""
-
-    def __init__(self, frame: Any) -> None:
-        self.frame = frame
-
-    def __len__(self) -> int:
-        return len(self.frame)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        columns = list(self.frame.columns)
-        for values in self.frame.itertuples(index=False, name=None):
-            yield {c: _plain(v) for c, v in zip(columns, values, strict=True)}
-
-
-class _PolarsRows(_FrameRows):
-    """The rows of a polars ``DataFrame`` as dicts, read lazily."""
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for row in self.frame.iter_rows(named=True):
-            yield {c: _plain(v) for c, v in row.items()}
-
-
-class _ColumnRows:
-    """The rows of a dict of columns (``{"user_input": [...], ...}``) as dicts, read lazily."""
-
-    def __init__(self, columns: Mapping[str, Any], n: int) -> None:
-        self.columns = columns
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        keys = list(self.columns)
-        for values in zip(*(self.columns[k] for k in keys), strict=True):
-            yield {k: _plain(v) for k, v in zip(keys, values, strict=True)}
-
-
-def _data_frame_rows(samples: Any) -> _FrameRows | None:
-    """The rows of a pandas or polars DataFrame (detected without importing either)."""
-    pandas = sys.modules.get("pandas")
-    if pandas is not None and isinstance(samples, pandas.DataFrame):
-        return _FrameRows(samples)
-    polars = sys.modules.get("polars")
-    if polars is not None and isinstance(samples, polars.DataFrame):
-        return _PolarsRows(samples)
-    return None
-
-
-def _column_count(data: Mapping[Any, Any]) -> int | None:
-    """The number of rows when ``data`` is a dict of columns, else None (a single sample):
-    every value a list (array, Series) of one length > 0, and no list field (contexts, IDs)
-    whose cells are strings (a single sample's list)."""
-    lengths = set()
-    for key, column in data.items():
-        if isinstance(column, (str, bytes, Mapping)) or not hasattr(column, "__len__"):
-            return None
-        if not hasattr(column, "__iter__") or isinstance(column, (set, frozenset)):
-            return None
-        lengths.add(len(column))
-        if FIELD_ALIASES.get(key, key) in _LIST_FIELDS:
-            first = next((cell for cell in column if cell is not None), None)
-            if isinstance(first, str):
-                return None
-    if len(lengths) != 1:
-        return None
-    n = lengths.pop()
-    return n if n > 0 else None
 
 
 # --- the LLM ---------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from ctxeval._run.plan import RunPlan
 from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.rowstream import RowStream
 from ctxeval._run.sink import RowSink
+from ctxeval._run.watchdog import EventLoopBlockedError
 
 __all__ = ["execute", "get_runner"]
 
@@ -129,7 +130,8 @@ async def execute(
     except BaseException as exc:
         if journal is not None and not isinstance(exc, (DataError, ConfigError)):
             # (after bad input, the error names the row to fix; resuming as it is cannot help)
-            said = isinstance(exc, (UnusableLLMError, MissingExtraError))  # says what to fix
+            fixes = (UnusableLLMError, MissingExtraError, EventLoopBlockedError)
+            said = isinstance(exc, fixes)  # says what to fix
             logger.log(
                 logging.INFO if said else logging.WARNING,
                 "run stopped with %d judged row(s) saved in %s (deterministic rows are "

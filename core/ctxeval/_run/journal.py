@@ -23,7 +23,7 @@ from typing import IO, Any, Final
 import orjson
 
 from ctxeval._data.sample import Sample
-from ctxeval._errors import DataError
+from ctxeval._errors import ConfigError, DataError
 from ctxeval._plugins.hooks import (
     SpendsResource,
     fingerprint_of,
@@ -126,6 +126,12 @@ class Journal:
         them already). Without ``resume`` an existing journal is replaced.
         """
         target = Path(path)
+        if target.is_dir():
+            raise ConfigError(f"journal={str(target)!r} is a folder: give the journal file's path")
+        if target.parent.exists() and not target.parent.is_dir():
+            raise ConfigError(
+                f"journal={str(target)!r}: {str(target.parent)!r} is a file, not a folder"
+            )
         if not target.parent.exists():  # a run folder of its own: its owner's only
             target.parent.mkdir(parents=True, mode=0o700)
         prints = {m.name: fingerprint(m, llm) for m in metrics}
@@ -133,11 +139,17 @@ class Journal:
             kept = _read(target, prints) if resume and target.exists() else {}
         # Rewrite: header, then the rows kept (drops stale errors and a torn last line).
         temporary = target.with_name(target.name + ".tmp")
-        with _open_private(temporary, "w") as handle:
-            handle.write(json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n")
-            for row, digest in kept.values():
-                handle.write(_line(row, digest))
-        os.replace(temporary, target)
+        try:
+            with _open_private(temporary, "w") as handle:
+                handle.write(json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n")
+                for row, digest in kept.values():
+                    handle.write(_line(row, digest))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, target)
+        except BaseException:
+            temporary.unlink(missing_ok=True)  # never a .tmp left behind
+            raise
         os.chmod(target, 0o600)
         return cls(target, _open_private(target, "a")), kept
 

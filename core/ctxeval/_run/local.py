@@ -11,6 +11,10 @@ How the work is done:
   :class:`~ctxeval._calls.scheduler.Scheduler` (limits, retries, timeouts, cost budget), each
   metric call with a :class:`~ctxeval._calls.context.RowContext` of its own, cut at
   ``metric_timeout``.
+* A watchdog thread (:mod:`ctxeval._run.watchdog`) sees a plugin coroutine that holds the event
+  loop (blocking code inside ``async def``): past ``metric_timeout`` it is cut and the run
+  stops with :class:`~ctxeval._run.watchdog.EventLoopBlockedError` naming the plugin; at a
+  Ctrl-C it is cut so that the run's cancellation can go on.
 * Every finished row goes to the run's :class:`~ctxeval.runners.RowSink` (journal, progress);
   rows of an earlier, interrupted run are reused when resuming.
 """
@@ -66,9 +70,12 @@ async def score_locally(
     scheduler = Scheduler(plan.resolved_registry, plan.settings, llm=plan.llm)
     emitter = Emitter(sink.send_in_order, plan.settings.samples_in_flight)
     run = Run(plan, scheduler, sink, emitter, first_index=first_index)
+    if not run.all_deterministic:  # plugin coroutines run in the loop: watch for one holding it
+        run.watchdog.start()
     try:
         await _produce(run, samples)
     finally:
+        run.watchdog.stop()
         run.worker.close()
         await scheduler.aclose()
     if run.stale:

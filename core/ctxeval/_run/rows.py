@@ -19,6 +19,7 @@ from ctxeval._plugins.protocols import BatchMetric, DeterministicMetric, Metric
 from ctxeval._results.results import MetricResult, Status
 
 __all__ = [
+    "DUPLICATE_ID_HINT",
     "SampleInput",
     "batch_scorer",
     "checked",
@@ -46,16 +47,20 @@ def _to_sample(item: SampleInput, index: int) -> Sample:
         raise exc.located(sample_id=id_for_message(sample_id) or str(index)) from None
 
 
+DUPLICATE_ID_HINT = (
+    "sample ids must be unique, results and resumed runs are keyed by them: give each sample "
+    "its own id, or pass --lenient (lenient=True) to set the later ones aside and score the "
+    "others"
+)
+"""What to do about two samples with one id (the run refuses them unless lenient)."""
+
+
 def identify(item: SampleInput, index: int, seen_ids: set[str]) -> tuple[Sample, str]:
     """The sample and its id (its position when it has none), refusing an id seen before."""
     sample = _to_sample(item, index)
     sample_id = sample.id if sample.id is not None else str(index)
     if sample_id in seen_ids:
-        raise DataError(
-            "two samples have this id",
-            sample_id=sample_id,
-            hint="sample ids must be unique; results and resumed runs are keyed by them",
-        )
+        raise DataError("two samples have this id", sample_id=sample_id, hint=DUPLICATE_ID_HINT)
     seen_ids.add(sample_id)
     return sample, sample_id
 

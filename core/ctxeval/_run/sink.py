@@ -26,6 +26,7 @@ from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import MetricResult
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.progress import ProgressTracker
+from ctxeval._run.rows import DUPLICATE_ID_HINT
 
 __all__ = ["GatheredParts", "RowLog", "RowReceiver", "RowSink", "SampleDigests"]
 
@@ -170,7 +171,7 @@ class RowSink:
         seen = self._seen
         if not seen.isdisjoint(ids):  # (a part holds each id once: its runner checked)
             twice = sorted(str(i) for i in ids if i in seen)[0]
-            raise DataError(f"two samples have the id {twice!r}; give each sample its own id")
+            raise DataError(f"two samples have the id {twice!r} ({DUPLICATE_ID_HINT})")
         seen.update(ids)  # (the ids' hashes are cached by now)
 
     def _check_budget(self, rows: Sequence[MetricResult]) -> None:

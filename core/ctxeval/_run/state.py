@@ -21,7 +21,8 @@ from ctxeval._errors import (
     UnusableLLMError,
 )
 from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
-from ctxeval._plugins.protocols import Metric
+from ctxeval._plugins.hooks import ReportsProvenance
+from ctxeval._plugins.protocols import Metric, RunContext
 from ctxeval._results.results import MetricResult
 from ctxeval._run.emission import Emitter
 from ctxeval._run.journal import sample_digest
@@ -35,13 +36,14 @@ from ctxeval._run.rows import (
     sync_scorer,
 )
 from ctxeval._run.sink import RowSink
+from ctxeval._run.watchdog import EventLoopBlockedError, Watchdog
 from ctxeval._run.worker import TIMED_OUT, SyncWorker
 
 __all__ = ["Run", "timed_out"]
 
 logger = logging.getLogger(__name__)
 
-_STOPS_THE_RUN = (UnusableLLMError, MissingExtraError)
+_STOPS_THE_RUN = (UnusableLLMError, MissingExtraError, EventLoopBlockedError)
 """Errors no row of the run can get past: the run stops at the first (see :meth:`Run.stop`)."""
 
 
@@ -93,6 +95,8 @@ class Run:
         self.stop_scope: anyio.CancelScope | None = None
         self.worker = SyncWorker()
         """Where synchronous plugin calls are made (when there is a ``metric_timeout``)."""
+        self.watchdog = Watchdog(self.metric_timeout)
+        """Through which async plugin calls are made: one that holds the event loop is cut."""
 
     def scorer(self, position: int) -> Callable[[Sample], object]:
         """The ``score`` of the deterministic metric at ``position``."""
@@ -223,7 +227,7 @@ class Run:
             result: object = None
             with anyio.move_on_after(self.metric_timeout) as scope:
                 try:
-                    result = await metric.ascore(sample, ctx)
+                    result = await self.watchdog.ascore(metric, sample, ctx)
                 except Exception as exc:
                     unusable = next((e for e in leaves(exc) if isinstance(e, _STOPS_THE_RUN)), None)
                     if unusable is not None:
@@ -234,7 +238,7 @@ class Run:
                     )
                     if budget is not None and self.budget_hit is None:
                         self.budget_hit = budget  # raised to the reader once the rows are out
-                    result = failure(exc, metric)
+                    result = with_provenance(failure(exc, metric), metric, ctx)
             if scope.cancelled_caught:
                 result = timed_out(metric, self.metric_timeout)
             row = checked(result, metric, sample_id)
@@ -250,6 +254,18 @@ class Run:
                 for position in waiting:
                     group.start_soon(one, position)
         await self.emitter.done(index, rows, eager=True)  # type: ignore[arg-type]
+
+
+def with_provenance(row: MetricResult, metric: Metric, ctx: RunContext) -> MetricResult:
+    """An error row with who was asked (the metric's ``provenance(ctx)``: the judge's model,
+    endpoint, output mode...), as a scored row has it: an error is read with its judge."""
+    said = None
+    if isinstance(metric, ReportsProvenance):
+        try:
+            said = metric.provenance(ctx)
+        except Exception:  # the row says what failed; a provenance that fails adds nothing
+            logger.debug("provenance of %s failed", metric.name, exc_info=True)
+    return row.with_details(provenance=said) if said else row
 
 
 def timed_out(metric: Metric, timeout: float | None) -> MetricResult:

@@ -40,7 +40,15 @@ from typing import Any, Final
 import anyio
 import anyio.lowlevel
 
-__all__ = ["GRACE", "TIMED_OUT", "SyncWorker", "TimedOut", "WorkCut"]
+__all__ = [
+    "GRACE",
+    "TIMED_OUT",
+    "SyncWorker",
+    "TimedOut",
+    "WorkCut",
+    "raise_in",
+    "thread_safe_soon",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +185,7 @@ class SyncWorker:
         if job.owner is None or job.owner.ident is None or job.cut_at == job.position:
             return
         job.cut_at, job.cut_time = job.position, time.monotonic()
-        _raise_in(job.owner.ident, WorkCut)
+        raise_in(job.owner.ident, WorkCut)
         logger.debug("cut call %d of a job in %s", job.position, job.owner.name)
 
     def _give_up(self, job: _Job) -> None:
@@ -189,7 +197,7 @@ class SyncWorker:
             GRACE,
         )
         if job.owner is not None and job.owner.ident is not None:  # once more, for a plugin
-            _raise_in(job.owner.ident, WorkCut)  # that swallowed the first
+            raise_in(job.owner.ident, WorkCut)  # that swallowed the first
         job.results[job.position] = TIMED_OUT
         job.position += 1
         job.owner = self._thread = None
@@ -277,15 +285,23 @@ class SyncWorker:
             return True
 
 
-def _waker(event: anyio.Event) -> Callable[[], None]:
-    """A function that sets ``event`` from another thread, without waiting for the loop (the
-    loop's own thread-safe scheduling: ``call_soon_threadsafe`` or ``run_sync_soon``)."""
+def thread_safe_soon() -> Callable[[Callable[[], object]], object]:
+    """The running loop's own thread-safe scheduling (``call_soon_threadsafe`` or
+    ``run_sync_soon``): a function that has the loop call a function soon, callable from any
+    thread without waiting for the loop. It raises once the loop is closed."""
     native: Any = anyio.lowlevel.current_token().native_token  # asyncio's loop, trio's token
     soon: Callable[[Callable[[], object]], object] = (
         native.call_soon_threadsafe
         if hasattr(native, "call_soon_threadsafe")
         else native.run_sync_soon
     )
+    return soon
+
+
+def _waker(event: anyio.Event) -> Callable[[], None]:
+    """A function that sets ``event`` from another thread, without waiting for the loop (see
+    :func:`thread_safe_soon`)."""
+    soon = thread_safe_soon()
 
     def wake() -> None:
         with contextlib.suppress(Exception):  # the run is over: nobody waits any more
@@ -294,7 +310,7 @@ def _waker(event: anyio.Event) -> Callable[[], None]:
     return wake
 
 
-def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
+def raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
     """Raise ``exc`` in thread ``thread_id`` at its next bytecode (None: withdraw a pending
     one)."""
     ctypes.pythonapi.PyThreadState_SetAsyncExc(

@@ -5,15 +5,17 @@ contexts hold: a pipeline whose reference units are the entities an extractor fi
 reference (``llm`` from the LLM plugin, ``spacy`` from the spaCy plugin, or any registered one),
 matched against the retrieved contexts, into the ``Recall`` formula. It has two modes:
 
-* ``verify`` (default, the seeds' algorithm): extract the entities of the reference only, then
-  check each one in the retrieved text with a matcher: ``containment`` (normalised text, whole
-  words), ``fuzzy`` (best partial alignment at or above a threshold) or ``llm`` (a judge that
-  also accepts variants). With the LLM extractor this is one call per sample.
+* ``verify`` (default): extract the entities of the reference only, then check each one in the
+  retrieved text with a matcher: ``containment`` (normalised text, whole words), ``fuzzy``
+  (best partial alignment at or above a threshold) or ``llm`` (a judge that also accepts
+  variants). With the LLM extractor this is one call per sample.
 * ``intersection`` (ragas): extract the entities of the reference and of the retrieved contexts
   (one extractor call for both) and count the reference entities found among the context's
   (matcher ``same_entity``: equal in normalised form).
 
-The extractor and the matcher are built once, when the metric is built.
+Entities and texts are compared in the normal form of :func:`ctxeval.plugin.normalize_entity`
+(case, possessives, Unicode quotes and dashes, diacritics, initialisms...), the same on both
+sides. The extractor and the matcher are built once, when the metric is built.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ __all__ = [
     "SameEntityMatcher",
 ]
 
+ENTITY_FORM_VERSION = "entity-form@2"
+"""The version of :func:`~ctxeval.plugin.normalize_entity`'s rules, in the ``fingerprint_data``
+of the metric and of the matchers that use them: a resumed run scores their rows again when the
+rules change (2: possessives at the end of an entity, Unicode folding, initialisms, digit
+groups, ``&``)."""
+
 
 @attrs.frozen(kw_only=True)
 class ContainmentMatcher(BaseDeterministicMatcher):
@@ -59,6 +67,11 @@ class ContainmentMatcher(BaseDeterministicMatcher):
 
     registry_name: ClassVar[str] = "containment"
     name: str = "containment"
+
+    @property
+    def fingerprint_data(self) -> str:
+        """The version of the normal form (a resumed run matches again when it changes)."""
+        return ENTITY_FORM_VERSION
 
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
         texts = [f" {normalize_words(c)} " for c in candidates]
@@ -79,6 +92,10 @@ class FuzzyMatcher(BaseDeterministicMatcher):
     registry_name: ClassVar[str] = "fuzzy"
     name: str = "fuzzy"
     threshold: float = attrs.field(default=0.9, validator=validators.unit_interval)
+
+    @property
+    def fingerprint_data(self) -> str:
+        return ENTITY_FORM_VERSION
 
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
         from rapidfuzz import fuzz
@@ -106,6 +123,10 @@ class SameEntityMatcher(BaseDeterministicMatcher):
     registry_name: ClassVar[str] = "same_entity"
     name: str = "same_entity"
 
+    @property
+    def fingerprint_data(self) -> str:
+        return ENTITY_FORM_VERSION
+
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:
         return membership_verdicts(items, candidates, normalize_entity)
 
@@ -117,7 +138,8 @@ def _options(instance: object, attribute: attrs.Attribute[Any], value: Any) -> N
 
 @attrs.frozen(kw_only=True)
 class ContextEntityRecall(PipelineMetric):
-    """Share of the reference's entities found in the retrieved contexts.
+    """Share of the reference's entities found in the retrieved contexts; the entities come
+    from an LLM (the default) or, with no LLM, from spaCy (extractor=spacy).
 
     Options:
         extractor: the extractor plugin (default ``llm``; ``spacy`` needs no LLM).
@@ -189,6 +211,12 @@ class ContextEntityRecall(PipelineMetric):
             ),
             formula=policy.Recall(),
         )
+
+    @property
+    def fingerprint_data(self) -> str:
+        """The version of the normal form entities are counted once in (a resumed run scores
+        its rows again when it changes)."""
+        return ENTITY_FORM_VERSION
 
     def settings(self) -> dict[str, Any]:
         return {"extractor": self.extractor, "mode": self.mode}

@@ -10,6 +10,7 @@
     ctxeval demo [--out DIR]
     ctxeval view RUN [RUN_B] [--host HOST] [--port N] [--data DATA] [--data-b DATA]
     ctxeval report RUN [--data DATA] [-o FILE]
+    ctxeval serve-judge [--port N] [--host HOST] [--latency S]
 
 Exit codes: 0 when every row is ok or undefined and every ``--fail-under`` gate holds, 1 when
 any row is an error (or the run stopped at its cost limit), 2 on bad usage or unreadable input
@@ -50,7 +51,7 @@ examples:
   ctxeval evaluate traces.jsonl -m id_mrr -m P@5 --fail-under id_mrr=0.6 --gate-on ci-low
   ctxeval compare run1 run2
   ctxeval label-sheet run2 -m context_precision --data traces.jsonl -n 150
-  ctxeval evaluate traces.jsonl -m context_precision --model openai/gpt-4o-mini \
+  ctxeval evaluate traces.jsonl -m context_precision --model openai/gpt-4o-mini \\
       --labels run2/label-sheet.jsonl --out run3
   ctxeval view run1
   ctxeval view run1 run2 --port 8765
@@ -121,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
     ev.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     ev.add_argument(
+        "--shared",
+        action="store_true",
+        help="let others read the run folder's results and report (0755/0644, not 0700/0600): "
+        "to publish them as a CI artifact or from a web server",
+    )
+    ev.add_argument(
         "--max-concurrency", type=int, metavar="N", help="LLM calls in flight at once (16)"
     )
     ev.add_argument("--timeout", type=float, metavar="S", help="seconds one LLM request may take")
@@ -179,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="FMT",
         help="also write this format in --out: csv, parquet, markdown, or a writer plugin's",
+    )
+    ev.add_argument(
+        "--write-qrels",
+        metavar="FILE",
+        help="write the run's graded judgements (details.qrels of a metric that grades "
+        "documents, such as context_relevance) to FILE as TREC qrels, to read with --qrels",
     )
     ev.add_argument(
         "--fail-under",
@@ -295,6 +308,23 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("-o", "--output", metavar="FILE", help="where to write (RUN/report.html)")
     rp.add_argument("--title", help="the page's title")
     rp.set_defaults(command_module="report")
+
+    sj = commands.add_parser(
+        "serve-judge",
+        help="a scripted local judge to try the LLM metrics without a key (NOT a real judge)",
+        description="Serve an OpenAI-compatible endpoint on this machine that answers ctxeval's "
+        "LLM-metric prompts with well-formed, deterministic answers made by word overlap: NOT A "
+        "REAL JUDGE, for trying the plumbing. Use it with --model openai/scripted-judge "
+        "--api-base http://127.0.0.1:PORT/v1; no API key is needed. Ctrl-C stops it.",
+    )
+    sj.add_argument("--host", default="127.0.0.1", help="the address to listen on (127.0.0.1)")
+    sj.add_argument(
+        "--port", type=int, default=8799, metavar="N", help="the port (8799; 0: a free one)"
+    )
+    sj.add_argument(
+        "--latency", type=float, default=0.0, metavar="S", help="seconds before each answer (0)"
+    )
+    sj.set_defaults(command_module="serve_judge")
     return parser
 
 
@@ -316,7 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except UsageError as exc:
         fail(str(exc))
-    except (DataError, ConfigError, MissingExtraError) as exc:
+    except DataError as exc:
+        hint = ""
+        if exc.line is not None and getattr(args, "lenient", None) is False:
+            hint = "\n(to skip the bad rows and score the others, pass --lenient)"
+        fail(str(exc) + hint)
+    except (ConfigError, MissingExtraError) as exc:
         fail(str(exc))
     except BrokenPipeError:  # e.g. piped into head
         return EXIT_OK

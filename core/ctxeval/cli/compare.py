@@ -18,7 +18,7 @@ from typing import Any
 from ctxeval._errors import CtxevalError
 from ctxeval.cli.render import EXIT_OK, UsageError, console
 
-__all__ = ["cmd_compare", "compare_runs"]
+__all__ = ["cmd_compare", "compare_runs", "table_lines"]
 
 
 def _read_run(folder: str) -> dict[tuple[str, str], Any]:
@@ -101,7 +101,7 @@ def _markdown(report: dict[str, Any], labels: dict[str, str]) -> str:
     lines += [f"- {label}: `{folder}`" for folder, label in labels.items()]
     lines += [
         "",
-        "| metric | run | n | A | run | diff | 95% CI | p | p (Holm) |",
+        "| metric | run | n | A | B | B − A | 95% CI | p | p (Holm) |",
         "|---|---|---:|---:|---:|---:|---|---:|---:|",
     ]
     for c in report["comparisons"]:
@@ -115,6 +115,53 @@ def _markdown(report: dict[str, Any], labels: dict[str, str]) -> str:
         lines.append(f"\n`{metric}` is missing from: {', '.join(f'`{r}`' for r in lacking)}")
     lines += ["", report["method"] + "."]
     return "\n".join(lines) + "\n"
+
+
+_GAP = "  "
+
+
+def table_lines(report: dict[str, Any], labels: dict[str, str], width: int) -> list[str]:
+    """The comparison table as plain lines that fit ``width`` columns (a metric name longer
+    than its column takes a line of its own, above its numbers, and is never cut): a header,
+    a rule, a row per metric and run. The ``run`` and ``Holm`` columns appear only when more
+    than one run is compared with the baseline (with one, B is that run and Holm's p is p).
+    No line ends in white space."""
+    several = len(report["runs"]) > 1
+    headers = ["n", "A", "B", "B − A", "95% CI", "p"]
+    if several:
+        headers = ["run", *headers, "Holm"]
+    body: list[tuple[str, list[str]]] = []
+    for c in report["comparisons"]:
+        ci = "—" if c["ci95_low"] is None else f"{c['ci95_low']:+.2f}…{c['ci95_high']:+.2f}"
+        cells = [
+            str(c["n"]),
+            _number(c["mean_a"], ".3f"),
+            _number(c["mean_b"], ".3f"),
+            _number(c["difference"], "+.3f"),
+            ci,
+            _number(c["p_randomization"], ".3f"),
+        ]
+        if several:
+            cells = [labels[c["run"]], *cells, _number(c["p_holm"], ".3f")]
+        body.append((c["metric"], cells))
+    widths = [max([len(h), *(len(cells[i]) for _, cells in body)]) for i, h in enumerate(headers)]
+
+    def numbers(cells: list[str]) -> str:
+        return _GAP.join(cell.rjust(w) for cell, w in zip(cells, widths, strict=True))
+
+    tail = len(numbers(headers))
+    longest = max((len(metric) for metric, _ in body), default=0)
+    name_width = max(len("metric"), min(longest, width - tail - len(_GAP)))
+    lines = ["metric".ljust(name_width) + _GAP + numbers(headers)]
+    lines.append("─" * len(lines[0]))
+    previous = None
+    for metric, cells in body:
+        shown, previous = ("" if metric == previous else metric), metric
+        if len(shown) > name_width:
+            lines.append(shown)
+            shown = ""
+        lines.append(shown.ljust(name_width) + _GAP + numbers(cells))
+    return [line.rstrip() for line in lines]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -135,29 +182,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(_markdown(report, labels), end="")
         return EXIT_OK
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
+
+    from ctxeval.cli.metrics import wrap
 
     out = console()
     out.print(f"A = {escape(report['baseline'])} (baseline)", soft_wrap=True)
     for folder, label in labels.items():
         out.print(f"{label} = {escape(folder)}", soft_wrap=True)
-    table = Table(title="paired comparison over the samples both runs scored")
-    table.add_column("metric", overflow="fold", ratio=1)
-    for column in ("run", "n", "A", "B", "B − A", "95% CI", "p", "Holm"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for c in report["comparisons"]:
-        ci = "—" if c["ci95_low"] is None else f"{c['ci95_low']:+.2f}…{c['ci95_high']:+.2f}"
-        table.add_row(
-            escape(c["metric"]), labels[c["run"]], str(c["n"]), _number(c["mean_a"], ".3f"),
-            _number(c["mean_b"], ".3f"), _number(c["difference"], "+.3f"), ci,
-            _number(c["p_randomization"], ".3f"), _number(c["p_holm"], ".3f"),
-        )  # fmt: skip
-    out.print(table)
+    out.print(Text("paired comparison over the samples both runs scored", style="bold"))
+    for i, line in enumerate(table_lines(report, labels, out.width)):
+        out.print(Text(line, style="bold" if i == 0 else ""), soft_wrap=True)
     for metric, lacking in report["missing"].items():
         out.print(
             f"[yellow]{escape(metric)}[/] is missing from {escape(', '.join(lacking))}: "
             "not compared there",
             soft_wrap=True,
         )
-    out.print(f"[dim]{escape(report['method'])}[/]")
+    for line in wrap("", report["method"], out.width, indent=0):
+        out.print(Text(line, style="dim"), soft_wrap=True)
     return EXIT_OK

@@ -115,8 +115,8 @@ def _price_option(text: str) -> tuple[float, float]:
 
 
 RUN_FILE_KEYS = (
-    "data", "metrics", "out", "model", "api_base", "provider", "llm", "lenient", "no_cache",
-    "max_concurrency", "max_cost", "qrels", "run", "complete", "trec_eval_averaging",
+    "data", "metrics", "out", "shared", "model", "api_base", "provider", "llm", "lenient",
+    "no_cache", "max_concurrency", "max_cost", "qrels", "run", "complete", "trec_eval_averaging",
     "fail_under", "batch", "metric_timeout", "labels", "runner", "workers",
 )  # fmt: skip
 """The keys a run file (``--config``) may hold."""
@@ -161,6 +161,7 @@ def _settings(
                 args.metric_timeout, run.get("metric_timeout"), None if batch else 3600.0
             ),
             samples_in_flight=BATCH_SAMPLES_IN_FLIGHT if batch else 256,
+            lenient=bool(args.lenient or run.get("lenient", False)),
             timeout=_first(args.timeout, 60.0),  # (checked even when no metric calls out)
         )
     except ConfigError as exc:
@@ -222,6 +223,18 @@ def _with_trec_eval_averaging(metric: Any) -> Any:
     return evolved
 
 
+def _share(folder: Path, paths: Any) -> None:
+    """Let others read ``folder`` and the run's output ``paths`` (``--shared``); the journal
+    and the LLM cache stay the user's own."""
+    folder.chmod(0o755)
+    for path in paths:
+        Path(path).chmod(0o644)
+
+
+_SKIPPED_SHOWN = 20
+"""The skipped rows listed in the terminal (all of them are in ``summary.json``)."""
+
+
 def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]) -> list[Any]:
     """The run's gates (``--fail-under`` and the run file's ``fail_under`` table), checked
     against the metrics' row names before anything is scored."""
@@ -237,14 +250,19 @@ def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]
         gates = [parse_gate(spec, on=args.gate_on) for spec in specs]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    import attrs
+
+    from ctxeval._plugins.metric_names import resolve_metric_name
+
     names = [m.name for m in metrics]
+    resolved = []
     for gate in gates:
-        if gate.metric not in names:
-            raise UsageError(
-                f"--fail-under {gate.metric}: no metric of this run is named so "
-                f"(the run's metrics: {', '.join(names)})"
-            )
-    return gates
+        try:
+            name = resolve_metric_name(gate.metric, names, metrics=metrics)
+        except ConfigError as exc:
+            raise UsageError(f"--fail-under {gate.metric}: {exc}") from None
+        resolved.append(attrs.evolve(gate, metric=name))
+    return resolved
 
 
 def _formats(names: Sequence[str], out: Any) -> list[str]:
@@ -416,7 +434,64 @@ def _totals(names: list[str], labels: Any, metrics: Sequence[Any]) -> Any:
     return RunTotals(names, labels=labels, formulas=formulas_of(metrics))
 
 
+def _begin_qrels(args: argparse.Namespace, data: str) -> Any:
+    """The file of ``--write-qrels`` (None without it), checked before anything is scored:
+    a file there is replaced only with --overwrite or --resume."""
+    if not getattr(args, "write_qrels", None):
+        return None
+    from ctxeval._output.qrels import QrelsFile
+
+    target = Path(args.write_qrels)
+    if target.is_dir():
+        raise UsageError(f"--write-qrels {target}: a folder is there; give a file name")
+    if target.exists() and not (args.overwrite or args.resume):
+        raise UsageError(
+            f"--write-qrels {target}: the file exists; add --overwrite to replace it, or "
+            "choose another file"
+        )
+    folder = target.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--write-qrels {target}: cannot write in {folder}")
+    return QrelsFile(target, provenance={"data": data})
+
+
+def _finish_qrels(qrels: Any) -> bool:
+    """Write the ``--write-qrels`` file, its notes on stderr; False when it could not be."""
+    if qrels is None:
+        return True
+    if qrels.error is None:
+        try:
+            qrels.finish()
+        except OSError as exc:
+            qrels.error = exc
+    from rich.markup import escape
+
+    error = qrels.error
+    if error is not None:
+        console(stderr=True).print(
+            f"[bold red]error:[/] could not write --write-qrels {escape(str(qrels.path))}: "
+            f"{escape(error.strerror or str(error))}; fix it and run the command again "
+            "(with --resume when the run has --out)",
+            soft_wrap=True,
+        )
+        return False
+    for note in qrels.notes:
+        console(stderr=True).print(f"[yellow]qrels:[/] {escape(note)}", soft_wrap=True)
+    return True
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    import logging
+
+    skipped_rows = logging.getLogger("ctxeval._data.loading")
+    level = skipped_rows.level
+    try:
+        return _evaluate(args)
+    finally:
+        skipped_rows.setLevel(level)  # (a --lenient run turns it down: see _evaluate)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     from ctxeval._data.loading import load_samples
 
     run = read_run_file(args.config) if args.config else {}
@@ -471,6 +546,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         path = Path(str(data))
         strict = not (args.lenient or run.get("lenient", False))
+        if not strict:  # the skipped rows are listed once, after the run (not logged as well)
+            import logging
+
+            logging.getLogger("ctxeval._data.loading").setLevel(logging.ERROR)
         samples = load_samples(path, strict=strict)
     stdout = console()
     if args.dry_run:
@@ -480,8 +559,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _dry_run(samples, metrics, llm, provider, stdout)
     if _needs_llm(metrics) and llm is None:
         raise UsageError("these metrics need an LLM: add --model (e.g. --model openai/gpt-4o-mini)")
-    if out:
-        check_out(Path(out), metrics, resume=args.resume, overwrite=args.overwrite)
     gates = _gates(args, run, metrics)
     formats = _formats(args.format or [], out)
     cache = None
@@ -491,26 +568,51 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         cache = SQLiteCache(home / "ctxeval" / "llm.sqlite")
     settings = _settings(args, run, out=out, cache=cache)
-    total = len(samples) if trec else count_rows(path) if path.exists() else None
-    names = [m.name for m in metrics]
-    totals = _totals(names, labels, metrics)
+    claim = None
+    if out:  # one run per folder: claimed before anything in it is read or written
+        from ctxeval._output.folder import UnwritableFolderError, claim_folder
+
+        if Path(out).exists() and not Path(out).is_dir():
+            raise UsageError(f"--out {out}: a file is there, not a folder; choose another --out")
+        try:
+            claim = claim_folder(out)
+        except UnwritableFolderError as exc:
+            _unwritable(exc, Path(out))
+        try:
+            check_out(Path(out), metrics, resume=args.resume, overwrite=args.overwrite)
+        except BaseException:
+            claim.release()
+            raise
     from ctxeval._output.folder import RunFolder, UnwritableFolderError
 
-    folder = None
-    if out:
-        from ctxeval._output.rebuild import file_lookup
+    folder = qrels = None
+    try:
+        qrels = _begin_qrels(args, f"{args.qrels} and {args.run}" if trec else str(path))
+        total = len(samples) if trec else count_rows(path) if path.exists() else None
+        names = [m.name for m in metrics]
+        totals = _totals(names, labels, metrics)
+        if out:
+            from ctxeval._output.rebuild import file_lookup
 
-        try:
-            folder = RunFolder(
-                out,
-                names,
-                title=f"ctxeval: {path.name}",
-                formats=formats,
-                totals=totals,
-                lookup=file_lookup(samples if trec else path),
-            )
-        except UnwritableFolderError as exc:  # its files cannot be begun (a link, permissions)
-            _unwritable(exc, Path(out))
+            try:
+                folder = RunFolder(
+                    out,
+                    names,
+                    title=f"ctxeval: {path.name}",
+                    formats=formats,
+                    totals=totals,
+                    lookup=file_lookup(samples if trec else path),
+                    lock=claim,
+                )
+            except UnwritableFolderError as exc:  # its files cannot be begun (a link...)
+                _unwritable(exc, Path(out))
+    except BaseException:
+        if claim is not None and folder is None:
+            claim.release()  # (the folder, once made, releases it when it ends)
+        if qrels is not None:
+            qrels.abort()
+        raise
+    consume = folder.add if folder is not None else totals.add
     try:
         stopped = run_with_progress(
             samples,
@@ -519,7 +621,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             settings=settings,
             quiet=args.quiet,
             total=None if total is None else total * len(metrics),
-            consume=folder.add if folder is not None else totals.add,
+            consume=consume if qrels is None else qrels.feeding(consume),
             runner=runner,
         )
         bad_rows = list(getattr(samples, "errors", ()))
@@ -532,15 +634,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except UnwritableFolderError as exc:  # (a full disk, say; not an error reading the input)
         assert folder is not None
         folder.abort()
+        if qrels is not None:
+            qrels.abort()
         _unwritable(exc, folder.path)
     except BaseException:
         if folder is not None:
             folder.abort()
+        if qrels is not None:
+            qrels.abort()
         raise
+    qrels_written = _finish_qrels(qrels)
     from rich.markup import escape
 
-    for error in bad_rows:
+    for error in bad_rows[:_SKIPPED_SHOWN]:
         console(stderr=True).print(f"[yellow]skipped:[/] {escape(str(error))}", soft_wrap=True)
+    if len(bad_rows) > _SKIPPED_SHOWN:
+        more = len(bad_rows) - _SKIPPED_SHOWN
+        where = "summary.json's skipped_rows" if folder is not None else "--out DIR's summary.json"
+        console(stderr=True).print(
+            f"[yellow]skipped:[/] and {more} more bad rows (all of them: {where})", soft_wrap=True
+        )
     from ctxeval._output.summary import summary_dict
 
     summary = summary_dict(
@@ -559,6 +672,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if folder is not None:
         try:
             paths = folder.finish(summary)
+            if args.shared or run.get("shared", False):
+                _share(folder.path, paths.values())
         except UnwritableFolderError as exc:
             folder.abort()
             _unwritable(exc, folder.path)
@@ -572,11 +687,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if folder is not None:
             for kind in ("results", "summary", "report", *formats):
                 stdout.print(f"{kind + ':':<10}{paths[kind]}", soft_wrap=True)
+        else:
+            stdout.print(
+                "nothing was saved: add --out DIR to keep the rows, summary.json and the report"
+            )
+        if qrels is not None and qrels_written:
+            stdout.print(f"{'qrels:':<10}{qrels.path}", soft_wrap=True)
     for verdict in verdicts:  # shown even with --quiet: they decide the exit code
         mark = "[green]pass[/]" if verdict.passed else "[bold red]FAIL[/]"
         console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")
     if stopped is not None:
         fail(f"{stopped}; continue with --resume and a higher --max-cost", EXIT_ERRORS)
-    if not totals.ok or bad_rows:
+    if not totals.ok or bad_rows or not qrels_written:
         return EXIT_ERRORS
     return EXIT_GATES if any(not v.passed for v in verdicts) else EXIT_OK

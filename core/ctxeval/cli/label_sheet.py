@@ -10,13 +10,41 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
+import os
 from pathlib import Path
 
 from ctxeval._errors import CtxevalError
 from ctxeval.cli.render import EXIT_OK, UsageError, console
 
-__all__ = ["cmd_label_sheet"]
+__all__ = ["cmd_label_sheet", "write_new"]
+
+
+def write_new(path: Path, text: str) -> Path:
+    """Write ``text`` to the new file ``path`` (UTF-8, 0600: a sheet quotes the data) whole or
+    not at all: under a temporary name beside it, then linked to ``path``, which is never
+    overwritten (:class:`FileExistsError` when it exists, even when it appeared meanwhile).
+    A symbolic link at ``path`` counts as a file there; it is never followed."""
+    from ctxeval._output.files import private_open
+
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with private_open(temporary) as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before it takes the name
+        try:
+            os.link(temporary, path)  # (fails when the name is taken: nothing is replaced)
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: the name was free a moment ago
+            if os.path.lexists(path):
+                raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+            os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
 
 
 def cmd_label_sheet(args: argparse.Namespace) -> int:
@@ -48,9 +76,13 @@ def cmd_label_sheet(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise UsageError(f"-n: the number of samples to label is at least 1, got {args.n}")
     sheet = label_sheet(evaluation, metric, samples=samples, n=args.n, seed=args.seed)
-    with out.open("w", encoding="utf-8") as handle:
-        for record in sheet:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in sheet)
+    try:
+        write_new(out, text)
+    except FileExistsError:
+        raise UsageError(f"{out} exists: fill that one in, or give another file with -o") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write the label sheet {out}: {exc.strerror or exc}") from None
     drawn = len({r["sample_id"] for r in sheet})
     unknown = sum(r["item"] is None for r in sheet)
     say = console()

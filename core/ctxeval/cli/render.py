@@ -46,35 +46,12 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def print_summary(summary: dict[str, Any], out: Any) -> None:
     """The summary table of :func:`ctxeval._output.report.summary_dict`'s output, and the LLM
     usage."""
-    from rich.table import Table
+    from ctxeval._results.display import summary_table, usage_line
 
-    from ctxeval._results.results import Usage
-
-    metrics = summary["metrics"]
-    table = Table(title="summary")
-    # numbers are never cut: their columns keep their width, a long metric name wraps instead
-    table.add_column("metric", overflow="fold", ratio=1)
-    for column, width in (("mean", 5), ("95% CI", 11), ("ok", 3), ("undef", 5), ("error", 5)):
-        table.add_column(column, justify="right", no_wrap=True, min_width=width)
-    for name, s in metrics.items():
-        ci = s["ci95"]
-        table.add_row(
-            name,
-            "—" if s["mean"] is None else f"{s['mean']:.3f}",
-            "—" if ci is None else f"{ci[0]:.3f}–{ci[1]:.3f}",
-            str(s["n_ok"]),
-            str(s["n_undefined"]),
-            f"[red]{s['n_error']}[/]" if s["n_error"] else "0",
-        )
-    out.print(table)
-    usage = Usage.from_dict(summary["usage"])
-    if usage.requests or usage.cache_hits:
-        cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
-        out.print(
-            f"LLM: {usage.requests} requests ({usage.retries} retries), "
-            f"{usage.cache_hits} cache hits, "
-            f"{usage.prompt_tokens + usage.completion_tokens} tokens, cost {cost}"
-        )
+    out.print(summary_table(summary["metrics"]))
+    line = usage_line(summary["usage"])
+    if line:
+        out.print(line)
 
 
 def print_errors(groups: Any, out: Any, *, limit: int = 10) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from collections.abc import Sequence
@@ -48,7 +47,7 @@ def parse_metric(spec: str) -> tuple[str, dict[str, Any]]:
 
 def build_metrics(specs: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
     """The metrics of ``specs``, built in the default registry."""
-    from ctxeval import default_registry
+    from ctxeval import UnknownNameError, default_registry
     from ctxeval._run.presets import PRESETS, expand
 
     registry = default_registry()
@@ -62,11 +61,15 @@ def build_metrics(specs: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
                 raise UsageError(f"preset {name!r} takes no options; give its metrics one by one")
             metrics += [registry.get_metric(n) for n in names]
             continue
-        if not registry.knows_metric(name):
-            close = difflib.get_close_matches(name, registry.names(), n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else "; see: ctxeval metrics"
-            raise UsageError(f"unknown metric {name!r}{hint}")
-        metrics.append(registry.get_metric(name, **options))
+        try:
+            metrics.append(registry.get_metric(name, **options))
+        except UnknownNameError as exc:
+            hint = (
+                f"did you mean {' or '.join(repr(s) for s in exc.suggestions)}?"
+                if exc.suggestions
+                else "see: ctxeval metrics"
+            )
+            raise UsageError(f"unknown metric {name!r}; {hint}") from None
     return metrics
 
 

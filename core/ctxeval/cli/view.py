@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import argparse
 import errno
-import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ctxeval.cli.render import EXIT_OK, UsageError, console
+from ctxeval.cli.serving import serve_until_stopped
 
 __all__ = ["cmd_view"]
 
@@ -108,15 +106,5 @@ def cmd_view(args: argparse.Namespace) -> int:
     print(server_url(server), flush=True)
     print(f"index: {index}\nCtrl-C to stop", flush=True)
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, stop)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_stopped(server)
     return EXIT_OK

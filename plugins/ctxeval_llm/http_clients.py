@@ -1,0 +1,229 @@
+"""The HTTP clients under the ``openai`` transport, and which one a run gets.
+
+One protocol, :class:`HTTPClient` (one request in, an :class:`Answer` out, ``aclose()``), two
+implementations:
+
+* :class:`~ctxeval_llm.aiohttp_transport.AiohttpClient` on asyncio: about a tenth of httpx's
+  CPU per request, which is what a fast local server (vLLM answering thousands of short
+  judgements a second) needs from its client;
+* :class:`~ctxeval_llm.httpx_transport.HttpxClient` on trio, for HTTP/2, and behind a proxy
+  that is not a plain ``http://`` one (``https://``, ``socks5://``).
+
+:func:`choose_client` picks one from the running async library (sniffio, as anyio asks it),
+once per run. Both
+honour the same limits: the answer cut at ``max_response_bytes``, the proxies of the
+environment as httpx's ``trust_env`` reads them (:func:`env_proxy`), certificates checked
+against the system's store (:func:`ssl_context`), no redirects, no timeout but the connect
+one (the scheduler times each attempt), no retries (the scheduler owns them), and a cancelled
+request closes its connection (the server sees the client hang up).
+
+``CTXEVAL_HTTP_CLIENT=httpx`` (or ``aiohttp``) forces a client where it can run (aiohttp only
+on asyncio): for comparing them, or working around one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import ssl
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from ctxeval.plugin import ConfigError
+
+__all__ = [
+    "CLIENT_VARIABLE",
+    "CONNECT_TIMEOUT",
+    "Answer",
+    "HTTPClient",
+    "async_library",
+    "choose_client",
+    "env_proxy",
+    "oversize_message",
+    "ssl_context",
+]
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection (the scheduler's timeout covers the whole attempt)."""
+
+CLIENT_VARIABLE = "CTXEVAL_HTTP_CLIENT"
+"""The environment variable that forces a client: ``aiohttp``, ``httpx`` or ``auto``."""
+
+Redact = Callable[[str], str]
+
+
+class Answer:
+    """A whole answer: its status, headers (for ``Retry-After``) and body."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class HTTPClient(Protocol):
+    """One connection pool, made on the run's event loop and closed on it."""
+
+    name: str
+
+    def usable_here(self) -> bool:
+        """Whether this client can send from the running event loop (the one it was made on)."""
+        ...
+
+    async def request(
+        self, method: str, url: str, content: bytes | None, headers: Mapping[str, str], limit: int
+    ) -> Answer:
+        """Send one request; the answer with at most ``limit`` bytes of body, else the
+        :class:`ctxeval.CallError` of the failure (never a retry, never a redirect)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the pool (on the loop it was made on)."""
+        ...
+
+
+def ssl_context() -> ssl.SSLContext:
+    """Certificates from the system's store: ``truststore`` when installed (the OS store on
+    macOS and Windows too), else OpenSSL's default paths (``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
+    try:
+        import truststore  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return ssl.create_default_context()
+    context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return context
+
+
+def oversize_message(url: str, limit: int) -> str:
+    """What an answer cut at the size limit says."""
+    return f"{url}: the answer is larger than {limit} bytes (max_response_bytes); cut off"
+
+
+# --- proxies, as httpx's trust_env reads them -----------------------------------------------
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy a request to ``url`` goes through, from the environment, as httpx
+    (``trust_env``) reads it: ``HTTPS_PROXY`` / ``HTTP_PROXY`` by the URL's scheme, else
+    ``ALL_PROXY`` (lower-case names first; the system's settings on macOS and Windows), unless
+    ``NO_PROXY`` names the host (``*``: every host; ``example.com``: it and its subdomains;
+    ``.example.com``: its subdomains only; an IP address or ``localhost``: that host; a
+    ``host:port``: that port only). None: no proxy."""
+    proxies = urllib.request.getproxies()
+    parts = urllib.parse.urlsplit(url)
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port == _DEFAULT_PORTS.get(scheme):
+        port = None
+    for entry in proxies.get("no", "").split(","):
+        entry = entry.strip()
+        if entry == "*":
+            return None
+        if entry and _matches(_no_proxy_pattern(entry), scheme, host, port):
+            return None
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy:
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _no_proxy_pattern(entry: str) -> str:
+    """The URL pattern httpx makes of one ``NO_PROXY`` entry (curl's rules)."""
+    if "://" in entry:
+        return entry
+    kind = _ip(entry)
+    if kind is ipaddress.IPv4Address:
+        return f"all://{entry}"
+    if kind is ipaddress.IPv6Address:
+        return f"all://[{entry}]"
+    if entry.lower() == "localhost":
+        return f"all://{entry}"
+    return f"all://*{entry}"
+
+
+def _ip(text: str) -> type | None:
+    """The kind of IP address ``text`` is (before any ``/``), or None."""
+    for kind in (ipaddress.IPv4Address, ipaddress.IPv6Address):
+        try:
+            kind(text.split("/")[0])
+        except ValueError:
+            continue
+        return kind
+    return None
+
+
+def _matches(pattern: str, scheme: str, host: str, port: int | None) -> bool:
+    """Whether httpx's ``URLPattern(pattern)`` matches a URL of this scheme, host and port."""
+    parts = urllib.parse.urlsplit(pattern)
+    want_scheme = parts.scheme.lower()
+    if want_scheme not in ("all", "", scheme):
+        return False
+    want = (parts.hostname or "").lower()
+    if want and want != "*":
+        if want.startswith("*."):  # *.example.com: www.example.com, not example.com
+            if not (host.endswith(want[1:]) and len(host) > len(want) - 1):
+                return False
+        elif want.startswith("*"):  # *example.com: example.com and www.example.com
+            if not (host == want[1:] or host.endswith("." + want[1:])):
+                return False
+        elif host != want:
+            return False
+    try:
+        want_port = parts.port
+    except ValueError:
+        return False
+    if want_port is not None and want_scheme in _DEFAULT_PORTS:
+        want_port = None if want_port == _DEFAULT_PORTS[want_scheme] else want_port
+    return want_port is None or want_port == port
+
+
+# --- which client -----------------------------------------------------------------------------
+
+
+def async_library() -> str | None:
+    """``asyncio``, ``trio``, ... : the async library running this code (sniffio, as anyio
+    asks it), or None outside of one."""
+    try:
+        import sniffio
+    except ImportError:  # no sniffio, so no trio (which needs it): asyncio or nothing
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return "asyncio"
+    try:
+        return sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return None
+
+
+def choose_client(url: str, *, http2: bool) -> str:
+    """``aiohttp`` or ``httpx``, for a request to ``url`` from the running async library.
+
+    aiohttp on asyncio, unless HTTP/2 is asked for, the environment's proxy for ``url`` is not
+    a plain ``http://`` one, aiohttp is not installed, or ``CTXEVAL_HTTP_CLIENT=httpx``; httpx
+    everywhere else (trio).
+    """
+    forced = os.environ.get(CLIENT_VARIABLE, "auto").strip().lower() or "auto"
+    if forced not in ("auto", "aiohttp", "httpx"):
+        raise ConfigError(f"{CLIENT_VARIABLE} must be 'aiohttp', 'httpx' or 'auto', got {forced!r}")
+    if forced == "httpx" or http2 or async_library() != "asyncio":
+        return "httpx"
+    proxy = env_proxy(url)
+    if proxy is not None and not proxy.lower().startswith("http://"):
+        return "httpx"
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:  # pragma: no cover - a dependency; an install without it still works
+        return "httpx"
+    return "aiohttp"

@@ -1,0 +1,120 @@
+"""The ``openai`` transport's HTTP client on trio (and for HTTP/2, or an ``https://`` or
+``socks5://`` proxy): httpx.
+
+One :class:`httpx.AsyncClient` per run and endpoint, made on first use and closed when the run
+ends:
+
+* connection pool sized to the resource's ``max_concurrency`` (keep-alive, reused across
+  requests), optional HTTP/2 (``LLMConfig(http2=True)``, needs ``h2``);
+* ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` honoured (httpx's
+  ``trust_env``), and certificates checked against the system's store
+  (:func:`~ctxeval_llm.http_clients.ssl_context`);
+* no timeout of its own beyond connecting (the scheduler times each attempt), no retries (the
+  scheduler owns them), no redirects;
+* answers read as a stream and cut at ``max_response_bytes``; a cancelled request closes its
+  connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ctxeval.plugin import CallTimeoutError, ConnectionFailedError, ServiceError
+
+from .http_clients import (
+    CONNECT_TIMEOUT,
+    Answer,
+    Redact,
+    async_library,
+    oversize_message,
+    ssl_context,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpxClient"]
+
+
+class HttpxClient:
+    """httpx for requests to ``endpoint``, ``max_connections`` at once (see the module);
+    ``say`` masks secrets in messages."""
+
+    name = "httpx"
+
+    def __init__(
+        self, endpoint: str, *, max_connections: int, http2: bool = False, say: Redact
+    ) -> None:
+        import httpx
+
+        self._httpx = httpx
+        self._say = say
+        self._library = async_library()
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            http2=http2,
+            trust_env=True,
+            # certificates matter for https only (a plain-http local server needs none)
+            verify=ssl_context() if endpoint.startswith("https:") else False,
+            follow_redirects=False,
+        )
+
+    def usable_here(self) -> bool:
+        return async_library() == self._library
+
+    async def request(
+        self, method: str, url: str, content: bytes | None, headers: Mapping[str, str], limit: int
+    ) -> Answer:
+        httpx = self._httpx
+        try:
+            async with self._client.stream(method, url, content=content, headers=headers) as got:
+                body = await self._read(got, url, limit)
+        except httpx.ConnectError as exc:
+            raise ConnectionFailedError(
+                self._say(f"cannot connect to {url}: {_why(exc)}")
+            ) from None
+        except httpx.ConnectTimeout:
+            raise ConnectionFailedError(
+                f"cannot connect to {url}: no connection within {CONNECT_TIMEOUT:g} s"
+            ) from None
+        except httpx.ProxyError as exc:
+            raise ConnectionFailedError(self._say(f"proxy error for {url}: {_why(exc)}")) from None
+        except httpx.TimeoutException as exc:
+            raise CallTimeoutError(self._say(f"{url}: {type(exc).__name__}")) from None
+        except httpx.TransportError as exc:  # reset, closed, protocol errors
+            raise ServiceError(
+                self._say(f"{url}: {type(exc).__name__}: {_why(exc) or 'connection lost'}")
+            ) from None
+        return Answer(got.status_code, got.headers, body)
+
+    @staticmethod
+    async def _read(response: httpx.Response, url: str, limit: int) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise ServiceError(oversize_message(url, limit))
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _why(exc: BaseException) -> str:
+    """The message of ``exc``, or of the first exception under it that has one (on trio, a
+    refused certificate is a ``ConnectError`` with no message of its own)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        if text:
+            return text if current is exc else f"{type(current).__name__}: {text}"
+        current = current.__cause__ or current.__context__
+    return ""
