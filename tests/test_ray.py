@@ -100,7 +100,8 @@ def test_workers_share_one_budget(cluster: None, workers: int) -> None:
             batch_size=10,
             limits=Limits(max_concurrency=CAP, requests_per_minute=RPM),
         )
-        assert all(r.status.value == "ok" for r in evaluation.results)
+        problems = [(r.sample_id, r.reason) for r in evaluation.results if r.status.value != "ok"]
+        assert not problems, problems
         assert server.peak_in_flight <= CAP
         assert 429 not in server.statuses
         assert len(server.arrivals) == 80

@@ -265,7 +265,10 @@ def _jsonl_rows(lines: Iterable[tuple[int, bytes]]) -> Iterator[Row]:
         try:
             yield number, json.loads(text), None
         except json.JSONDecodeError as exc:
-            yield number, _Bad(f"not valid JSON: {exc.msg} at column {exc.colno}"), None
+            where = (
+                "the end of the line" if exc.pos >= len(text.rstrip()) else f"column {exc.colno}"
+            )
+            yield number, _Bad(f"not valid JSON: {exc.msg} at {where}"), None
         except RecursionError:
             yield number, _Bad("the JSON is nested too deeply to read"), None
         except ValueError as exc:  # an integer of thousands of digits

@@ -211,7 +211,7 @@ def _ids(value: object, field: str) -> tuple[str, ...] | None:
         raise DataError(
             f"expected a list of IDs, got a single {_type_name(value)}",
             field=field,
-            hint=f'wrap it in a list: "{field}": [{brief(value)}]',
+            hint=f'wrap it in a list: "{field}": [{_json_brief(value)}]',
         )
     if not isinstance(value, (list, tuple)):
         raise DataError(f"expected a list of IDs, got {_type_name(value)}", field=field)
@@ -498,3 +498,15 @@ def _old_name(name: str) -> str:
 def _short(value: object, limit: int = 40) -> str:
     text = brief(value)
     return text if len(text) <= limit else text[: limit - 4] + "...)"
+
+
+def _json_brief(value: object) -> str:
+    """``value`` as JSON (a hint quotes it as the file should hold it), cut like
+    :func:`brief`."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return brief(value)
+    return text if len(text) <= 60 else text[:59] + "…"

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxeval._errors import ConfigError, CtxevalError
+from ctxeval._plugins.names import suggest_metric_names
 from ctxeval._plugins.registry import Registry, default_registry
 
 __all__ = ["identity", "resolve_metric_name"]
@@ -83,6 +84,19 @@ def resolve_metric_name(
                 f"{name!r} is each of the run's metrics {', '.join(same)}; name one of them"
             )
     close = difflib.get_close_matches(name, run_names, n=1, cutoff=0.6)
+    if not close and wanted is None:  # a misspelt name of a run's metric (ndgc@10: nDCG@10)
+        for spelled in suggest_metric_names(name, registry.names()):
+            meant = _identity_of_name(registry, spelled)
+            if meant is None:
+                continue
+            known: list[tuple[str, str] | None]
+            if metrics is not None:
+                known = [identity(m) for m in metrics]
+            else:
+                known = [_identity_of_name(registry, n) for n in run_names]
+            close = [n for n, i in zip(run_names, known, strict=True) if i == meant][:1]
+            if close:
+                break
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ConfigError(
         f"no metric of this run is named {name!r} (the run's metrics: {', '.join(run_names)}){hint}"

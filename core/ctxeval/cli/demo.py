@@ -45,15 +45,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
     out = Path(args.out)
     stdout.print(
-        f"ctxeval {__version__} demo: 30 questions over a 24-document corpus, "
-        "metrics that need no LLM\n"
+        f"ctxeval {__version__} demo: 30 questions over a 24-document corpus,\n"
+        "scored with the metrics that need no LLM\n",
+        soft_wrap=True,
     )
     metrics = build_metrics(specs)
     with open(str(data), encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     from ctxeval._output.folder import RunFolder
+    from ctxeval._output.rebuild import file_lookup
 
-    folder = RunFolder(out, [m.name for m in metrics], title="ctxeval demo")
+    path = Path(str(data))  # (the report shows each sample's texts beside its evidence)
+    folder = RunFolder(
+        out, [m.name for m in metrics], title="ctxeval demo", lookup=file_lookup(path)
+    )
     try:
         run_with_progress(
             rows,
@@ -64,7 +69,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             total=len(rows) * len(metrics),
             consume=folder.add,
         )
-        summary = folder.summary(extra={"data": "ctxeval demo dataset"})
+        summary = folder.summary(extra={"data": str(path)})
         paths = folder.finish(summary)
     except BaseException:
         folder.abort()

@@ -54,9 +54,9 @@ def _banner(url: str, host: str, latency: float) -> str:
         f"ctxeval scripted judge listening on {url}",
         "",
         "  NOT A REAL JUDGE — for trying the plumbing.",
-        "  It answers ctxeval's LLM-metric prompts by word overlap, with no model: its scores",
-        "  say nothing about your retrieval. Rows judged by it name the model",
-        "  openai/scripted-judge in their provenance.",
+        "  It answers ctxeval's LLM-metric prompts by word overlap, with no model:",
+        "  its scores say nothing about your retrieval. Rows judged by it name the",
+        "  model openai/scripted-judge in their provenance.",
     ]
     if host not in ("127.0.0.1", "localhost", "::1"):
         lines.append(f"  Listening on {host}: other machines can reach it.")
