@@ -8,8 +8,13 @@ it), so 5 000 (reference context, retrieved chunk) pairs by default. The sentenc
 ``tests/data/paraphrase_pairs.jsonl``; each text carries its sample's number, so no two
 samples share a text (nothing is saved by deduplication across samples).
 
-Two ways to time, alternating the two matchers ``--repeat`` times (default 5), best and
-median, clocks around the scoring only (the model is loaded and warmed up before):
+Two ways to time, alternating the matchers ``--repeat`` times (default 5), best and
+median, clocks around the scoring only (the model is loaded and warmed up before). The
+embedding matcher is timed three ways: ``warm`` (the embedder's word cache filled by the
+warm-up run: each distinct word of these texts tokenized already), ``cold`` (the word cache
+emptied before each run, outside the clock: every distinct word tokenized in the run) and
+``tokenizer`` (the word cache off: the Hugging Face tokenizer on every text, as before
+2026-11-28):
 
 - ``metric`` (default when it works): ``ctxeval.evaluate`` with
   ``get_metric("non_llm_context_recall")`` and ``get_metric("non_llm_context_recall",
@@ -19,6 +24,8 @@ median, clocks around the scoring only (the model is loaded and warmed up before
   calls.
 
     .venv/bin/python bench/embedding_speed.py [--samples 1000] [--chunks 5] [--repeat 5]
+
+``TOKENIZERS_PARALLELISM=false`` keeps the Hugging Face tokenizer on one thread.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import Any
 
 import ctxeval
 from ctxeval.plugin import get_matcher
+from ctxeval_embed.offline import word_tokens
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "paraphrase_pairs.jsonl"
 
@@ -50,7 +58,7 @@ def make_samples(n: int, chunks: int, seed: int = 5) -> list[dict[str, Any]]:
     for i in range(n):
         pair = rng.choice(positives)
         reference = f"Record {i}. {pair['reference']}"
-        retrieved = []
+        retrieved: list[str] = []
         for _ in range(chunks):
             text = " ".join(rng.sample(sentences, rng.randint(3, 6)))
             retrieved.append(f"Document {i}-{len(retrieved)}. {text}")
@@ -93,44 +101,65 @@ def main() -> None:
     )
 
     start = time.perf_counter()
-    embedding = get_matcher("embedding", embedder="wordllama")
+    embedding: Any = get_matcher("embedding", embedder="wordllama")
     embedding.match_now(["warm up"], ["the model"])  # loads the model
     print(f"wordllama: matcher built and model loaded in {time.perf_counter() - start:.2f} s")
     string = get_matcher("similarity", measure="levenshtein")
+    tokens = word_tokens(embedding.embedder.dim)
 
+    def words(on: bool, clear: bool) -> Callable[[], None]:
+        def setup() -> None:
+            tokens.by_words = on
+            if clear:
+                tokens.words.clear()
+                tokens.pieces.clear()
+
+        return setup
+
+    setups = {
+        "string (levenshtein)": words(True, False),
+        "embedding (wordllama, warm)": words(True, False),
+        "embedding (wordllama, cold)": words(True, True),
+        "embedding (wordllama, tokenizer)": words(False, False),
+    }
     runs: dict[str, Callable[[], Any]]
     mode = "matcher"
     if not args.direct:
         try:
-            metrics = {
-                "string (levenshtein)": ctxeval.get_metric("non_llm_context_recall"),
-                "embedding (wordllama)": ctxeval.get_metric(
-                    "non_llm_context_recall", matcher="embedding"
-                ),
-            }
+            string_metric = ctxeval.get_metric("non_llm_context_recall")
+            embedding_metric = ctxeval.get_metric("non_llm_context_recall", matcher="embedding")
             mode = "metric"
         except ctxeval.ConfigError as exc:
             print(f"(the metric has no matcher option yet: {exc}; timing the matchers)")
+
+    def metric_run(metric: Any) -> Callable[[], Any]:
+        return lambda: ctxeval.evaluate(samples, metrics=[metric])
+
+    def matcher_run(matcher: Any) -> Callable[[], Any]:
+        return lambda: matcher.match_batch(pairs)
+
     if mode == "metric":
         runs = {
-            name: (lambda metric=metric: ctxeval.evaluate(samples, metrics=[metric]))
-            for name, metric in metrics.items()
+            name: metric_run(string_metric if name.startswith("string") else embedding_metric)
+            for name in setups
         }
     else:
         runs = {
-            "string (levenshtein)": lambda: string.match_batch(pairs),
-            "embedding (wordllama)": lambda: embedding.match_batch(pairs),
+            name: matcher_run(string if name.startswith("string") else embedding) for name in setups
         }
 
-    for run in runs.values():  # warm up
+    for name, run in runs.items():  # warm up
+        setups[name]()
         run()
     times: dict[str, list[float]] = {name: [] for name in runs}
     outputs: dict[str, Any] = {}
     for turn in range(args.repeat):
         order = list(runs) if turn % 2 == 0 else list(reversed(runs))
         for name in order:
+            setups[name]()
             seconds, outputs[name] = timed(runs[name])
             times[name].append(seconds)
+    tokens.by_words = True
 
     print(f"\n{mode} mode, best and median of {args.repeat}, alternating\n")
     print("| matcher | best (s) | median (s) | pairs per second (median) |")
@@ -140,9 +169,11 @@ def main() -> None:
         median = statistics.median(values)
         print(f"| {name} | {min(values):.3f} | {median:.3f} | {count / median:,.0f} |")
     names = list(times)
-    best = min(times[names[1]]) / min(times[names[0]])
-    median = statistics.median(times[names[1]]) / statistics.median(times[names[0]])
-    print(f"\nembedding / string: {best:.2f}x (best), {median:.2f}x (median); target: <= 3x")
+    print()
+    for name in names[1:]:
+        best = min(times[name]) / min(times[names[0]])
+        median = statistics.median(times[name]) / statistics.median(times[names[0]])
+        print(f"{name} / string: {best:.1f}x (best), {median:.1f}x (median); target: <= 3x")
     if mode == "metric":
         for name, evaluation in outputs.items():
             scores = [r.score for r in evaluation.results if r.score is not None]

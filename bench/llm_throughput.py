@@ -24,6 +24,14 @@ the CPU per request is the client's cost.
     python bench/llm_throughput.py [--samples 200] [--chunks 5] [--latency 0.05]
     python bench/llm_throughput.py --latency 0.001 --samples 400 --repeat 5   # 2 000 requests
     python bench/llm_throughput.py --clients openai/aiohttp,openai/httpx
+    python bench/llm_throughput.py --latency 0.001 --stream false   # whole answers
+
+The fake server stands for the fast local server of this measure, vLLM batching short
+judgements, and says so as vLLM does (``owned_by: "vllm"`` in its ``/v1/models``): by default
+(``--stream auto``) the ``openai`` transport does not stream to it, vLLM stopping an abandoned
+whole request by itself. ``--stream true`` measures streamed answers (one server-sent event
+per word of the answer, as a server sends one per token), as ``auto`` sends them to
+llama-cpp-python or an unrecognised local server; ``--stream false`` whole answers.
 """
 
 from __future__ import annotations
@@ -51,7 +59,9 @@ import json, sys, time
 sys.path.insert(0, sys.argv[2])
 from fakes.openai_server import FakeOpenAI
 answer = json.dumps({"reason": "it states the answer", "verdict": 1})
-server = FakeOpenAI(lambda request: answer, latency=float(sys.argv[1]))
+vllm = {"object": "list", "data": [{"id": "fake-judge", "object": "model", "owned_by": "vllm",
+                                   "max_model_len": 32768}]}  # as vLLM lists its model
+server = FakeOpenAI(lambda request: answer, latency=float(sys.argv[1]), routes={"/v1/models": vllm})
 server.start()
 print(server.url, flush=True)
 sys.stdin.read()
@@ -77,6 +87,10 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
+STREAM = os.environ.get("CTXEVAL_BENCH_STREAM", "auto")
+"""The ``stream`` setting of the measured runs (``--stream``, passed to the workers)."""
+
+
 def client_used(url: str, client: str) -> str:
     """The HTTP client the ``openai`` transport picks for ``client``'s settings (one request
     through it), or the transport's name for the others."""
@@ -87,7 +101,7 @@ def client_used(url: str, client: str) -> str:
 
     from ctxeval_llm.openai_http import OpenAITransport
 
-    config = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
+    config = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench", stream=STREAM)
 
     async def one() -> str:
         sender = OpenAITransport(config, max_connections=1)
@@ -129,6 +143,7 @@ def one_run(
         api_base=url,
         api_key="sk-bench",
         transport=transport,  # type: ignore[arg-type]
+        stream=STREAM,
     )
     with _Forced(forced):
         cpu, wall = time.process_time(), time.perf_counter()
@@ -165,7 +180,9 @@ def worker(url: str, client: str, samples: list[dict[str, object]], concurrency:
 
 
 def measure(url: str, client: str, args: argparse.Namespace) -> dict[str, Any]:
-    options = [f"--{name}={getattr(args, name)}" for name in ("samples", "chunks", "concurrency")]
+    options = [
+        f"--{name}={getattr(args, name)}" for name in ("samples", "chunks", "concurrency", "stream")
+    ]
     done = subprocess.run(
         [sys.executable, __file__, "--worker", client, "--url", url, *options],
         capture_output=True,
@@ -189,9 +206,17 @@ def main() -> None:
         default=",".join(CLIENTS),
         help=f"comma-separated, of: {', '.join(CLIENTS)} (default: all)",
     )
+    parser.add_argument(
+        "--stream",
+        default="auto",
+        choices=["auto", "true", "false"],
+        help="the openai transport's stream setting (auto: streamed, the server being local)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # one run, in its own process
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global STREAM
+    STREAM = args.stream
     if args.worker:
         samples = make_samples(args.samples, args.chunks)
         worker(args.url, args.worker, samples, args.concurrency)
@@ -215,7 +240,7 @@ def main() -> None:
     print(
         f"# LLM context precision: {args.samples} samples x {args.chunks} chunks = {requests} "
         f"verdicts, concurrency {args.concurrency}, latency {latency_ms:g} ms, "
-        f"median of {args.repeat} (each run a fresh process)"
+        f"stream {args.stream}, median of {args.repeat} (each run a fresh process)"
     )
     print(f"limit: ceil({requests}/{args.concurrency}) x {latency_ms:g} ms = {limit:.3f} s\n")
     print(

@@ -18,6 +18,8 @@ PEERS = {
     "ragas": ["ragas==0.4.3", "langchain-community<0.4", "rapidfuzz"],
     # ranx compiles its measures with numba on first use (cached on disk afterwards)
     "ranx": ["ranx==0.3.21"],
+    # bench/compare_relevance_calls.py counts ContextualRelevancyMetric's calls
+    "deepeval": ["deepeval==4.3.1"],
 }
 
 

@@ -156,17 +156,19 @@ def test_a_missing_extra_names_its_install_command(tmp_path: Path) -> None:
     ).items()
 
 
-def test_lenient_skips_bad_rows_and_reports_them(
+def test_lenient_makes_bad_rows_error_rows_and_reports_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps(ROWS[0]) + "\nnot json\n" + json.dumps(ROWS[1]) + "\n")
     out = tmp_path / "run"
     assert main(["evaluate", str(data), "-m", "id_mrr", "--lenient", "--out", str(out)]) == 1
-    assert len((out / "results.jsonl").read_text().splitlines()) == 2
-    skipped = json.loads((out / "summary.json").read_text())["skipped_rows"]
-    assert skipped == [f"{data}:2: not valid JSON: Expecting value at column 1"]
-    assert "skipped:" in capsys.readouterr().err
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in rows] == ["ok", "error", "ok"]
+    assert rows[1]["reason"] == (
+        f"the sample could not be read: {data}:2: not valid JSON: Expecting value at column 1"
+    )
+    assert "1 error row(s)" in capsys.readouterr().out
 
 
 def test_run_file(tmp_path: Path) -> None:

@@ -34,26 +34,30 @@ def data_with_a_bad_line(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_bad_line_says_lenient_skips_it_and_lenient_tells_it_once(tmp_path: Path) -> None:
+def test_a_bad_line_says_what_lenient_does_and_lenient_tells_it_once(tmp_path: Path) -> None:
     data = data_with_a_bad_line(tmp_path)
     done = cli("evaluate", str(data), "-m", "id_mrr")
     assert done.returncode == 2
     assert f"{data}:3: not valid JSON" in done.stderr
     assert "pass --lenient" in done.stderr
     done = cli("evaluate", str(data), "-m", "id_mrr", "--lenient")
-    assert done.returncode == 1  # a skipped row is not a clean run
-    assert done.stderr.count(f"{data}:3: not valid JSON") == 1, done.stderr
-    assert "skipped:" in done.stderr
+    assert done.returncode == 1  # a bad row is an error row: not a clean run
+    said = " ".join((done.stdout + done.stderr).split())  # (lines wrapped at the width)
+    assert said.count(f"{data}:3: not valid JSON") == 1, said
+    assert "1 error row(s)" in done.stdout
 
 
-def test_many_skipped_rows_are_listed_up_to_twenty(tmp_path: Path) -> None:
+def test_many_bad_rows_are_listed_up_to_ten_reasons(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text("".join("not json\n" for _ in range(25)) + json.dumps(ROWS[0]) + "\n")
     done = cli("evaluate", str(path), "-m", "id_mrr", "--lenient", "--out", str(tmp_path / "r"))
-    assert done.stderr.count("not valid JSON") == 20
-    assert "and 5 more bad rows (all of them: summary.json's skipped_rows)" in done.stderr
+    assert done.returncode == 1
+    said = " ".join(done.stdout.split())  # (lines wrapped at the width)
+    assert said.count("not valid JSON") == 10
+    assert "25 error row(s)" in said
+    assert "and 15 more reason(s); see results.jsonl" in said
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
-    assert len(summary["skipped_rows"]) == 25
+    assert summary["metrics"]["id_mrr"]["n_error"] == 25
 
 
 def test_a_run_without_out_says_nothing_was_saved(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ space, metric names never wrapped; what a composed metric needs."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ctxeval.cli import main
+from ctxeval.cli import build_parser, main
 from ctxeval.cli.compare import table_lines
 from ctxeval.cli.metrics import wrap
 
@@ -165,3 +166,41 @@ def test_compare_command_at_80_columns(
     lines = check_lines(capsys.readouterr().out)
     assert LONG in lines
     assert any(line.startswith("P@5 ") for line in lines)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(commands.choices)
+
+
+def _examples(text: str) -> list[list[str]]:
+    """The example commands of a help text (a line ending in ``\\`` goes on on the next)."""
+    found: list[list[str]] = []
+    joined = text.replace("\\\n", " ")
+    for line in joined.splitlines():
+        words = line.split()
+        if words[:1] == ["ctxeval"]:
+            found.append(words[1:])
+    return found
+
+
+def test_every_help_fits_80_columns_and_its_examples_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    parser = build_parser()
+    helps = {"ctxeval": parser.format_help()}
+    helps.update({name: sub.format_help() for name, sub in _subparsers(parser).items()})
+    for name, text in helps.items():
+        wide = [line for line in text.splitlines() if len(line) > 80]
+        assert not wide, f"ctxeval {name} --help: {wide}"
+    top = _examples(helps["ctxeval"])
+    evaluate = _examples(helps["evaluate"])
+    assert len(top) >= 5
+    assert len(evaluate) >= 5
+    # one example per command at the top, evaluate's own below it: none repeated
+    assert not {tuple(e) for e in top} & {tuple(e) for e in evaluate}
+    commands = set(_subparsers(parser))
+    assert {e[0] for e in top} >= commands - {"metrics", "plugins"}
+    for words in top + evaluate:
+        parser.parse_args(words)  # (exits 2 on an example that does not parse)

@@ -76,3 +76,24 @@ def test_holm_is_the_step_down_correction() -> None:
     assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
     assert holm([0.5, None, 0.01]) == [0.5, None, 0.02]
     assert holm([0.6, 0.6]) == [1.0, 1.0]
+
+
+def test_a_metric_under_another_of_its_names_is_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run named ``context_precision`` (an alias) and one named by its registered name, an
+    IR name in two spellings: compared, under the baseline's names."""
+    base = [0.2, 0.4, 0.6, 0.8] * 5
+    a = run_folder(tmp_path, "A", {"context_precision": base, "nDCG@10": base})
+    b = run_folder(
+        tmp_path,
+        "B",
+        {"llm_context_precision_with_reference": [s + 0.1 for s in base], "id_ndcg_at_10": base},
+    )
+    assert main(["compare", a, b, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["missing"] == {}
+    by = {c["metric"]: c for c in report["comparisons"]}
+    assert set(by) == {"context_precision", "nDCG@10"}
+    assert by["context_precision"]["difference"] == pytest.approx(0.1)
+    assert by["context_precision"]["n"] == len(base)

@@ -156,11 +156,11 @@ async def test_a_401_stops_the_calls_at_once_naming_the_endpoint(
     assert f"{server.url}/embeddings" in message
     assert "Incorrect API key" in message
     assert SECRET not in message
-    sent = server.count
-    assert sent <= 16  # those already in flight; the rest never go
+    assert server.count <= 16  # those already in flight; the rest never go
     with pytest.raises(ctxeval.AuthenticationError):  # the gate stays closed for the run
         await embedder(server).aembed(["more"], ctx)
-    assert server.count == sent
+    assert server.count <= 16  # (requests in flight may reach the server late)
+    assert all("more" not in request["input"] for request in server.embedding_requests)
 
 
 @pytest.mark.anyio
@@ -270,8 +270,10 @@ def test_a_run_sums_the_usage_of_its_rows(server: FakeOpenAI) -> None:
     metric = BestContextSimilarity(embedder=embedder(server))
     evaluation = ctxeval.evaluate(samples(20), [metric], retry=FAST)
     assert all(r.status is Status.OK for r in evaluation.results)
-    assert server.count == 20  # one request per row (three texts each)
-    assert evaluation.usage.requests == 20
+    # the rows' texts gathered: 41 distinct (the bananas shared) in one request, not one per row
+    assert server.count == 1
+    assert len(server.embedding_requests[0]["input"]) == 41
+    assert evaluation.usage.requests == 1
     assert evaluation.usage.prompt_tokens > 0
 
 
@@ -285,10 +287,8 @@ def test_a_401_stops_the_run_with_one_error_not_one_row_each(server: FakeOpenAI)
 
 
 def test_the_embedding_matcher_end_to_end(server: FakeOpenAI) -> None:
-    """Context recall judged by meaning: the ``embedding`` matcher over this embedder.
-
-    ``non_llm_context_recall`` runs without I/O and refuses an embedder that calls a service,
-    so the metric is composed, as its documentation says."""
+    """Context recall judged by meaning: the ``embedding`` matcher over this embedder, in a
+    composed metric (``non_llm_context_recall`` takes it too: see below)."""
     from ctxeval.plugin import Items, compose, get_matcher, policy
 
     try:
@@ -315,5 +315,211 @@ def test_the_embedding_matcher_end_to_end(server: FakeOpenAI) -> None:
     evaluation = ctxeval.evaluate(rows, [metric], retry=FAST)
     assert [r.status for r in evaluation.results] == [Status.OK] * 5
     assert [r.score for r in evaluation.results] == [0.5] * 5  # the tower found, the zebra not
-    assert server.count == 5  # one request per row: its four texts in one batch
-    assert evaluation.usage.requests == 5
+    assert server.count == 1  # the 12 distinct texts of the 5 rows in one batch
+    assert evaluation.usage.requests == 1
+
+
+# --- the ragas-named non-LLM metrics over the endpoint -------------------------------------
+
+
+BATCH = 16
+
+
+def context_rows(count: int) -> list[dict[str, Any]]:
+    """Rows whose texts are distinct per row except two shared by every row."""
+    return [
+        {"id": str(i), "reference_contexts": [f"the tower is in paris {i}", "zebra quagga okapi"],
+         "retrieved_contexts": [f"Paris: the tower is in paris {i}", "bananas are yellow",
+                                f"the river {i} runs north"]}
+        for i in range(count)
+    ]  # fmt: skip
+
+
+def unique_texts(rows: list[dict[str, Any]]) -> int:
+    return len({t for r in rows for t in (*r["reference_contexts"], *r["retrieved_contexts"])})
+
+
+def endpoint_metric(server: FakeOpenAI, name: str = "non_llm_context_recall", **extra: Any) -> Any:
+    options = {"model": MODEL, "api_base": server.url, "batch_size": BATCH, **extra}
+    return ctxeval.get_metric(
+        name, matcher="embedding", embedder="openai", embedder_options=options, threshold=0.6
+    )
+
+
+def composed_recall(server: FakeOpenAI) -> Any:
+    from ctxeval.plugin import Items, compose, get_matcher, policy
+
+    matcher = get_matcher(
+        "embedding",
+        embedder="openai",
+        embedder_options={"model": MODEL, "api_base": server.url, "batch_size": BATCH},
+        threshold=0.6,
+    )
+    return compose(
+        "composed_recall",
+        reference=Items(field="reference_contexts", what="reference contexts"),
+        retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
+        matcher=matcher,
+        formula=policy.Recall(),
+    )
+
+
+def test_the_ragas_named_metrics_take_the_endpoint_embedder_through_the_run(
+    server: FakeOpenAI,
+) -> None:
+    from ctxeval.plugin import DeterministicMetric
+
+    rows = context_rows(60)
+    unique = unique_texts(rows)
+    assert unique == 3 * 60 + 2
+    metric = endpoint_metric(server)
+    assert not isinstance(metric, DeterministicMetric)  # calls out: not the fast path
+    assert metric.name == "non_llm_context_recall"
+    cache = MemoryCache()
+    evaluation = ctxeval.evaluate(rows, [metric], retry=FAST, cache=cache)
+    assert [r.status for r in evaluation.results] == [Status.OK] * 60
+    assert [r.score for r in evaluation.results] == [0.5] * 60  # the tower found, the zebra not
+    # batched across rows: each distinct text once, BATCH per request
+    assert server.count <= math.ceil(unique / BATCH)
+    sent = [text for request in server.embedding_requests for text in request["input"]]
+    texts = {t for r in rows for t in (*r["reference_contexts"], *r["retrieved_contexts"])}
+    assert sorted(sent) == sorted(texts)
+    assert all(len(request["input"]) <= BATCH for request in server.embedding_requests)
+    assert evaluation.usage.requests == server.count
+    assert evaluation.usage.prompt_tokens > 0
+    details = evaluation.results[0].details
+    assert details["matcher"] == "embedding"
+    assert details["embedder"] == f"openai:{MODEL}"
+    assert details["threshold"] == 0.6
+    assert details["provenance"]["judges"] == [
+        {"embedder": "openai", "model": MODEL, "endpoint": server.url, "dimensions": None}
+    ]
+
+    sent_before = server.count
+    again = ctxeval.evaluate(rows, [endpoint_metric(server)], retry=FAST, cache=cache)
+    assert server.count == sent_before  # a re-run sends none: every vector from the cache
+    assert again.usage.requests == 0
+    assert again.usage.cache_hits == 5 * 60  # (counted per row: each row's texts)
+    assert [r.score for r in again.results] == [r.score for r in evaluation.results]
+
+
+def test_the_scores_equal_the_composed_metric_s(server: FakeOpenAI) -> None:
+    rows = context_rows(12)
+    rows[3]["retrieved_contexts"] = ["nothing here", "zebra quagga okapi and more"]
+    rows[5]["retrieved_contexts"] = []
+    named = ctxeval.evaluate(rows, [endpoint_metric(server)], retry=FAST)
+    composed = ctxeval.evaluate(rows, [composed_recall(server)], retry=FAST)
+    assert [(r.status, r.score) for r in named.results] == [
+        (r.status, r.score) for r in composed.results
+    ]
+    assert {r.score for r in named.results} > {0.5}  # not all alike
+
+
+def test_precision_and_recall_in_one_run_send_each_text_once(server: FakeOpenAI) -> None:
+    rows = context_rows(30)
+    unique = unique_texts(rows)
+    recall = endpoint_metric(server)
+    precision = endpoint_metric(server, "non_llm_context_precision_with_reference")
+    evaluation = ctxeval.evaluate(rows, [recall, precision], retry=FAST, cache=MemoryCache())
+    assert all(r.status is Status.OK for r in evaluation.results)
+    assert server.count <= math.ceil(unique / BATCH) + 1  # (the two metrics' rows may straddle)
+    sent = [text for request in server.embedding_requests for text in request["input"]]
+    assert len(sent) == len(set(sent)) == unique
+    offline = ctxeval.get_metric(
+        "non_llm_context_precision_with_reference", name="string_precision"
+    )  # the same run may hold fast-path metrics too
+    mixed = ctxeval.evaluate(rows, [precision, offline], retry=FAST)
+    assert all(r.status is Status.OK for r in mixed.results)
+
+
+def test_a_resumed_run_reuses_the_journal_and_a_changed_endpoint_redoes(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    rows = context_rows(10)
+    journal = tmp_path / "run" / "journal.jsonl"
+    first = ctxeval.evaluate(rows, [endpoint_metric(server)], retry=FAST, journal=journal)
+    sent = server.count
+    assert sent > 0
+    resumed = ctxeval.evaluate(
+        rows, [endpoint_metric(server)], retry=FAST, journal=journal, resume=True
+    )
+    assert server.count == sent  # every row from the journal, no cache needed
+    assert [r.score for r in resumed.results] == [r.score for r in first.results]
+    other = ctxeval.evaluate(
+        rows,
+        [endpoint_metric(server, dimensions=64)],  # another setup: the rows are redone
+        retry=FAST,
+        journal=journal,
+        resume=True,
+    )
+    assert server.count > sent
+    assert server.embedding_requests[-1]["dimensions"] == 64
+    assert all(r.status is Status.OK for r in other.results)
+
+
+def test_the_endpoint_settings_missing_is_a_config_error_saying_what_to_pass() -> None:
+    with pytest.raises(ctxeval.ConfigError, match="embedder_options") as caught:
+        ctxeval.get_metric("non_llm_context_recall", matcher="embedding", embedder="openai")
+    message = str(caught.value)
+    assert '"model"' in message
+    assert "api_base" in message
+    with pytest.raises(ctxeval.ConfigError, match="embedder_options"):
+        ctxeval.get_metric(
+            "non_llm_context_recall", matcher="similarity", embedder_options={"model": "x"}
+        )
+    with pytest.raises(ctxeval.ConfigError, match="mapping"):
+        ctxeval.get_metric(
+            "non_llm_context_recall", matcher="embedding", embedder="openai", embedder_options=3
+        )
+
+
+def test_the_key_in_the_options_is_never_shown(server: FakeOpenAI) -> None:
+    metric = endpoint_metric(server, api_key=SECRET)
+    assert SECRET not in repr(metric)
+    evaluation = ctxeval.evaluate(context_rows(2), [metric], retry=FAST)
+    assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in str([r.to_json() for r in evaluation.results])
+
+
+def test_the_command_line_caches_and_resumes(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from ctxeval.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    data = tmp_path / "data.jsonl"
+    rows = context_rows(20)
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    options = json.dumps({"model": MODEL, "api_base": server.url, "batch_size": BATCH})
+    spec = (
+        "non_llm_context_recall:matcher=embedding,embedder=openai,threshold=0.6,"
+        f"embedder_options={options}"
+    )
+    out = tmp_path / "run"
+    assert main(["evaluate", str(data), "-m", spec, "--out", str(out), "--quiet"]) == 0
+    sent = server.count
+    assert 0 < sent <= math.ceil(unique_texts(rows) / BATCH)
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["score"] for r in results] == [0.5] * 20
+    assert main(["evaluate", str(data), "-m", spec, "--out", str(out), "--resume", "--quiet"]) == 0
+    assert server.count == sent  # resumed from the journal
+    again = tmp_path / "again"
+    assert main(["evaluate", str(data), "-m", spec, "--out", str(again), "--quiet"]) == 0
+    assert server.count == sent  # a new run: every vector from the cache
+
+
+def test_no_key_for_openai_s_own_endpoint_stops_the_run_with_one_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    metric = ctxeval.get_metric(
+        "non_llm_context_recall",
+        matcher="embedding",
+        embedder="openai",
+        embedder_options={"model": "text-embedding-3-small"},
+    )
+    with pytest.raises(ctxeval.MissingCredentialsError, match=r"OPENAI_API_KEY.*api_base"):
+        ctxeval.evaluate(context_rows(5), [metric], retry=FAST)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -148,10 +149,21 @@ def test_an_embedder_without_embed_makes_an_async_matcher(registry: ctxeval.Regi
 
     verdicts = anyio.run(matcher.match, [PARIS, BANANAS], [MARKET, PARIS_AGAIN], None)
     assert verdicts == local.match_now([PARIS, BANANAS], [MARKET, PARIS_AGAIN])
-    with pytest.raises(ctxeval.ConfigError, match="does I/O"):
-        registry.get_metric(
-            "non_llm_context_recall", matcher="embedding", embedder="remote", threshold=0.67
-        )
+    # the ragas-named metric over it: its twin without the fast path (it may do I/O)
+    from ctxeval.builtin.string_metrics import EndpointNonLLMContextRecall
+
+    metric = registry.get_metric(
+        "non_llm_context_recall", matcher="embedding", embedder="remote", threshold=0.67
+    )
+    assert type(metric) is EndpointNonLLMContextRecall
+    assert not isinstance(metric, ctxeval.plugin.DeterministicMetric)
+    row = {"id": "a", "reference_contexts": [PARIS, BANANAS],
+           "retrieved_contexts": [MARKET, PARIS_AGAIN]}  # fmt: skip
+    offline = ctxeval.get_metric("non_llm_context_recall", matcher="embedding", threshold=0.67)
+    (remote,) = ctxeval.evaluate([row], [metric]).results
+    (local_row,) = ctxeval.evaluate([row], [offline]).results
+    assert remote.score == local_row.score
+    assert remote.details["verdicts"] == local_row.details["verdicts"]
 
 
 def test_unknown_embedder_needs_a_threshold(counting: tuple[ctxeval.Registry, Counting]) -> None:
@@ -202,7 +214,7 @@ def test_the_metric_options_and_the_similarity_default_stay() -> None:
     }
     pinned = ctxeval.get_metric("non_llm_context_recall", matcher="embedding", threshold=0.8)
     assert pinned.settings()["threshold"] == 0.8  # type: ignore[attr-defined]
-    with pytest.raises(ctxeval.ConfigError, match="embedder goes with"):
+    with pytest.raises(ctxeval.ConfigError, match="embedder and embedder_options go with"):
         ctxeval.get_metric("non_llm_context_recall", embedder="wordllama")
     with pytest.raises(ctxeval.ConfigError, match="measure and normalize"):
         ctxeval.get_metric("non_llm_context_recall", matcher="embedding", measure="jaro")
@@ -311,10 +323,53 @@ def test_the_embedder_gives_wordllamas_own_vectors(dim: int) -> None:
         "naïve",
         "東京",
     ]
-    texts = ["", " ", "x"] + [
+    texts = ["", " ", "x", *TRICKY] + [
         " ".join(rng.choice(words) for _ in range(rng.randint(1, 80))) for _ in range(500)
     ]
     ours = WordLlamaEmbedder(dim=dim).embed(texts)
     theirs = load_model(dim).embed(texts, norm=False, batch_size=64)
     assert ours.dtype == np.float32
     assert np.array_equal(ours, theirs)
+
+
+TRICKY = [
+    "", " ", "  ", "   ", "a  b", "a   b  ", " lead", "  lead", "trail ", "trail  ", "\n\nx\ty",
+    "a \n b", "foo\n  bar", "<s> hi </s>", "x<unk>y", "a \u2581 b", "\u2581\u2581x", "x\u2581",
+    "caf\u00e9 na\u00efve \u6771\u4eac \U0001f600 ok", "a\u00a0b", "\u3000 a", "x" * 600,
+    "C++:  if (x) {\n    return y;\n}", "1889, 330 m; 7.3 million visitors (2015).",
+]  # fmt: skip
+
+
+def test_the_word_cache_gives_the_tokenizer_s_own_ids() -> None:
+    """Each distinct word is tokenized once (``WordTokens``): the ids must be the tokenizer's
+    on any text (spaces in runs, leading or trailing, the word mark, added tokens, other
+    scripts), cold and warm."""
+    from ctxeval_embed.offline import WordTokens, _unpadded_tokenizer
+
+    tokenizer = _unpadded_tokenizer(256)
+    rng = random.Random(7)
+    alphabet = list("ab c  \n\t.,\u00e9\U0001f600\u2581x<s>")
+    texts = TRICKY + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(2000)
+    ]
+    expected = [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    tokens = WordTokens(tokenizer)
+    assert tokens.by_words
+    for _ in range(2):  # cold, then every word known
+        flat, offsets = tokens.ids(texts)
+        assert [flat[a:b].tolist() for a, b in itertools.pairwise(offsets)] == expected
+    assert 0 < len(tokens.words) < 2000
+
+
+def test_a_tokenizer_of_another_shape_is_used_as_it_is() -> None:
+    from tokenizers import pre_tokenizers
+
+    from ctxeval_embed.offline import WordTokens, _unpadded_tokenizer
+
+    other = _unpadded_tokenizer(256).from_str(_unpadded_tokenizer(256).to_str())
+    other.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokens = WordTokens(other)
+    assert not tokens.by_words
+    flat, offsets = tokens.ids(TRICKY)
+    expected = [e.ids for e in other.encode_batch(TRICKY, add_special_tokens=False)]
+    assert [flat[a:b].tolist() for a, b in itertools.pairwise(offsets)] == expected

@@ -353,7 +353,7 @@ def loader_log_level() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("loader_log_level")
-def test_lenient_skips_a_repeated_id_not_the_run(
+def test_lenient_sets_a_repeated_id_aside_not_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = [
@@ -364,23 +364,32 @@ def test_lenient_skips_a_repeated_id_not_the_run(
     data = write_jsonl(tmp_path / "d.jsonl", rows)
     out = tmp_path / "run"
     argv = ["evaluate", str(data), "-m", "id_mrr", "-m", "P@1", "--out", str(out)]
-    assert main([*argv, "--lenient"]) == 1  # (an input row was skipped)
+    assert main([*argv, "--lenient"]) == 1  # (an input row was set aside: error rows)
     scored = results(out)
-    assert [s for s, _ in scored[::2]] == [f"q{i}" for i in range(40)]  # every good row
+    ids = [f"q{i}" for i in range(40)]
+    assert [s for s, _ in scored[::2]] == [*ids[:25], "q3#", *ids[25:]]  # every row, in order
     summary = json.loads((out / "summary.json").read_text())
-    [skipped] = summary["skipped_rows"]
-    assert skipped.startswith(f"{data}:26: sample 'q3': field 'id': an earlier row has this id")
-    assert "skipped:" in capsys.readouterr().err
+    set_aside = [
+        json.loads(line)
+        for line in (out / "results.jsonl").read_text().splitlines()
+        if '"q3#"' in line
+    ]
+    assert [r["status"] for r in set_aside] == ["error", "error"]
+    assert set_aside[0]["reason"].startswith("set aside: an earlier sample has the id 'q3'")
+    assert "1 error row(s)" not in capsys.readouterr().out  # (2: one per metric)
     assert {name: m["n_ok"] for name, m in summary["metrics"].items()} == {
         "id_mrr": 40,
         "P@1": 40,
     }
-    # the same from Python, with a lenient reader, and on every runner's path (not only the
-    # all-deterministic one)
+    # the same from Python, on every runner's path (not only the all-deterministic one); a
+    # lenient reader (strict=False) leaves the row out instead, as asked
+    ev = ctxeval.evaluate(ctxeval.load_samples(data), ["id_mrr"], lenient=True)
+    assert [r.sample_id for r in ev.results] == [*ids[:25], "q3#", *ids[25:]]
     stream = ctxeval.load_samples(data, strict=False)
     ev = ctxeval.evaluate(stream, ["id_mrr"])
     assert len(ev.results) == 40
-    assert [str(e) for e in stream.errors] == [skipped]
+    [skipped] = [str(e) for e in stream.errors]
+    assert skipped.startswith(f"{data}:26: sample 'q3': field 'id': an earlier row has this id")
     # strict (the default): refused, and the message says how to score the others
     with pytest.raises(SystemExit) as refused:
         main([*argv[:-2], "--out", str(tmp_path / "strict")])

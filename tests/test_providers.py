@@ -452,10 +452,13 @@ def test_no_proxy_bypasses_the_proxy(server: FakeOpenAI, monkeypatch: pytest.Mon
 def test_an_endless_answer_is_cut_at_the_size_limit(server: FakeOpenAI) -> None:
     server.responder = lambda request: "endless"
     llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY, max_response_bytes=100_000)
-    policy = RetryPolicy(max_attempts=1)
-    [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm, retry=policy).results
+    [row] = ctxeval.evaluate([SAMPLE], ["context_precision"], llm=llm).results
     assert row.status is Status.ERROR
+    assert "ResponseTooLargeError" in (row.reason or "")
     assert "larger than 100000 bytes" in (row.reason or "")
+    assert "LLMConfig(max_response_bytes=...)" in (row.reason or "")  # what to do
+    chunks = len(SAMPLE["retrieved_contexts"])
+    assert server.count <= chunks  # one request per chunk at most: never retried
 
 
 def test_one_pool_per_run_with_keep_alive(server: FakeOpenAI) -> None:

@@ -22,6 +22,7 @@ import ctxeval
 from ctxeval import ConfigError, DataError, MetricResult, Sample, Status
 from ctxeval._data.frames import table_rows
 from ctxeval._plugins.base import BaseMetric
+from ctxeval.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "core" / "ctxeval" / "data" / "demo.jsonl"
@@ -328,14 +329,33 @@ def test_write_report_of_a_results_file_with_samples_in_memory(tmp_path: Path) -
     assert "judged" in text
 
 
+def test_write_report_keeps_the_texts_of_the_report_it_replaces(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run written from samples in memory has no data file to read again: the report
+    written again keeps the texts the one it replaces showed (byte for byte the same page)."""
+    ev = ctxeval.evaluate(TEXT_ROWS, [Judged()])
+    first = ev.write(tmp_path / "run", data=TEXT_ROWS)["report"].read_bytes()
+    assert b"QUESTION-1" in first
+    with caplog.at_level(logging.WARNING, logger="ctxeval"):
+        page = ctxeval.write_report(tmp_path / "run")
+    assert page.read_bytes() == first
+    assert "without the samples' texts" not in caplog.text
+    assert main(["report", str(tmp_path / "run")]) == 0  # the command line: the same
+    assert page.read_bytes() == first
+    assert "the texts are those the report being replaced showed" in capsys.readouterr().err
+
+
 def test_write_report_without_texts_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     ev = ctxeval.evaluate(TEXT_ROWS, [Judged()])
     ev.write(tmp_path / "run")
+    (tmp_path / "run" / "report.html").unlink()  # no data file, no report to keep texts of
     with caplog.at_level(logging.WARNING, logger="ctxeval"):
         page = ctxeval.write_report(tmp_path / "run")
     assert page.is_file()
+    assert "QUESTION-1" not in page.read_text()
     assert "without the samples' texts; pass data=" in caplog.text
 
 

@@ -217,9 +217,8 @@ def test_the_server_lists_its_one_model(judge: JudgeServer) -> None:
         ({"model": "gpt-4o-mini"}, 404, "model_not_found"),
         ({"response_format": {"type": "grammar"}}, 400, "response_format"),
         ({"messages": [{"role": "user", "content": "hello"}]}, 400, "LLM-metric prompts"),
-        ({"stream": True}, 400, "stream"),
     ],
-    ids=["other-model", "other-format", "not-a-prompt", "stream"],
+    ids=["other-model", "other-format", "not-a-prompt"],
 )
 def test_the_server_refuses_what_it_cannot_answer(
     judge: JudgeServer, change: dict[str, Any], status: int, says: str
@@ -228,6 +227,33 @@ def test_the_server_refuses_what_it_cannot_answer(
     got, data, _ = post(judge, body)
     assert got == status
     assert says in json.dumps(data["error"])
+
+
+def test_a_streamed_request_gets_the_same_answer_as_events(judge: JudgeServer) -> None:
+    """As OpenAI streams: the text in a chunk, one with ``finish_reason``, the usage when
+    asked, then ``[DONE]`` (ctxeval streams to a local server: the scripted judge takes it)."""
+    body = request_for(prompts.USEFULNESS, "json_schema")
+    _, whole, _ = post(judge, body)
+    streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+    connection = http.client.HTTPConnection("127.0.0.1", judge.server_address[1], timeout=10)
+    connection.request(
+        "POST", "/v1/chat/completions", json.dumps(streamed), {"Content-Type": "application/json"}
+    )
+    response = connection.getresponse()
+    assert response.status == 200
+    assert response.getheader("Content-Type") == "text/event-stream"
+    events = [
+        line[len("data: ") :]
+        for line in response.read().decode().split("\n\n")
+        if line.startswith("data: ")
+    ]
+    connection.close()
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert text == whole["choices"][0]["message"]["content"]
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]] == [None, "stop"]
+    assert chunks[-1]["usage"] == whole["usage"]
 
 
 def test_another_host_name_is_refused(judge: JudgeServer) -> None:
@@ -339,6 +365,7 @@ def test_end_to_end_the_four_llm_metrics_without_a_key(tmp_path: Path) -> None:
             tmp_path,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
+        assert "WARNING" not in done.stderr, done.stderr  # (streamed, as to any local server)
         results = rows_of(out)
         assert len(results) == 4 * len(rows)
         assert {r["status"] for r in results} <= {"ok", "undefined"}
@@ -355,6 +382,16 @@ def test_end_to_end_the_four_llm_metrics_without_a_key(tmp_path: Path) -> None:
             assert who["model"] == f"openai/{MODEL}"
             assert who["endpoint"] == judge.url
         assert len({r["score"] for r in scored}) > 2
+        # said where a person looks: the terminal, summary.json, the report's header
+        assert "NOT A REAL JUDGE" in done.stdout
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["scripted_judge"].startswith("NOT A REAL JUDGE")
+        for name in FOUR:
+            [who] = {json.dumps(j, sort_keys=True) for j in summary["metrics"][name]["judges"]}
+            assert json.loads(who)["model"] == f"openai/{MODEL}"
+        header = (out / "report.html").read_text().split("</header>")[0]
+        assert "NOT A REAL JUDGE" in header
+        assert f"openai/{MODEL}" in header
     finally:
         code, err = judge.stop()
     assert code == 0, err
@@ -365,12 +402,18 @@ def test_end_to_end_the_four_llm_metrics_without_a_key(tmp_path: Path) -> None:
 def test_the_banner_command_runs_as_printed(tmp_path: Path) -> None:
     judge = Judge(tmp_path, "--latency", "0.01")
     try:
-        printed = next(line.strip() for line in judge.banner_lines if "ctxeval evaluate" in line)
-        assert printed == try_command(judge.url)
+        printed = next(line.strip() for line in judge.banner_lines if " evaluate " in line)
+        # started as `python -m ctxeval`: the command says so, to be typed as it is
+        assert printed.endswith(try_command(judge.url).split(" ", 1)[1])
         words = shlex.split(printed)
-        assert words[2] == "core/ctxeval/data/demo.jsonl"  # run from a clone, as the docs do
+        python = os.path.relpath(sys.executable, ROOT)
+        python = sys.executable if python.startswith("..") else python
+        assert words[:3] == [python, "-m", "ctxeval"]
+        assert words[4] == "core/ctxeval/data/demo.jsonl"  # run from a clone, as the docs do
         words[words.index("--out") + 1] = str(tmp_path / "scripted-run")
-        done = ctxeval_cli(words[1:], tmp_path)
+        done = subprocess.run(
+            words, capture_output=True, text=True, env=no_key_env(tmp_path), cwd=ROOT, timeout=300
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         results = rows_of(tmp_path / "scripted-run")
         assert len(results) == 30 * len(TRY_METRICS)

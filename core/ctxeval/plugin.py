@@ -55,7 +55,8 @@ What is here:
 * the score rules and formulas (:mod:`policy`) and the option validators (:mod:`validators`);
 * errors and call-failure classification: every error class, :func:`classify`,
   :func:`status_of`, :func:`retry_after_of`, and :func:`error_for_status` (an HTTP status to the
-  error of its kind: the one table a transport uses);
+  error of its kind: the one table a transport uses), :func:`request_not_sent` (a transport
+  cancelled before its request left says so: the attempt is not counted in ``usage.requests``);
 * helpers: :func:`cache_key` (the key of an LLM answer in the run's cache),
   :func:`normalize_entity`, :func:`normalize_words`.
 """
@@ -68,6 +69,7 @@ from ctxeval import policy
 from ctxeval._calls.cache import cache_key
 from ctxeval._calls.failures import Kind, classify, error_for_status, retry_after_of, status_of
 from ctxeval._calls.limits import Limits
+from ctxeval._calls.meter import request_not_sent
 from ctxeval._data.sample import SAMPLE_FIELDS, Sample
 from ctxeval._data.text import normalize_entity, normalize_words
 from ctxeval._errors import (
@@ -297,6 +299,7 @@ __all__ = [
     "options_of",
     "policy",
     "repeats_option",
+    "request_not_sent",
     "retry_after_of",
     "status_of",
     "temperature_option",

@@ -77,14 +77,16 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 
 
 def default_threshold(embedder: Embedder) -> float:
-    """``embedder``'s calibrated threshold: :data:`DEFAULT_THRESHOLDS`, else its own
+    """``embedder``'s calibrated threshold: :data:`DEFAULT_THRESHOLDS` by its name or the
+    name's part before ``:`` (``openai:<model>`` takes ``openai``'s), else its own
     ``default_threshold`` attribute.
 
     Raises:
         ValueError: neither gives one (then the matcher's ``threshold`` must be given).
     """
-    if embedder.name in DEFAULT_THRESHOLDS:
-        return DEFAULT_THRESHOLDS[embedder.name]
+    for name in (embedder.name, embedder.name.partition(":")[0]):  # "openai:<model>": openai
+        if name in DEFAULT_THRESHOLDS:
+            return DEFAULT_THRESHOLDS[name]
     own = getattr(embedder, "default_threshold", None)
     if isinstance(own, (int, float)) and not isinstance(own, bool) and 0.0 <= own <= 1.0:
         return float(own)
@@ -172,6 +174,27 @@ class EmbeddingMatcher:
 
     def describe(self) -> Mapping[str, Any]:
         return {"embedder": self.embedder.name, "threshold": self.threshold}
+
+    @property
+    def fingerprint_data(self) -> str:
+        """What changes the verdicts, for the journal: the embedder (its own
+        ``fingerprint_data`` when it has one: an endpoint's model, endpoint and dimensions;
+        else its name and :meth:`describe`), the threshold and the reference side."""
+        embedder: Any = self.embedder
+        own = getattr(embedder, "fingerprint_data", None)
+        if not isinstance(own, str):
+            describe = getattr(embedder, "describe", None)
+            own = f"{embedder.name}:{sorted(describe().items()) if callable(describe) else ''}"
+        return f"embedding:{own}:{self.threshold!r}:{self.reference}"
+
+    def provenance(self, ctx: RunContext) -> Mapping[str, Any] | None:
+        """Who embedded (the embedder's own ``provenance(ctx)``: an endpoint's model and
+        URL), or None when the embedder says nothing."""
+        said = getattr(self.embedder, "provenance", None)
+        if not callable(said):
+            return None
+        provenance: Mapping[str, Any] | None = said(ctx)
+        return provenance
 
 
 @attrs.frozen(kw_only=True)

@@ -14,7 +14,9 @@ first request and closed on it when the run ends:
   each attempt), no retry of a POST;
 * the body read as it comes and cut at ``max_response_bytes``;
 * a request cancelled (its timeout, the run stopped) closes its connection at once: the server
-  sees the client hang up, and stops generating.
+  sees the client hang up, and stops generating a streamed answer; one cancelled before it had
+  its connection never left, and says so (:func:`ctxeval.plugin.request_not_sent`: not
+  counted in ``usage.requests``).
 """
 
 from __future__ import annotations
@@ -22,10 +24,18 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import Mapping
+from contextvars import ContextVar
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from ctxeval.plugin import CallTimeoutError, ConnectionFailedError, ServiceError
+from ctxeval.plugin import (
+    CallTimeoutError,
+    ConnectionFailedError,
+    ServiceError,
+    request_not_sent,
+)
 
+from .errors import ResponseTooLargeError
 from .http_clients import CONNECT_TIMEOUT, Answer, Redact, env_proxy, oversize_message, ssl_context
 
 if TYPE_CHECKING:
@@ -35,6 +45,24 @@ __all__ = ["AiohttpClient"]
 
 KEEPALIVE = 4.0
 """Seconds an idle connection is kept for the next request."""
+
+_CONNECTED: ContextVar[bool] = ContextVar("ctxeval_aiohttp_connected", default=False)
+"""Whether the running task's request has its connection (and so goes out at once)."""
+
+
+@cache
+def _connector_class() -> type[aiohttp.TCPConnector]:
+    """aiohttp's connector, noting when a request gets its connection: a request cancelled
+    before that never left (:func:`ctxeval.plugin.request_not_sent`)."""
+    import aiohttp
+
+    class Connector(aiohttp.TCPConnector):
+        async def connect(self, *args: Any, **kwargs: Any) -> Any:
+            connection = await super().connect(*args, **kwargs)
+            _CONNECTED.set(True)
+            return connection
+
+    return Connector
 
 
 class AiohttpClient:
@@ -72,7 +100,7 @@ class AiohttpClient:
             self._proxy = url
         self._urls: dict[str, Any] = {}
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(
+            connector=_connector_class()(
                 limit=max_connections,
                 limit_per_host=0,
                 ssl=ssl_context() if endpoint.startswith("https:") else True,
@@ -103,16 +131,24 @@ class AiohttpClient:
             target = self._urls[url] = self._url(url)
         if self._forwarded is not None:
             headers = {**headers, **self._forwarded}
+        connecting = _CONNECTED.set(False)
         try:
-            response = await self._session.request(
-                method,
-                target,
-                data=content,
-                headers=headers,
-                proxy=self._proxy,
-                proxy_headers=self._proxy_headers,
-                allow_redirects=False,
-            )
+            try:
+                response = await self._session.request(
+                    method,
+                    target,
+                    data=content,
+                    headers=headers,
+                    proxy=self._proxy,
+                    proxy_headers=self._proxy_headers,
+                    allow_redirects=False,
+                )
+            except BaseException:
+                if not _CONNECTED.get():  # cancelled (or failed) before it left
+                    request_not_sent()
+                raise
+            finally:
+                _CONNECTED.reset(connecting)
             try:
                 body = await self._read(response, url, limit)
             except BaseException:
@@ -144,7 +180,7 @@ class AiohttpClient:
             return first
         size = len(first)
         if size > limit:
-            raise ServiceError(oversize_message(url, limit))
+            raise ResponseTooLargeError(oversize_message(url, limit))
         chunk = await stream.readany()
         if not chunk:  # the usual answer: one piece
             return first
@@ -152,7 +188,7 @@ class AiohttpClient:
         while chunk:
             size += len(chunk)
             if size > limit:
-                raise ServiceError(oversize_message(url, limit))
+                raise ResponseTooLargeError(oversize_message(url, limit))
             chunks.append(chunk)
             chunk = await stream.readany()
         return b"".join(chunks)

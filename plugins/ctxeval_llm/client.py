@@ -23,11 +23,12 @@ is asked again once with twice the budget, then fails its row saying so.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, nullcontext
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import anyio
 import attrs
@@ -38,6 +39,7 @@ from ctxeval.plugin import (
     Completion,
     FatalCallError,
     MalformedOutputError,
+    Price,
     RepeatedJudgement,
     RunContext,
     ServiceError,
@@ -48,11 +50,12 @@ from ctxeval.plugin import (
 
 from .batch import Batcher
 from .config import LLMConfig, resolve_llm
-from .openai_http import OpenAITransport
+from .openai_http import HTTPCompletion, OpenAITransport
 from .parsing import parse_json, redact
 from .prompts import Prompt
 from .slots import server_slots
 from .transport import transport_for
+from .window import check_prompt, raise_if_overflow, served_window
 
 __all__ = ["LLMClient", "OutputMode", "ask", "client_for", "output_mode"]
 
@@ -88,7 +91,7 @@ class OutputMode:
     """
 
     def __init__(self, config: LLMConfig) -> None:
-        self.mode: Mode = "json_schema" if config.json_schema else "prompt"
+        self.mode: Mode = _first_mode(config)
         self.confirmed = self.mode == "prompt"  # nothing to refuse
         self.refusals = 0
         """Requests refused for their output mode (one per step taken, when probed)."""
@@ -187,7 +190,7 @@ class LLMClient:
 
     def request(self, prompt: Prompt, variables: Mapping[str, Any]) -> dict[str, Any]:
         """The request body as first sent (the configured output mode)."""
-        return request_body(self.config, prompt, variables, OutputMode(self.config).mode)
+        return request_body(self.config, prompt, variables, _first_mode(self.config))
 
     async def ask(
         self,
@@ -208,11 +211,12 @@ class LLMClient:
         # its own cache entry (and, in a batch, its own line)
         repeat: int = 0
         temperature: float | None = None
-        if isinstance(ctx, RepeatedJudgement):
+        if _repeats(ctx):
             repeat, temperature = ctx.repeat, ctx.temperature
         if temperature is not None and temperature != config.temperature:
             config = attrs.evolve(config, temperature=temperature)
-        canonical = request_body(config, prompt, variables, OutputMode(config).mode)
+        canonical = request_body(config, prompt, variables, _first_mode(config))
+        check_prompt(ctx, config, prompt, canonical)  # a known window: never sent if too long
         cache = ctx.cache
         key = None
         if cache is not None:
@@ -229,7 +233,7 @@ class LLMClient:
             key = cache_key(**parts)
             hit = cache.get(key)
             if hit is not None:  # free; but a run whose price is unknown stays "unknown"
-                free = 0.0 if config.price() is not None else None
+                free = 0.0 if _price(config) is not None else None
                 ctx.add_usage(Usage(cache_hits=1, cost_usd=free))
                 return prompt.check(hit, expect)
         transport = await transport_for(config, ctx)
@@ -254,6 +258,7 @@ class LLMClient:
                 try:
                     completion = await transport.complete(ctx, request)
                 except (BadRequestError, ServiceError) as exc:
+                    raise_if_overflow(exc, ctx, config, prompt, request)  # "context length"
                     if output.refused(exc, mode, config.resource):
                         ctx.add_usage(Usage(requests=1))  # the refused request was sent too
                         continue
@@ -279,6 +284,7 @@ class LLMClient:
         slots = server_slots(ctx, config.endpoint)
         key_ = config.api_key or config.openai_key()
         limiter = await slots.limiter({"Authorization": f"Bearer {key_}"} if key_ else None)
+        check_prompt(ctx, config, prompt, canonical, served_window(slots))  # a local server's
         async with output.turn(), limiter or nullcontext():  # waits here are not timed
             raw, answer = await ctx.call(
                 attempt, resource=config.resource, tokens=estimate, timeout=config.timeout
@@ -329,7 +335,11 @@ MAX_TOKENS_SAID = 10_000_000
 
 def _usage_of(config: LLMConfig, completion: Completion) -> Usage:
     """The usage an answer reports, priced; token counts that cannot be true (negative, beyond
-    :data:`MAX_TOKENS_SAID`) are not taken: no tokens, and the cost unknown."""
+    :data:`MAX_TOKENS_SAID`) are not taken, nor those of an answer that reported none (a
+    stream from llama-cpp-python): no tokens, and the cost unknown."""
+    if type(completion) is HTTPCompletion and not completion.usage_known:
+        _say_no_usage(config.resource)
+        return Usage(cost_usd=None)
     said = (completion.prompt_tokens, completion.completion_tokens)
     if not all(isinstance(n, int) and 0 <= n <= MAX_TOKENS_SAID for n in said):
         logger.warning(
@@ -342,6 +352,16 @@ def _usage_of(config: LLMConfig, completion: Completion) -> Usage:
         prompt_tokens=said[0],
         completion_tokens=said[1],
         cost_usd=_cost(config, said[0], said[1]),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _say_no_usage(resource: str) -> None:
+    """Log, once per resource (the cache remembers it), that its answers report no usage."""
+    logger.info(
+        "%s reports no usage for its answers (some servers send none in a stream): their "
+        "tokens and cost are unknown",
+        resource,
     )
 
 
@@ -387,8 +407,49 @@ class _Again:
 
 def _cost(config: LLMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
     """The price of one request: the user's price, else the provider's (None: unknown)."""
-    price = config.price()
+    price = _price(config)
     return None if price is None else price.cost(prompt_tokens, completion_tokens)
+
+
+def _price(config: LLMConfig) -> Price | None:
+    """``config.price()``, looked up once per model, given price and provider: asking a
+    provider (a protocol checked with ``isinstance``) costs a tenth of a millisecond, too much
+    once per request."""
+    provider = config.provider
+    key = (config.model, config.price_per_million_tokens, id(provider))
+    hit = _PRICES.get(key)
+    if hit is not None and hit[0] is provider:
+        return hit[1]
+    if len(_PRICES) > 256:
+        _PRICES.clear()
+    price = config.price()
+    _PRICES[key] = (provider, price)
+    return price
+
+
+_PRICES: dict[tuple[str, Any, int], tuple[Any, Price | None]] = {}
+"""A memo of :func:`_price` (the provider kept with its price, so that its id is not reused)."""
+
+
+def _first_mode(config: LLMConfig) -> Mode:
+    """The output mode a request is first asked in (and cached under): :class:`OutputMode`'s
+    start, without making one."""
+    return "json_schema" if config.json_schema else "prompt"
+
+
+def _repeats(ctx: RunContext) -> TypeGuard[RepeatedJudgement]:
+    """Whether ``ctx`` is a panel's repeated judgement (:class:`ctxeval.plugin.RepeatedJudgement`,
+    checked once per context class: a protocol's ``isinstance`` is slow)."""
+    kind = type(ctx)
+    known = _REPEATING.get(kind)
+    if known is None:
+        known = _REPEATING[kind] = isinstance(ctx, RepeatedJudgement)
+    return known
+
+
+_REPEATING: dict[type, bool] = {}
+"""Per context class, whether it is a repeated judgement (a memo: a class's contexts all are,
+or none is)."""
 
 
 BATCH_PRICE = 0.5

@@ -44,6 +44,19 @@ def _to_price(value: Any) -> Any:
     )
 
 
+_STREAM_WORDS = {"auto": "auto", "true": True, "yes": True, "on": True, "1": True,
+                 "false": False, "no": False, "off": False, "0": False}  # fmt: skip
+
+
+def _to_stream(value: Any) -> Any:
+    """``stream`` as ``"auto"``, True or False (the words of a run file too)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _STREAM_WORDS:
+        return _STREAM_WORDS[value.strip().lower()]
+    raise ConfigError(f"stream must be 'auto', true or false; got {value!r}")
+
+
 def _no_secret(value: object) -> str:
     return "None" if value is None else "'***'"
 
@@ -85,6 +98,11 @@ class LLMConfig:
             (``OPENAI_API_KEY``...). Never shown in reprs, logs, results or the cache.
         temperature: 0 for reproducible judgements.
         max_tokens: the longest answer.
+        context_window: the judge's context window in tokens (prompt and answer). A prompt
+            that would not fit (estimated: UTF-8 bytes / 3, plus ``max_tokens``) is not sent:
+            its row is an ``error`` that says so. Default: the provider's known window
+            (litellm's model table; a local llama.cpp server's ``n_ctx``), else unknown (not
+            checked before sending): see :mod:`ctxeval_llm.window`.
         timeout: seconds one request may take (default: the run's ``timeout``).
         transport: ``"openai"`` (httpx, to an OpenAI-compatible endpoint: OpenAI, vLLM,
             Ollama, llama.cpp, LM Studio, a gateway), ``"litellm"`` (any provider litellm
@@ -98,7 +116,11 @@ class LLMConfig:
         http2: use HTTP/2 on the ``openai`` transport (needs the ``h2`` package:
             ``pip install 'httpx[http2]'``).
         max_response_bytes: the largest answer body accepted (default 8 MiB); a larger one is
-            cut off and the attempt fails.
+            cut off and the attempt fails (a streamed answer: the bytes of its events).
+        stream: stream the ``openai`` transport's answers: ``"auto"`` (the default) for a local
+            endpoint (a loopback, private or ``.local`` host) only, True always, False never.
+            A server stops computing an answer whose client hung up (a timeout, a cancelled
+            run) only when it streams it: see :mod:`ctxeval_llm.openai_http`.
         batch: send the run's requests through the Batch API (``/v1/files`` +
             ``/v1/batches``; half the price at OpenAI; answers within the provider's 24 h
             window): see :mod:`ctxeval_llm.batch`. OpenAI-compatible endpoints only.
@@ -132,6 +154,9 @@ class LLMConfig:
     api_key: str | None = attrs.field(default=None, repr=_no_secret)
     temperature: float = attrs.field(default=0.0, validator=validators.non_negative_number)
     max_tokens: int = attrs.field(default=1024, validator=validators.positive_int)
+    context_window: int | None = attrs.field(
+        default=None, validator=validators.optional(validators.positive_int)
+    )
     timeout: float | None = attrs.field(default=None, validator=validators.optional_positive_number)
     transport: TransportName | ChatTransport = attrs.field(
         default="auto", eq=False, converter=_transport_name
@@ -141,6 +166,7 @@ class LLMConfig:
     max_response_bytes: int = attrs.field(
         default=DEFAULT_MAX_RESPONSE_BYTES, validator=validators.positive_int
     )
+    stream: Literal["auto"] | bool = attrs.field(default="auto", converter=_to_stream)
     batch: bool = attrs.field(default=False, validator=validators.boolean)
     batch_linger: float = attrs.field(default=2.0, validator=validators.positive_number)
     batch_poll_interval: float = attrs.field(default=15.0, validator=validators.positive_number)

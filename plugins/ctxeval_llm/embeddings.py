@@ -13,18 +13,26 @@ on 400/401; a refused key or an unknown model stops the run at once with one mes
 1. deduplicates the texts;
 2. looks each one up in the run's cache (key: model, endpoint, dimensions and the text; never
    the key or the headers);
-3. sends the missing ones, ``batch_size`` per request, the requests at once under the run's
-   limits;
+3. hands the missing ones to the run's collector for this endpoint (:class:`_Collector`, one
+   per run and embedder configuration), which gathers the texts of every row that asks at
+   about the same time (the rows of a run ask at once: each one's metric embeds its texts)
+   and sends them ``batch_size`` per request: a full batch at once, the rest when no text has
+   come for ``linger`` seconds; several requests at once under the run's limits. A text
+   asked by two rows goes once. So a run of N distinct texts, all asked within one window
+   of samples in flight, sends ``ceil(N / batch_size)`` requests, not one per row;
 4. checks each answer strictly (one vector per text, every ``index`` once, one length, finite
    numbers; otherwise a :class:`ctxeval.MalformedOutputError`, retried a few times);
-5. counts usage (requests, prompt tokens, cost when the price is known, cache hits), stores
-   each new vector in the cache, and returns the vectors in the order of ``texts``.
+5. counts usage (requests, prompt tokens, cost when the price is known, cache hits; a
+   request's tokens count against the row whose task sent it, so the run's totals are
+   exact and a row's are approximate), stores each new vector in the cache, and returns the
+   vectors in the order of ``texts``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -109,6 +117,8 @@ class OpenAIEmbedder:
             vectors of 3072 floats is about 5 MiB as JSON).
         price_per_million_tokens: USD per million input tokens, for a model whose price the
             local price table does not know.
+        linger: seconds without a new text after which a run's collector sends a batch that
+            is not full (default 0.01): the rows of a run ask within that time of each other.
     """
 
     model: str = attrs.field(validator=validators.text)
@@ -126,6 +136,7 @@ class OpenAIEmbedder:
         default=DEFAULT_MAX_RESPONSE_BYTES, validator=validators.positive_int
     )
     price_per_million_tokens: Price | None = attrs.field(default=None, converter=_to_price)
+    linger: float = attrs.field(default=0.01, validator=validators.non_negative_number)
     _config: LLMConfig = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -204,15 +215,8 @@ class OpenAIEmbedder:
         if hits:
             ctx.add_usage(Usage(cache_hits=hits))
         if missing:
-            batches = [
-                missing[start : start + self.batch_size]
-                for start in range(0, len(missing), self.batch_size)
-            ]
-            for batch, answer in zip(batches, await self._send_all(batches, ctx), strict=True):
-                for text, vector in zip(batch, answer, strict=True):
-                    vectors[text] = vector
-                    if cache is not None:
-                        cache.set(self.cache_key_of(text), vector.tolist())
+            collector = ctx.shared(self._collector_key(), lambda: _Collector(self))
+            vectors.update(await collector.embed(missing, ctx))
         if not texts:
             return np.zeros((0, self.dimensions or 0), dtype=np.float32)
         lengths = {len(v) for v in vectors.values()}
@@ -222,6 +226,15 @@ class OpenAIEmbedder:
                 f"{sorted(lengths)} (the cache and the server disagree; clear the cache)"
             )
         return np.stack([vectors[text] for text in texts]).astype(np.float32, copy=False)
+
+    def _collector_key(self) -> str:
+        """The run-wide collector of this configuration: equal embedders (the same endpoint,
+        model, dimensions, batch size, key and headers) share one; the key and headers enter
+        only as a hash."""
+        secret = hashlib.blake2b(
+            orjson.dumps([self.api_key, sorted(self.extra_headers.items())]), digest_size=8
+        ).hexdigest()
+        return f"ctxeval_llm.embeddings:{self.fingerprint_data}:{self.batch_size}:{secret}"
 
     async def _send_all(
         self, batches: list[list[str]], ctx: RunContext
@@ -337,6 +350,135 @@ class OpenAIEmbedder:
         tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         prompt_tokens = tokens if isinstance(tokens, int) and tokens >= 0 else 0
         return vectors, prompt_tokens
+
+
+QUIET_TICKS = 20
+"""Turns of the event loop without a new text before a batch that is not full is sent."""
+
+
+class _Collector:
+    """One run's texts to embed at one endpoint, gathered across rows and sent in full batches.
+
+    The first row that finds texts pending and no collector at work collects for everyone
+    (as the Batch API mode's collector does, :mod:`ctxeval_llm.batch`): it sends every full
+    batch at once, and the rest once no text has come for ``linger`` seconds; the other rows
+    wait for their vectors. A text asked while pending or on its way is not asked again. A
+    failed request fails the rows waiting for its texts (a later row asks again); a collector
+    cancelled (its row's time limit) puts its texts back for the next one. Vectors are kept
+    only until every row that asked for them has them: the cache keeps them beyond.
+    """
+
+    def __init__(self, embedder: OpenAIEmbedder) -> None:
+        self.embedder = embedder
+        self.pending: dict[str, None] = {}
+        self.sending: set[str] = set()
+        self.vectors: dict[str, np.ndarray[Any, Any]] = {}
+        self.failed: dict[str, BaseException] = {}
+        self.wanted: dict[str, int] = {}
+        self.last_added = 0.0
+        self.collecting = False
+        self.changed: Any = None
+
+    def _wake(self) -> None:
+        changed, self.changed = self.changed, None
+        if changed is not None:
+            changed.set()
+
+    async def embed(self, texts: list[str], ctx: RunContext) -> dict[str, np.ndarray[Any, Any]]:
+        """The vectors of ``texts`` (distinct), by text."""
+        import anyio
+
+        for text in texts:
+            self.wanted[text] = self.wanted.get(text, 0) + 1
+            if text in self.vectors or text in self.pending or text in self.sending:
+                continue
+            self.failed.pop(text, None)  # a text that failed for an earlier row: ask again
+            self.pending[text] = None
+            self.last_added = anyio.current_time()
+        try:
+            while True:
+                waiting = [text for text in texts if text not in self.vectors]
+                if not waiting:
+                    return {text: self.vectors[text] for text in texts}
+                errors = [self.failed[text] for text in waiting if text in self.failed]
+                if errors:
+                    stopping = [exc for exc in errors if isinstance(exc, UnusableLLMError)]
+                    raise (stopping or errors)[0]
+                if not self.collecting:
+                    await self._collect(ctx)
+                else:
+                    if self.changed is None:
+                        self.changed = anyio.Event()
+                    await self.changed.wait()
+        finally:
+            for text in texts:
+                left = self.wanted[text] - 1
+                if left:
+                    self.wanted[text] = left
+                else:
+                    del self.wanted[text]
+                    self.vectors.pop(text, None)
+                    self.failed.pop(text, None)
+
+    async def _quiet(self, linger: float) -> bool:
+        """Whether no text came for ``linger`` seconds and then for :data:`QUIET_TICKS`
+        turns of the event loop (the ticks: a process paused by a busy machine must not
+        take the rows it has not yet run for a quiet endpoint); waits for either."""
+        import anyio
+
+        count = len(self.pending)
+        waited = anyio.current_time() - self.last_added
+        if waited < linger:
+            await anyio.sleep(linger - waited)
+            return False
+        for _ in range(QUIET_TICKS):
+            await anyio.sleep(0)
+            if len(self.pending) != count:
+                return False
+        return True
+
+    async def _collect(self, ctx: RunContext) -> None:
+        """Send what is pending until nothing is (one collector at a time)."""
+        embedder = self.embedder
+        size, linger = embedder.batch_size, embedder.linger
+        self.collecting = True
+        try:
+            while self.pending:
+                full = len(self.pending) >= size
+                if not full and not await self._quiet(linger):
+                    continue
+                texts = list(self.pending)
+                if full:
+                    texts = texts[: len(texts) // size * size]  # the full batches first
+                for text in texts:
+                    del self.pending[text]
+                self.sending.update(texts)
+                batches = [texts[start : start + size] for start in range(0, len(texts), size)]
+                done = False
+                try:
+                    answers = await embedder._send_all(batches, ctx)
+                    done = True
+                except Exception as exc:
+                    done = True
+                    for text in texts:
+                        if text in self.wanted:
+                            self.failed[text] = exc
+                else:
+                    cache = ctx.cache
+                    for batch, answer in zip(batches, answers, strict=True):
+                        for text, vector in zip(batch, answer, strict=True):
+                            if cache is not None:
+                                cache.set(embedder.cache_key_of(text), vector.tolist())
+                            if text in self.wanted:
+                                self.vectors[text] = vector
+                finally:
+                    self.sending.difference_update(texts)
+                    if not done:  # cancelled: the texts go back for the next collector
+                        self.pending = {**dict.fromkeys(texts), **self.pending}
+                    self._wake()
+        finally:
+            self.collecting = False
+            self._wake()
 
 
 def _vector_of(value: Any) -> np.ndarray[Any, Any] | None:

@@ -6,6 +6,7 @@ from ctxeval.plugin import (
     CallError,
     CallTimeoutError,
     ConnectionFailedError,
+    FatalCallError,
     MalformedOutputError,
     ServiceError,
     classify,
@@ -17,7 +18,13 @@ from ctxeval.plugin import (
 from .config import LLMConfig
 from .parsing import redact
 
-__all__ = ["as_call_error"]
+__all__ = ["ResponseTooLargeError", "as_call_error"]
+
+
+class ResponseTooLargeError(FatalCallError):
+    """The answer was larger than ``max_response_bytes`` (or in a coding not asked for): the
+    row fails at once, as the next attempt would be as large (every transport)."""
+
 
 _CONNECT_NAMES = frozenset({"ConnectError", "APIConnectionError", "ClientConnectorError"})
 

@@ -100,7 +100,10 @@ def ssl_context() -> ssl.SSLContext:
 
 def oversize_message(url: str, limit: int) -> str:
     """What an answer cut at the size limit says."""
-    return f"{url}: the answer is larger than {limit} bytes (max_response_bytes); cut off"
+    return (
+        f"{url}: the answer is larger than {limit} bytes (max_response_bytes); cut off; if "
+        "answers this large are expected, raise the bound: LLMConfig(max_response_bytes=...)"
+    )
 
 
 # --- proxies, as httpx's trust_env reads them -----------------------------------------------

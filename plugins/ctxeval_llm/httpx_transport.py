@@ -12,16 +12,24 @@ ends:
 * no timeout of its own beyond connecting (the scheduler times each attempt), no retries (the
   scheduler owns them), no redirects;
 * answers read as a stream and cut at ``max_response_bytes``; a cancelled request closes its
-  connection.
+  connection, and one cancelled before it was sent (httpcore's trace says when) says so
+  (:func:`ctxeval.plugin.request_not_sent`: not counted in ``usage.requests``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
 
-from ctxeval.plugin import CallTimeoutError, ConnectionFailedError, ServiceError
+from ctxeval.plugin import (
+    CallTimeoutError,
+    ConnectionFailedError,
+    ServiceError,
+    request_not_sent,
+)
 
+from .errors import ResponseTooLargeError
 from .http_clients import (
     CONNECT_TIMEOUT,
     Answer,
@@ -35,6 +43,20 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["HttpxClient"]
+
+_TRACED: dict[str, Any] = {}
+
+_SENDING: ContextVar[bool] = ContextVar("ctxeval_httpx_sending", default=False)
+"""Whether the running task's request has gone out (its headers and body)."""
+
+
+async def _trace(event: str, info: Any) -> None:
+    """httpcore's trace of a request: note when it has gone out (headers and body)."""
+    if event.endswith("send_request_body.complete"):
+        _SENDING.set(True)
+
+
+_TRACED["trace"] = _trace
 
 
 class HttpxClient:
@@ -70,9 +92,19 @@ class HttpxClient:
         self, method: str, url: str, content: bytes | None, headers: Mapping[str, str], limit: int
     ) -> Answer:
         httpx = self._httpx
+        sending = _SENDING.set(False)
         try:
-            async with self._client.stream(method, url, content=content, headers=headers) as got:
-                body = await self._read(got, url, limit)
+            try:
+                async with self._client.stream(
+                    method, url, content=content, headers=headers, extensions=_TRACED
+                ) as got:
+                    body = await self._read(got, url, limit)
+            except BaseException:
+                if not _SENDING.get():  # cancelled (or failed) before it left
+                    request_not_sent()
+                raise
+            finally:
+                _SENDING.reset(sending)
         except httpx.ConnectError as exc:
             raise ConnectionFailedError(
                 self._say(f"cannot connect to {url}: {_why(exc)}")
@@ -98,7 +130,7 @@ class HttpxClient:
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > limit:
-                raise ServiceError(oversize_message(url, limit))
+                raise ResponseTooLargeError(oversize_message(url, limit))
             chunks.append(chunk)
         return b"".join(chunks)
 

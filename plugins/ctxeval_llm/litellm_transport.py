@@ -5,12 +5,22 @@ litellm is imported on first use, in a worker thread (it takes seconds), with
 retries are switched off: the scheduler owns retries. Before the first request,
 :meth:`LitellmTransport.check_ready` asks litellm whether it knows the model's provider and
 whether the provider's key is set, so a run that cannot succeed stops before sending anything.
+
+Answers are cut at ``max_response_bytes`` here too: litellm is handed, with each request, a
+client of ctxeval's whose reading is bounded (:mod:`ctxeval_llm.litellm_http`; litellm's own
+clients read an answer whole, a gzip bomb inflated included): an ``openai.AsyncOpenAI`` on the
+``openai/`` route, litellm's ``AsyncHTTPHandler`` on the routes of :data:`HTTP_HANDLER_ROUTES`.
+An answer past the bound fails its row at once (:class:`ResponseTooLargeError`, not retried:
+the next attempt would be as large), and the other rows go on. A provider litellm serves some
+other way (Azure's SDK client, a few older providers) is not bounded: a warning says so once
+per run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -28,13 +38,34 @@ from ctxeval.plugin import (
 )
 
 from .config import LLMConfig
-from .errors import as_call_error
+from .errors import ResponseTooLargeError, as_call_error
 from .parsing import redact
 from .slots import is_local
 
-__all__ = ["LLM_EXTRA", "LitellmTransport", "import_litellm"]
+__all__ = [
+    "HTTP_HANDLER_ROUTES",
+    "LLM_EXTRA",
+    "LitellmTransport",
+    "ResponseTooLargeError",
+    "import_litellm",
+]
+
+logger = logging.getLogger(__name__)
 
 LLM_EXTRA = "pip install 'ctxeval[llm]'"
+
+HTTP_HANDLER_ROUTES = frozenset(
+    {
+        "anthropic", "azure_ai", "bedrock", "databricks", "deepseek", "fireworks_ai", "gemini",
+        "groq", "hosted_vllm", "huggingface", "mistral", "ollama", "ollama_chat", "openrouter",
+        "together_ai", "vertex_ai", "vertex_ai_beta", "watsonx", "xai",
+    }
+)  # fmt: skip
+"""The providers litellm serves through its ``AsyncHTTPHandler`` (an ``client=`` of that type
+is used as it is), which therefore get the bounded client."""
+
+_BASE_HANDLER_VARIABLE = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+"""Set, litellm sends the ``openai/`` route through ``AsyncHTTPHandler`` too."""
 
 
 def import_litellm() -> Any:
@@ -59,11 +90,17 @@ class LitellmTransport:
     def __init__(self, config: LLMConfig) -> None:
         self.config = config
         self._litellm: Any = None
+        self._provider: str | None = None
+        self._http: Any = None  # the bounded httpx client, made at the first request
+        self._client: Any = None  # what litellm is given as ``client=``; None: its own
+        self._warned = False
 
     @staticmethod
     def shared_key(config: LLMConfig) -> str:
         headers = orjson.dumps(sorted(config.extra_headers.items()))
-        return f"ctxeval_llm.litellm:{config.resource}:{hashlib.sha256(headers).hexdigest()[:12]}"
+        digest = hashlib.sha256(headers).hexdigest()[:12]
+        # (the bound is the client's: two bounds, two clients)
+        return f"ctxeval_llm.litellm:{config.resource}:{digest}:{config.max_response_bytes}"
 
     async def ready(self, ctx: RunContext) -> None:
         """Import litellm and check the model's provider and key (before any request)."""
@@ -76,7 +113,8 @@ class LitellmTransport:
         model, :class:`ctxeval.MissingCredentialsError` when the provider's key is not set."""
         config = self.config
         try:
-            litellm.get_llm_provider(config.model, api_base=config.api_base)
+            found = litellm.get_llm_provider(config.model, api_base=config.api_base)
+            self._provider = str(found[1]) if found and found[1] else None
         except Exception as exc:
             raise ModelNotFoundError(
                 f"litellm does not know which provider serves model {config.model!r}: name it "
@@ -118,10 +156,24 @@ class LitellmTransport:
             }
         arguments.setdefault("max_retries", 0)
         arguments.setdefault("num_retries", 0)
+        from .litellm_http import CURRENT_CALL, CallRecord  # (httpx: at the first request)
+
+        client = self._bounded()
+        if client is not None:
+            arguments.setdefault("client", client)
+        record = CallRecord()
+        token = CURRENT_CALL.set(record)
         try:
             response = await self._litellm.acompletion(**arguments)
         except Exception as exc:
+            refused = record.refused or _refusal_in(exc)
+            if refused is not None:
+                raise self._too_large(refused) from None
             raise as_call_error(exc, config) from None
+        finally:
+            CURRENT_CALL.reset(token)
+        if record.requests == 0:  # litellm did not use the client it was given
+            self._warn_unbounded()
         try:
             content = response.choices[0].message.content
             usage = getattr(response, "usage", None)
@@ -141,5 +193,102 @@ class LitellmTransport:
             served if isinstance(served, str) else None,
         )
 
+    def _bounded(self) -> Any:
+        """The client litellm is given for this configuration's requests (made once): one
+        whose answers are cut at ``max_response_bytes``; None where litellm would not use it."""
+        if self._http is not None:
+            return self._client
+        from .litellm_http import bounded_client
+
+        config = self.config
+        provider = self._provider
+        http = self._http = bounded_client(config.max_response_bytes)
+        if provider == "openai" and not _truthy(os.environ.get(_BASE_HANDLER_VARIABLE)):
+            self._client = self._openai_client(http)
+        elif provider in HTTP_HANDLER_ROUTES or provider == "openai":
+            from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+            handler = AsyncHTTPHandler(transport=http._transport, follow_redirects=False)
+            handler.client = http  # (its setter: litellm will not close or replace it)
+            self._client = handler
+        else:
+            self._warn_unbounded()
+        return self._client
+
+    def _warn_unbounded(self) -> None:
+        """Say once that this configuration's answers are not cut at the bound."""
+        if self._warned:
+            return
+        self._warned = True
+        config = self.config
+        logger.warning(
+            "litellm sends %s's requests with its own HTTP client: their answers are not cut "
+            "at max_response_bytes (%d bytes)%s",
+            self._provider or config.model,
+            config.max_response_bytes,
+            "; an OpenAI-compatible server is bounded with transport='openai'"
+            if config.api_base
+            else "",
+        )
+
+    def _openai_client(self, http: Any) -> Any:
+        """An ``openai.AsyncOpenAI`` on ``http``, for the endpoint and key litellm would use
+        itself on the ``openai/`` route; None when no key is known (litellm then says so)."""
+        import openai
+
+        litellm = self._litellm
+        config = self.config
+        key = (
+            config.api_key
+            or ("none" if config.api_base and is_local(config.api_base) else None)
+            or getattr(litellm, "api_key", None)
+            or getattr(litellm, "openai_key", None)
+            or os.environ.get("OPENAI_API_KEY")
+        )
+        if not key:
+            return None
+        base = (
+            config.api_base
+            or getattr(litellm, "api_base", None)
+            or os.environ.get("OPENAI_BASE_URL")
+            or os.environ.get("OPENAI_API_BASE")
+            or "https://api.openai.com/v1"
+        )
+        return openai.AsyncOpenAI(api_key=key, base_url=base, http_client=http, max_retries=0)
+
+    def _too_large(self, refused: Exception) -> ResponseTooLargeError:
+        from .litellm_http import ResponseTooLarge
+
+        config = self.config
+        message = f"{config.model} at {refused}"
+        if isinstance(refused, ResponseTooLarge):
+            message += (
+                "; if answers this large are expected, raise the bound: "
+                "LLMConfig(max_response_bytes=...)"
+            )
+        return ResponseTooLargeError(redact(message, config.api_key))
+
     async def aclose(self) -> None:
-        """Nothing to close: litellm keeps its own clients."""
+        """Close the bounded client (litellm keeps its own clients)."""
+        http, self._http, self._client = self._http, None, None
+        if http is not None:
+            await http.aclose()
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _refusal_in(exc: BaseException) -> Exception | None:
+    """The bounded client's refusal somewhere under ``exc`` (litellm and the openai SDK wrap
+    it), or None."""
+    from .litellm_http import ResponseTooLarge, UnreadableEncoding
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ResponseTooLarge | UnreadableEncoding):
+            return current
+        current = current.__cause__ or current.__context__
+    return None

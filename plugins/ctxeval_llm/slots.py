@@ -3,15 +3,30 @@ ctxeval then sends no more, so that requests wait in ctxeval (untimed) rather th
 server's queue (where the wait would count against ``timeout``).
 
 Asked of a server on this machine or the local network (a loopback, private or ``.local``
-host), never of a hosted API:
+host), never of a hosted API. What each server really says (read from their code, and
+answered the same way by the tests' fake server):
 
-* llama.cpp's ``llama-server``: ``GET /props`` gives ``total_slots`` (its ``-np``);
-* a server that lists its slots at ``GET /slots``: their number;
-* llama-cpp-python's server (one request at a time; its ``/v1/models`` lists models with an
-  empty ``permissions`` list and ``owned_by: "me"``): 1.
+* llama.cpp's ``llama-server``: ``GET /props`` gives ``total_slots`` (its ``-np``), and
+  ``default_generation_settings.n_ctx``; ``GET /slots`` lists the slots (when not disabled);
+* llama-cpp-python's server (one request at a time: one lock around the model; its
+  ``/v1/models`` lists models with an empty ``permissions`` list and ``owned_by: "me"``): 1;
+* vLLM (``/v1/models`` lists its models with ``owned_by: "vllm"`` and ``max_model_len``): it
+  batches up to ``--max-num-seqs`` requests at once (256 by default on most GPUs), and no
+  endpoint says that number (``/metrics`` has the requests running and waiting right now,
+  and ``vllm:cache_config_info``, not the scheduler's limit): not capped, ctxeval's
+  concurrency (16 by default) is far below it; its ``max_model_len`` is the context window;
+* Ollama (``GET /api/version`` answers ``{"version": ...}``; asked only of a server that
+  lists its models at ``/v1/models``, as Ollama does): it computes
+  ``OLLAMA_NUM_PARALLEL`` requests per model at once and queues the others, and no endpoint
+  says how many (``/api/ps`` lists the loaded models with their ``context_length``, not
+  that): not capped, and a warning says to set ``--max-concurrency`` to it.
 
-Anything else (vLLM, which batches; Ollama; LM Studio; a server that answers none of these) is
-not capped: ``--max-concurrency`` is the setting. A probe that fails is not an error.
+Anything else (LM Studio; a server that answers none of these) is not capped:
+``--max-concurrency`` is the setting. A probe that fails is not an error.
+
+What was found is kept on the run's :class:`ServerSlots`: the cap, the server's kind, the
+models it lists (a local server names the file it loaded) and its context window when it says
+it (``n_ctx``, ``max_model_len``, ``context_length``).
 """
 
 from __future__ import annotations
@@ -23,6 +38,8 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
+
+from .window import server_context
 
 __all__ = ["ServerSlots", "is_local", "server_slots"]
 
@@ -53,12 +70,26 @@ class ServerSlots:
         """What the server said (None: not known, not capped)."""
         self.source: str | None = None
         """Where it was found (``/props``, ``/slots``, ``/v1/models``)."""
+        self.n_ctx: int | None = None
+        """The context window of one slot, when the server said (llama.cpp's ``n_ctx`` in
+        ``/props`` or ``/slots``; read by :mod:`ctxeval_llm.window`)."""
         self.models: list[str] | None = None
         """The models the server lists at ``/v1/models`` (a local server names the file it
         loaded there, whatever model name the requests give)."""
+        self.kind: str | None = None
+        """The server, when recognised: ``llama.cpp``, ``llama-cpp-python``, ``vllm``,
+        ``ollama``."""
+        self.context_window: int | None = None
+        """The tokens one request may use, when the server says: :attr:`n_ctx` (llama.cpp),
+        vLLM's ``max_model_len``, Ollama's ``context_length`` of the loaded model."""
         self._limiter: anyio.CapacityLimiter | None = None
         self._found = False
         self._lock = anyio.Lock()
+
+    @property
+    def found(self) -> bool:
+        """Whether the server has been asked (or, not being local, is never asked)."""
+        return self._found
 
     async def limiter(self, headers: dict[str, str] | None = None) -> anyio.CapacityLimiter | None:
         """The limiter that holds requests to the server's slots, or None when not capped."""
@@ -85,25 +116,89 @@ class ServerSlots:
             ("/slots", f"{root}/slots", _listed_slots),
             ("/v1/models", f"{base}/models", _llama_cpp_python),
         ):
-            try:
-                response = await client.get(url)
-                listing = response.json() if response.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
-                listing = None
+            listing = await _get_json(client, url)
             if source == "/v1/models":
                 self.models = _model_ids(listing)
+            elif listing is not None and self.n_ctx is None:  # llama.cpp's /props, /slots
+                self.n_ctx = self.context_window = server_context(listing)
             found = read(listing) if listing is not None else None
             if found:
                 if self.models is None and source != "/v1/models":
-                    self.models = await _listed_models(client, base)
-                self.slots, self.source = found, source
-                self._limiter = anyio.CapacityLimiter(found)
-                logger.info(
-                    "%s computes %d request(s) at once (%s); ctxeval sends no more, the "
-                    "others wait untimed (--max-concurrency sets it for other servers)",
-                    self.endpoint, found, source,
-                )  # fmt: skip
+                    self.models = _model_ids(await _get_json(client, f"{base}/models"))
+                self.kind = "llama-cpp-python" if source == "/v1/models" else "llama.cpp"
+                self._cap(found, source)
                 return
+            if source == "/v1/models" and _owned_by(listing) == "vllm":
+                self.kind = "vllm"
+                self.context_window = _max_model_len(listing)
+                logger.info(
+                    "%s is vLLM: it batches up to its --max-num-seqs requests at once, which "
+                    "it does not expose; not capped (--max-concurrency sets how many ctxeval "
+                    "sends)",
+                    self.endpoint,
+                )
+                return
+        if self.models is None:  # no OpenAI-compatible listing: not Ollama either
+            return
+        version = await _get_json(client, f"{root}/api/version")
+        if isinstance(version, dict) and isinstance(version.get("version"), str):
+            self.kind = "ollama"
+            self.context_window = _ollama_context(await _get_json(client, f"{root}/api/ps"))
+            logger.warning(
+                "%s is Ollama %s: it computes OLLAMA_NUM_PARALLEL requests per model at once "
+                "(its API does not say how many) and queues the others, and a queued request's "
+                "wait counts against its timeout: set --max-concurrency (max_concurrency=) to "
+                "the server's OLLAMA_NUM_PARALLEL",
+                self.endpoint, version["version"],
+            )  # fmt: skip
+
+    def _cap(self, found: int, source: str) -> None:
+        self.slots, self.source = found, source
+        self._limiter = anyio.CapacityLimiter(found)
+        logger.info(
+            "%s computes %d request(s) at once (%s); ctxeval sends no more, the "
+            "others wait untimed (--max-concurrency sets it for other servers)",
+            self.endpoint, found, source,
+        )  # fmt: skip
+
+
+async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
+    """The JSON ``url`` answers with a 200, else None."""
+    try:
+        response = await client.get(url)
+        return response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _owned_by(data: Any) -> str | None:
+    """Who owns the models ``/v1/models`` lists, when all say the same."""
+    models = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(models, list) or not models:
+        return None
+    owners = {m.get("owned_by") for m in models if isinstance(m, dict)}
+    owner = owners.pop() if len(owners) == 1 else None
+    return owner if isinstance(owner, str) else None
+
+
+def _max_model_len(data: Any) -> int | None:
+    """vLLM's ``max_model_len`` of the (smallest) model ``/v1/models`` lists."""
+    models = data.get("data") if isinstance(data, dict) else None
+    found = [_positive(m.get("max_model_len")) for m in models or [] if isinstance(m, dict)]
+    sizes = [n for n in found if n is not None]
+    return min(sizes) if sizes else None
+
+
+def _ollama_context(data: Any) -> int | None:
+    """The (smallest) ``context_length`` of the models Ollama's ``/api/ps`` lists as loaded."""
+    models = data.get("models") if isinstance(data, dict) else None
+    found = [_positive(m.get("context_length")) for m in models or [] if isinstance(m, dict)]
+    sizes = [n for n in found if n is not None]
+    return min(sizes) if sizes else None
 
 
 def _model_ids(data: Any) -> list[str] | None:
@@ -111,14 +206,6 @@ def _model_ids(data: Any) -> list[str] | None:
     if not isinstance(models, list):
         return None
     return [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)]
-
-
-async def _listed_models(client: httpx.AsyncClient, base: str) -> list[str] | None:
-    try:
-        response = await client.get(f"{base}/models")
-        return _model_ids(response.json()) if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None
 
 
 def _total_slots(data: Any) -> int | None:

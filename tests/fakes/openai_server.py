@@ -32,6 +32,24 @@ answers each line through the same responder and faults, ``batch_delay`` seconds
 created; ``batch_outcome`` makes it ``expired`` (half its lines done) or ``failed``;
 ``upload_failures`` answers the first uploads with that status.
 
+A request with ``stream: true`` is answered as a stream of server-sent events, one
+``data: {chunk}`` per word of the answer (as a server sends one per token), then the chunk with
+the ``finish_reason``, the ``usage`` chunk when ``stream_options.include_usage`` asks for it
+(unless ``stream_usage=False``: llama-cpp-python 0.3 sends none) and ``data: [DONE]``;
+``stream_delay`` waits that many seconds before each chunk (a model generating). Stream
+faults (a :class:`Reply`'s ``stream``, or the fault names ``stream-cut``, ``stream-garbage``,
+``stream-error``, ``stream-endless``): the connection dropped halfway, a chunk that is not
+JSON, an ``error`` event halfway (as llama.cpp's server sends), chunks without end.
+``stream_chunks`` counts the chunks sent, ``hangups`` the streams whose client hung up before
+their end, after which no chunk of theirs is sent (as llama-cpp-python stops generating).
+``stream_refusal`` answers a streamed request 400 (a server that does not stream, as
+``ctxeval serve-judge``). Raw ``Reply(body=...)`` answers go out as they are, streamed
+request or not.
+
+``routes`` maps more ``GET`` paths to what they answer (a dict or list: JSON; a str: plain
+text, as Prometheus's ``/metrics``): ``/v1/models``, vLLM's ``/metrics``, Ollama's
+``/api/version`` and ``/api/ps``, llama.cpp's ``/slots``...
+
 ``POST /v1/embeddings`` (and ``/embeddings``) answers deterministic pseudo-embeddings of each
 ``input`` text (a hashed bag of words, normalised, ``embedding_dimensions`` long, 64 by default;
 ``dimensions`` in the request overrides it) with ``usage.prompt_tokens``. Its requests are
@@ -46,6 +64,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -80,6 +99,12 @@ class Reply:
     """Drop the connection (TCP reset) without answering."""
     endless: bool = False
     """Answer 200 with a chunked body that never ends (until the client hangs up)."""
+    stream: str | None = None
+    """For a streamed request: ``cut`` (the connection dropped halfway), ``garbage`` (a chunk
+    that is not JSON), ``error`` (an ``error`` event halfway), ``endless`` (chunks without
+    end, until the client hangs up)."""
+    finish_reason: str = "stop"
+    """The answer's ``finish_reason`` (``length``: cut at ``max_tokens``)."""
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
@@ -112,8 +137,26 @@ class FakeOpenAI:
         embedding_dimensions: int = 64,
         embedding_responder: Callable[[dict[str, Any]], str | Reply | None] | None = None,
         shuffle_embeddings: bool = False,
+        stream_usage: bool = True,
+        stream_delay: float = 0.0,
+        stream_refusal: bool = False,
+        routes: Mapping[str, Any] | None = None,
     ) -> None:
         self.responder = responder or (lambda request: "ok")
+        self.stream_usage = stream_usage
+        """Send the ``usage`` chunk a stream's ``include_usage`` asks for (False: none)."""
+        self.stream_delay = stream_delay
+        self.stream_refusal = stream_refusal
+        self.routes: dict[str, Any] = dict(routes or {})
+        """More ``GET`` paths and their answers (see the module)."""
+        self.streams = 0
+        """Streamed answers begun."""
+        self.stream_chunks = 0
+        """Chunks (``data:`` events) sent in every stream."""
+        self.hangups = 0
+        """Streams whose client hung up before their end (no chunk sent after)."""
+        self.hung_up = threading.Event()
+        """Set when a client hangs up in the middle of a stream."""
         self.faults = dict(faults or {})
         self.latency = latency
         self.max_in_flight = max_in_flight
@@ -207,6 +250,12 @@ class FakeOpenAI:
                     self._send(200, json.dumps(fake.stats()).encode(), {})
                 elif path == "/props" and fake.props is not None:  # as llama.cpp's server
                     self._send(200, json.dumps(fake.props).encode(), {})
+                elif path in fake.routes:
+                    answer = fake.routes[path]
+                    if isinstance(answer, str):
+                        self._send(200, answer.encode(), {"Content-Type": "text/plain"})
+                    else:
+                        self._send(200, json.dumps(answer).encode(), {})
                 elif path.startswith("/v1/batches/"):
                     fake._batch_status(self, path.rsplit("/", 1)[1])
                 elif path.startswith("/v1/files/") and path.endswith("/content"):
@@ -219,7 +268,9 @@ class FakeOpenAI:
             def _send(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
                 # One write for head and body: two small writes meet delayed ACKs on loopback.
                 head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
-                head += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+                if not any(key.lower() == "content-type" for key in headers):
+                    head.append("Content-Type: application/json")
+                head.append(f"Content-Length: {len(body)}")
                 head += [f"{key}: {value}" for key, value in headers.items()]
                 self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
                 self.wfile.flush()
@@ -306,6 +357,9 @@ class FakeOpenAI:
             return Reply(reset=True)
         if fault == "endless":
             return Reply(endless=True)
+        if fault.startswith("stream-") and fault[7:] in ("cut", "garbage", "error", "endless"):
+            return Reply(200, content='{"verdict": 1, "reason": "a streamed answer"}',
+                         stream=fault[7:])  # fmt: skip
         if fault == "404-model":
             return Reply(
                 404,
@@ -345,6 +399,10 @@ class FakeOpenAI:
             "429-no-retry-after",
             "endless",
             "404-model",
+            "stream-cut",
+            "stream-garbage",
+            "stream-error",
+            "stream-endless",
         }:
             return self.fault_reply(answer)
         return Reply(200, content=answer)
@@ -413,6 +471,8 @@ class FakeOpenAI:
         counted = True  # this request counts as in flight until its answer is sent
         try:
             refusal = self._refusal(request)
+            if refusal is None and self.stream_refusal and request.get("stream"):
+                refusal = Reply(400, body=b'{"error": {"message": "this server does not stream"}}')
             if refusal is not None:
                 reply = refusal
             elif self.outage is not None and number in self.outage:
@@ -450,8 +510,17 @@ class FakeOpenAI:
                 except (ValueError, TypeError) as exc:
                     reply = Reply(400)
                     body = json.dumps({"error": {"message": str(exc)}}).encode()
+            elif request.get("stream") and reply.status == 200:
+                with self._lock:
+                    self.statuses.append(reply.status)
+                self._send_stream(handler, request, reply)
+                return
             else:
                 body = self._completion(request, reply.content or "")
+                if reply.finish_reason != "stop":
+                    reply_json = json.loads(body)
+                    reply_json["choices"][0]["finish_reason"] = reply.finish_reason
+                    body = json.dumps(reply_json).encode()
             with self._lock:
                 self.statuses.append(reply.status)
                 # done before the answer leaves: a client that sends its next request as soon
@@ -604,6 +673,74 @@ class FakeOpenAI:
             handler.wfile.write(head.encode())
             while not self._stopping.is_set():
                 handler.wfile.write(framed)
+
+    def _send_stream(self, handler: Any, request: dict[str, Any], reply: Reply) -> None:
+        """A streamed answer: server-sent events, one chunk a word (see the module)."""
+        content = reply.content or ""
+        with self._lock:
+            number = len(self.requests)
+            self.streams += 1
+        base = {"id": f"chatcmpl-{number}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": request.get("model", self.model)}  # fmt: skip
+
+        def event(choices: list[dict[str, Any]], **more: Any) -> bytes:
+            return b"data: " + json.dumps({**base, "choices": choices, **more}).encode() + b"\n\n"
+
+        def delta(text: str) -> bytes:
+            return event([{"index": 0, "delta": {"content": text}, "finish_reason": None}])
+
+        words = re.findall(r"\s*\S+", content) or [content]
+        half = max(1, len(words) // 2)
+        events = [event([{"index": 0, "delta": {"role": "assistant", "content": ""},
+                          "finish_reason": None}])]  # fmt: skip
+        events += [delta(word) for word in words]
+        events.append(event([{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]))
+        if (request.get("stream_options") or {}).get("include_usage") and self.stream_usage:
+            usage = json.loads(self._completion(request, content))["usage"]
+            events.append(event([], usage=usage))
+        events.append(b"data: [DONE]\n\n")
+        fault = reply.stream
+        if fault == "garbage":
+            events.insert(half, b"data: {this is not json\n\n")
+        elif fault == "error":
+            error = {"error": {"code": 500, "message": "the model crashed", "type": "server_error"}}
+            events[half:] = [b"data: " + json.dumps(error).encode() + b"\n\n"]
+        elif fault == "cut":
+            events = events[:half]
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n"
+        )
+        if fault == "endless":
+            events = events[:1]
+        handler.close_connection = fault in ("cut", "endless")
+        chunks = (
+            itertools.chain(events, itertools.repeat(delta(" more")))
+            if fault == "endless"
+            else events
+        )
+        try:
+            handler.wfile.write(head.encode())
+            handler.wfile.flush()
+            for chunk in chunks:
+                if self._stopping.is_set():
+                    return
+                if self.stream_delay and self._stopping.wait(self.stream_delay):
+                    return
+                handler.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                handler.wfile.flush()
+                with self._lock:
+                    self.stream_chunks += 1
+            if fault == "cut":  # dropped: no end of the chunked body
+                with contextlib.suppress(OSError):
+                    handler.connection.shutdown(2)
+                return
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+        except OSError:  # the client hung up: nothing more is generated for it
+            with self._lock:
+                self.hangups += 1
+            self.hung_up.set()
 
     def _completion(self, request: dict[str, Any], content: str) -> bytes:
         # the wire shape of ctxeval's scripted judge (ctxeval serve-judge): one implementation

@@ -21,7 +21,7 @@ import anyio
 from ctxeval._calls.context import RowContext
 from ctxeval._calls.failures import classify, label_of, retry_after_of
 from ctxeval._calls.limits import Gate, Limits
-from ctxeval._calls.meter import Meter
+from ctxeval._calls.meter import ATTEMPT, Meter
 from ctxeval._errors import (
     BudgetExceededError,
     CallTimeoutError,
@@ -259,6 +259,8 @@ class Scheduler:
                 meter.requests += 1
                 cut = self._attempt_limit(limit, clock.spent)
                 started = anyio.current_time()
+                sent = [True]  # until the transport says its request never left
+                sending = ATTEMPT.set(sent)
                 try:
                     if cut is None:
                         result = await func()
@@ -298,7 +300,12 @@ class Scheduler:
                     else:
                         gate.on_answer()
                     raise
+                except BaseException:  # cancelled (a sibling failed, the run stopped)
+                    if not sent[0]:  # before its request left: not a request sent
+                        meter.requests -= 1
+                    raise
                 finally:
+                    ATTEMPT.reset(sending)
                     clock.spent += anyio.current_time() - started
                 # inside the slot: it counts the calls in flight with this one
                 gate.on_success(sent_with, anyio.current_time() - started)

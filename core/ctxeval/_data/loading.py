@@ -110,6 +110,30 @@ class SampleStream(Iterator[Sample]):
             if sample is not None:
                 return sample
 
+    def _samples_and_errors(self) -> Iterator[Sample | DataError]:
+        """The samples, with the :class:`DataError` of each bad row in its place (a strict
+        stream raises it, a lenient one skips the row): how a lenient run reads a strict stream,
+        turning each bad row into error rows rather than stopping or leaving it out.
+
+        Raises:
+            DataError: the file itself cannot be read past some point.
+        """
+        while True:
+            try:
+                line, row, _ = next(self._rows)
+            except StopIteration:
+                return
+            except DataError as exc:  # the file itself is unreadable past this point
+                raise exc.located(path=str(self.path)) from None
+            self.rows_read += 1
+            try:
+                sample = self._sample(line, row)
+            except DataError as exc:  # (strict) a bad row, located at its line
+                yield exc
+                continue
+            if sample is not None:
+                yield sample
+
     def _sample(self, line: int, row: Any) -> Sample | None:
         """The sample of the row read at ``line``; None when it is bad and skipped (lenient
         mode: logged and kept in :attr:`errors`).
@@ -135,7 +159,14 @@ class SampleStream(Iterator[Sample]):
             self.errors.append(error)
             return None
 
-    def _take(self, n: int, samples: list[Sample], sources: list[Sample | bytes]) -> int:
+    def _take(
+        self,
+        n: int,
+        samples: list[Sample | DataError],
+        sources: list[Sample | bytes | None],
+        *,
+        keep_bad: bool = False,
+    ) -> int:
         """Read up to ``n`` more rows: append the sample of each good one to ``samples`` and
         what stands for it to ``sources``; the number of rows read (0: the file is done).
 
@@ -145,7 +176,8 @@ class SampleStream(Iterator[Sample]):
         rows' evidence, rather than the samples: a line is one object the cycle collector
         never walks, a sample is several and a few times its size. Bad rows are handled as
         iterating does; what was read before a bad row (strict mode) is in the lists when the
-        error is raised.
+        error is raised. ``keep_bad``: a bad row of a strict stream puts its :class:`DataError`
+        in ``samples`` (and None in ``sources``) rather than raising it (a lenient run's read).
 
         Raises:
             DataError: as iterating raises it.
@@ -169,7 +201,14 @@ class SampleStream(Iterator[Sample]):
                             add_sample(sample)
                             add_source(sample if raw is None else raw)
                             continue
-                sample_of(line, row)  # a bad row: raises (strict) or is logged and skipped
+                if not keep_bad:
+                    sample_of(line, row)  # a bad row: raises (strict) or is logged and skipped
+                    continue
+                try:
+                    sample_of(line, row)
+                except DataError as bad:
+                    add_sample(bad)
+                    add_source(None)
         except DataError as exc:  # the file is unreadable past this point (or a bad row)
             raise exc.located(path=str(self.path)) from None
         finally:

@@ -18,6 +18,16 @@ or all the labels of one sample at once::
 ``metric`` may be an alias (``context_precision``); ``label`` is 0/1 or false/true, or null
 for an item not labelled yet (a sheet being filled in).
 
+A judge that grades instead of saying yes or no (``context_relevance``: each retrieved chunk
+0 to 3 on the UMBRELA scale) is labelled with grades, ``grade`` for one item and ``grades``
+for all of a sample's, in the same records::
+
+    {"sample_id": "q17", "metric": "context_relevance", "index": 0, "grade": 3}
+    {"sample_id": "q18", "metric": "context_relevance", "grades": [3, 0, 2, null]}
+
+The index is the chunk's rank from 0 (``details["chunks"][i]["index"]``). A metric is labelled
+one way or the other: 0/1 labels and grades for one metric in one file are an error.
+
 Files are read strictly, so that what ctxeval writes reads back whatever the texts hold: UTF-8
 (a byte-order mark, as Excel writes one, is accepted), JSONL lines split at line feeds only (a
 text may hold U+2028 or any other character), CSV as the csv module reads it (quoted cells may
@@ -46,6 +56,14 @@ __all__ = ["Labels"]
 _TRUE = (True, 1, "1", "true", "yes")
 _FALSE = (False, 0, "0", "false", "no")
 
+GRADES = range(4)
+"""The grades people may give: 0 to 3, the UMBRELA scale ``context_relevance`` grades on."""
+
+_KINDS = (
+    "grade / grades (0-3) for a judge that grades (context_relevance), "
+    "label / labels (0/1) for one that says yes or no"
+)
+
 
 def _flag(value: Any, where: dict[str, Any], field: str) -> int | None:
     if value is None:
@@ -55,12 +73,32 @@ def _flag(value: Any, where: dict[str, Any], field: str) -> int | None:
         return 1
     if folded in _FALSE and not isinstance(folded, float):
         return 0
+    graded = "grade" if field == "label" else "grades"
     raise DataError(
         f"a label is 0 or 1 (or false/true), got {value!r}",
         field=field,
-        hint="1: the item is relevant / attributed / present; 0: it is not",
+        hint="1: the item is relevant / attributed / present; 0: it is not; a grade 0-3 of a "
+        f"judge that grades (context_relevance) goes in {graded!r} instead",
         **where,
     )
+
+
+def _grade(value: Any, where: dict[str, Any], field: str) -> int | None:
+    if value is None:
+        return None  # not graded yet (a sheet being filled in)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # (a spreadsheet's 2.0)
+    if isinstance(value, bool) or not isinstance(value, int) or value not in GRADES:
+        raise DataError(
+            f"a grade is a whole number from {GRADES[0]} to {GRADES[-1]}, got {value!r}",
+            field=field,
+            hint="3: dedicated to the question, the exact answer; 2: some answer, unclear or "
+            "mixed; 1: related, no answer; 0: nothing to do with the question",
+            **where,
+        )
+    return value
 
 
 def _index(value: Any, where: dict[str, Any]) -> int:
@@ -75,19 +113,26 @@ def _index(value: Any, where: dict[str, Any]) -> int:
     return value
 
 
+def _names(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(names)
+
+
 @attrs.frozen
 class Labels:
-    """People's labels, by metric and sample: ``items[metric, sample_id][index]`` is 0 or 1.
+    """People's labels, by metric and sample: ``items[metric, sample_id][index]`` is 0 or 1,
+    or a grade 0 to 3 for the metrics in ``graded``.
 
     Attributes:
         items: the labels.
         source: where they came from (a file name), for messages.
         lines: where each label was given (``(metric, sample_id, index)`` -> line).
+        graded: the metrics labelled with grades (``grade``/``grades``), not 0/1.
     """
 
     items: Mapping[tuple[str, str], Mapping[int, int]]
     source: str = "labels"
     lines: Mapping[tuple[str, str, int], int] = attrs.field(factory=dict, repr=False)
+    graded: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.items.values())
@@ -102,7 +147,8 @@ class Labels:
         row names)."""
         items = {(names.get(m, m), s): v for (m, s), v in self.items.items()}
         lines = {(names.get(m, m), s, i): n for (m, s, i), n in self.lines.items()}
-        return Labels(items, self.source, lines)
+        graded = frozenset(names.get(m, m) for m in self.graded)
+        return Labels(items, self.source, lines, graded)
 
     @classmethod
     def from_records(
@@ -120,6 +166,7 @@ class Labels:
     def _numbered(cls, records: Iterable[tuple[int, Any]], source: str) -> Labels:
         items: dict[tuple[str, str], dict[int, int]] = {}
         lines: dict[tuple[str, str, int], int] = {}
+        kinds: dict[str, tuple[bool, int]] = {}  # metric -> (graded, the line that said so)
         for number, record in records:
             where: dict[str, Any] = {"path": source, "line": number}
             if not isinstance(record, Mapping):
@@ -143,32 +190,25 @@ class Labels:
                     **where,
                 )
             where["sample_id"] = str(sample)
-            given: list[tuple[int, int]]
-            if "labels" in record:
-                values = record["labels"]
-                if isinstance(values, str):
-                    try:
-                        values = json.loads(values)
-                    except ValueError:
-                        values = None
-                if not isinstance(values, list):
-                    raise DataError(
-                        "labels is a list of 0/1, one per item in order", field="labels", **where
-                    )
-                flags = [(i, _flag(v, where, "labels")) for i, v in enumerate(values)]
-                given = [(i, f) for i, f in flags if f is not None]
-            elif "index" in record and "label" in record:
-                flag = _flag(record["label"], where, "label")
-                index = _index(record["index"], where)
-                given = [] if flag is None else [(index, flag)]
-            else:
+            graded = "grade" in record or "grades" in record
+            if graded and ("label" in record or "labels" in record):
                 raise DataError(
-                    "a label needs index and label (one item), or labels (a list, every item)",
-                    hint='e.g. {"sample_id": "q1", "metric": "context_precision", '
-                    '"index": 0, "label": 1}',
+                    "a label record gives label(s) or grade(s), not both",
+                    hint=_KINDS,
                     **where,
                 )
-            key = (metric.strip(), str(sample))
+            given = _given(record, where, graded)
+            name = metric.strip()
+            kind = kinds.setdefault(name, (graded, number))
+            if kind[0] != graded:
+                said = "grades" if kind[0] else "0/1 labels"
+                raise DataError(
+                    f"{name} has {said} on line {kind[1]} and "
+                    f"{'grades' if graded else '0/1 labels'} here: a metric is labelled one way",
+                    hint=_KINDS,
+                    **where,
+                )
+            key = (name, str(sample))
             for index, flag in given:
                 known = items.setdefault(key, {})
                 if index in known and known[index] != flag:
@@ -180,13 +220,14 @@ class Labels:
                     )
                 known[index] = flag
                 lines.setdefault((key[0], key[1], index), number)
-        return cls(items, source, lines)
+        graded_metrics = frozenset(m for m, (graded, _) in kinds.items() if graded)
+        return cls(items, source, lines, graded_metrics)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Labels:
         """Labels from a JSONL, JSON (a list) or CSV file (columns ``sample_id``, ``metric``
-        and ``index`` + ``label``, or ``labels`` as a JSON list), UTF-8 (with or without a
-        byte-order mark).
+        and ``index`` + ``label``, or ``labels`` as a JSON list; ``grade`` / ``grades`` for a
+        judge that grades), UTF-8 (with or without a byte-order mark).
 
         Raises:
             DataError: the file cannot be read, is empty, is not UTF-8, or a line is malformed
@@ -219,6 +260,39 @@ class Labels:
                 "ctxeval label-sheet RUN -m METRIC writes a sheet to fill in",
             )
         return labels
+
+
+def _given(record: Mapping[str, Any], where: dict[str, Any], graded: bool) -> list[tuple[int, int]]:
+    """The ``(index, value)`` pairs a record gives (an item left null is not given): one item
+    (``index`` + ``label`` / ``grade``) or every item of the sample in order (``labels`` /
+    ``grades``)."""
+    one, every = ("grade", "grades") if graded else ("label", "labels")
+    read = _grade if graded else _flag
+    if every in record:
+        values = record[every]
+        if isinstance(values, str):
+            try:
+                values = json.loads(values)
+            except ValueError:
+                values = None
+        if not isinstance(values, list):
+            what = "grades (0-3)" if graded else "0/1"
+            raise DataError(
+                f"{every} is a list of {what}, one per item in order", field=every, **where
+            )
+        flags = [(i, read(v, where, every)) for i, v in enumerate(values)]
+        return [(i, f) for i, f in flags if f is not None]
+    if "index" in record and one in record:
+        value = read(record[one], where, one)
+        index = _index(record["index"], where)
+        return [] if value is None else [(index, value)]
+    raise DataError(
+        f"a label needs index and {one} (one item), or {every} (a list, every item)",
+        hint='e.g. {"sample_id": "q1", "metric": "context_precision", "index": 0, "label": 1}'
+        ' or, for a judge that grades, {"sample_id": "q1", "metric": "context_relevance", '
+        '"index": 0, "grade": 2}',
+        **where,
+    )
 
 
 class _Counted(Iterator[tuple[int, Any]]):

@@ -1,5 +1,7 @@
 """What people should label: :func:`label_sheet`, every judged item of a random draw of
-samples, one record per item, the label left empty (a filled sheet is a labels file).
+samples, one record per item, the label left empty (a filled sheet is a labels file): ``label``
+(0/1) for a judge that says yes or no, ``grade`` (0-3) for one that grades
+(``context_relevance``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from typing import Any
 
 from ctxeval._errors import ConfigError
 from ctxeval._judge.evidence import details_of
+from ctxeval._judge.graded import judge_grades
 from ctxeval._judge.run import JudgedRun
 from ctxeval._results.results import MetricResult, Status
 
@@ -20,6 +23,9 @@ def _item_texts(row: MetricResult, sample: Any) -> list[str | None]:
     the statements or entities the details list, else (for a formula over the retrieved
     items) the sample's retrieved contexts."""
     details = details_of(row)
+    grades = judge_grades(details)
+    if "flags" not in details and grades is not None:  # a grading judge: the chunks
+        return _retrieved(sample, len(grades))
     flags = details.get("flags") or []
     statements = details.get("statements")
     if isinstance(statements, list) and len(statements) == len(flags):
@@ -27,10 +33,22 @@ def _item_texts(row: MetricResult, sample: Any) -> list[str | None]:
     entities = details.get("reference_entities")
     if isinstance(entities, list) and len(entities) == len(flags):
         return [_text(e) for e in entities]
-    contexts = getattr(sample, "retrieved_contexts", None) if sample is not None else None
-    if "n_reference" in details and contexts:
-        return [contexts[i] if i < len(contexts) else None for i in range(len(flags))]
+    if "n_reference" in details:
+        return _retrieved(sample, len(flags))
     return [None] * len(flags)
+
+
+def _retrieved(sample: Any, count: int) -> list[str | None]:
+    """The first ``count`` retrieved contexts of ``sample``, None where not known."""
+    contexts = getattr(sample, "retrieved_contexts", None) if sample is not None else None
+    contexts = contexts or []
+    return [_text(contexts[i]) if i < len(contexts) else None for i in range(count)]
+
+
+def _graded(row: MetricResult) -> bool:
+    """Whether the row's judge graded its items (0-3) rather than saying yes or no."""
+    details = details_of(row)
+    return "flags" not in details and judge_grades(details) is not None
 
 
 def _text(value: Any) -> str | None:
@@ -50,10 +68,11 @@ def label_sheet(
     (seeded) among the metric's judged ``ok`` rows, one record per item, ``label`` null.
 
     Each record has ``sample_id``, ``metric``, ``index``, ``label`` (None, to fill with 0 or
-    1), and to help the person: ``item`` (the chunk, statement or entity judged; None where
-    the text is not known), ``question``, ``reference`` and, for precision without reference,
-    ``response``. The judge's own verdict is left out, so as not to sway the person. A filled
-    sheet is a labels file (:meth:`ctxeval.Labels.load`).
+    1; ``grade`` instead, to fill with 0 to 3, for a judge that grades), and to help the
+    person: ``item`` (the chunk, statement or entity judged; None where the text is not
+    known), ``question``, ``reference`` and, for precision without reference, ``response``.
+    The judge's own verdict is left out, so as not to sway the person. A filled sheet is a
+    labels file (:meth:`ctxeval.Labels.load`).
 
     Args:
         samples: the samples by id (for the chunks' texts and the questions); by default those
@@ -67,7 +86,7 @@ def label_sheet(
     rows = [
         r
         for r in evaluation.rows(metric)
-        if r.status is Status.OK and isinstance(details_of(r).get("flags"), list)
+        if r.status is Status.OK and (isinstance(details_of(r).get("flags"), list) or _graded(r))
     ]
     if not rows:
         raise ConfigError(f"{metric}: no judged ok row to label (are its rows LLM-judged?)")
@@ -89,7 +108,7 @@ def label_sheet(
                     "index": index,
                     "item": text,
                     **{("question" if k == "user_input" else k): v for k, v in context.items()},
-                    "label": None,
+                    ("grade" if _graded(row) else "label"): None,
                 }
             )
     return sheet

@@ -27,13 +27,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ctxeval._judge_server.answers import UnknownPromptError, answer, prompt_kind
-from ctxeval._judge_server.wire import completion_body, error_body, models_body
+from ctxeval._judge_server.wire import completion_body, error_body, models_body, stream_body
+from ctxeval._results.judges import SCRIPTED_JUDGE
 
 __all__ = ["MAX_BODY", "MODEL", "JudgeServer", "make_server", "server_url"]
 
 logger = logging.getLogger(__name__)
 
-MODEL = "scripted-judge"
+MODEL = SCRIPTED_JUDGE
 """The one model the scripted judge serves (``--model openai/scripted-judge``)."""
 
 MAX_BODY = 16 * 1024 * 1024
@@ -129,6 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, route: Callable[[str], tuple[HTTPStatus, bytes]]) -> None:
         self._body_read = False
+        self._content_type = "application/json"
         try:
             allowed = self.server.allowed_hosts
             if allowed is not None and self.headers.get("Host", "") not in allowed:
@@ -143,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, body = HTTPStatus.INTERNAL_SERVER_ERROR, error_body("internal error")
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", self._content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("X-Scripted-Judge", "not a real judge")
             self.end_headers()
@@ -166,8 +168,6 @@ class _Handler(BaseHTTPRequestHandler):
                 f"real judge), whose only model is {MODEL!r} (--model openai/{MODEL})",
                 code="model_not_found",
             )
-        if request.get("stream"):
-            raise _refuse(HTTPStatus.BAD_REQUEST, "the scripted judge does not stream")
         response_format = request.get("response_format")
         if response_format is not None:
             kind = response_format.get("type") if isinstance(response_format, dict) else None
@@ -185,6 +185,9 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(self.server.latency)
         logger.debug("scripted judge: %s -> %s", prompt, content)
         number = self.server.next_number()
+        if request.get("stream"):  # (as OpenAI streams: the answer's chunks, then [DONE])
+            self._content_type = "text/event-stream"
+            return HTTPStatus.OK, stream_body(request, content, number=number, model=MODEL)
         return HTTPStatus.OK, completion_body(request, content, number=number, model=MODEL)
 
     def _json_body(self) -> dict[str, Any]:

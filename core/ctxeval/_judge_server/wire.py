@@ -46,6 +46,39 @@ def completion_body(request: Mapping[str, Any], content: str, *, number: int, mo
     return json.dumps(reply).encode()
 
 
+def stream_body(request: Mapping[str, Any], content: str, *, number: int, model: str) -> bytes:
+    """The answer of :func:`completion_body` as a stream of server-sent events, as OpenAI
+    sends one: the text in one ``chat.completion.chunk``, then one with ``finish_reason``
+    (and the usage, when ``stream_options.include_usage`` asks for it), then ``[DONE]``."""
+    whole = json.loads(completion_body(request, content, number=number, model=model))
+    head = {k: whole[k] for k in ("id", "created", "model")}
+    chunks: list[dict[str, Any]] = [
+        {
+            **head,
+            "object": "chat.completion.chunk",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"role": "assistant", "content": content},
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {
+            **head,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        },
+    ]
+    options = request.get("stream_options")
+    if isinstance(options, Mapping) and options.get("include_usage"):
+        chunks.append(
+            {**head, "object": "chat.completion.chunk", "choices": [], "usage": whole["usage"]}
+        )
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode()
+
+
 def error_body(
     message: str, *, kind: str = "invalid_request_error", code: str | None = None
 ) -> bytes:

@@ -93,14 +93,16 @@ def file_lookup(source: str | os.PathLike[str] | Iterable[Any] | None) -> Sample
         if source is None or not wanted:
             return found
         on_disk = isinstance(source, (str, os.PathLike))
-        opened = load_samples(source, strict=False) if on_disk else None  # type: ignore[arg-type]
-        samples: Iterable[Sample | None] = opened if opened is not None else _in_memory(source)
-        try:
+        opened = load_samples(source) if on_disk else None  # type: ignore[arg-type]
+        samples: Iterable[Sample | Exception | None] = (
+            opened._samples_and_errors() if opened is not None else _in_memory(source)
+        )
+        try:  # (a bad row keeps its place, as it does in a lenient run; the first id wins)
             for position, sample in enumerate(samples):
-                if sample is None:
+                if sample is None or isinstance(sample, Exception):
                     continue
                 key = sample.id if sample.id is not None else str(position)
-                if key in wanted:
+                if key in wanted and key not in found:
                     found[key] = sample
                     if len(found) == len(wanted):
                         break
@@ -159,6 +161,36 @@ def rebuild_report(
     return write_text(Path(output) if output is not None else target / "report.html", page)
 
 
+_DATA_START = '<script id="ctxeval-data" type="application/json">'
+
+
+def texts_of_report(path: Path) -> list[dict[str, Any]] | None:
+    """The samples' texts a report written by ctxeval shows (its explorer's data: each
+    sample's id and texts, as cut there), or None when ``path`` is no such report or shows no
+    text: what a report written again without its data keeps of the one it replaces."""
+    from ctxeval._output.explorer import SAMPLE_TEXTS
+
+    try:
+        page = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    start = page.find(_DATA_START)
+    end = page.find("</script>", start)
+    if start < 0 or end < 0:
+        return None
+    try:
+        data = json.loads(page[start + len(_DATA_START) : end])
+    except ValueError:
+        return None
+    samples = data.get("samples") if isinstance(data, dict) else None
+    found = [
+        {k: v for k, v in entry.items() if k == "id" or k in SAMPLE_TEXTS}
+        for entry in samples or ()
+        if isinstance(entry, dict) and any(k in entry for k in SAMPLE_TEXTS)
+    ]
+    return found or None
+
+
 def write_report(
     run: str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
@@ -178,8 +210,9 @@ def write_report(
         out: the page to write; by default ``report.html`` in the run's folder.
         data: where the texts of the samples shown are read: their data file, or the samples
             in memory (a list, a DataFrame, a dict of columns...); by default the data file
-            the run's ``summary.json`` names, when it is found. Without one the page shows
-            scores and evidence without the texts.
+            the run's ``summary.json`` names, when it is found, else the texts the report
+            being replaced shows (a run written from samples in memory). Without any, the
+            page shows scores and evidence without the texts.
         title: the page's title (by default ``ctxeval:`` and the data file's or folder's name).
 
     Returns:
@@ -209,6 +242,14 @@ def write_report(
         named = source.data_named
         if data is None and source.data is not None:
             data = source.data
+    if data is None:  # the texts the report there shows, rather than none
+        data = texts_of_report(Path(out) if out is not None else folder / "report.html")
+        if data is not None:
+            logger.info(
+                "no data file%s: the texts are those the report of %s showed",
+                f" ({named} was not found)" if named else "",
+                given,
+            )
     if data is None:
         where = f" ({named} was not found)" if named else ""
         logger.warning(

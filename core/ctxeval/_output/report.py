@@ -132,7 +132,8 @@ def render_page(
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{html.escape(title)}</title><style>{asset("report.css")}{asset("explorer.css")}</style></head>
 <body><header><h1>{html.escape(title)}</h1>
-<p>{selection.samples:,} samples · {len(metrics)} metrics · {selection.rows:,} rows · {llm}</p></header>
+<p>{selection.samples:,} samples · {len(metrics)} metrics · {selection.rows:,} rows · {llm}</p>
+{_judged_by(summary)}</header>
 <main>
 <h2>Summary</h2>
 <table><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI</th><th class="num">ok</th>
@@ -149,6 +150,37 @@ nothing retrieved) are counted apart, never as zero. Confidence intervals: perce
 <script>{asset("explorer.js")}</script>
 </main></body></html>
 """
+
+
+def _judged_by(summary: Mapping[str, Any]) -> str:
+    """The header's lines on who judged the run: each distinct judge of its rows (model, the
+    model that answered when another, endpoint), and a warning when it was the scripted judge
+    of ``ctxeval serve-judge``."""
+    seen: dict[tuple[str, str, str], None] = {}
+    for info in summary.get("metrics", {}).values():
+        for judge in info.get("judges", ()) if isinstance(info, Mapping) else ():
+            if isinstance(judge, Mapping):
+                key = (
+                    str(judge.get("model") or "?"),
+                    str(judge.get("served_model") or ""),
+                    str(judge.get("endpoint") or ""),
+                )
+                seen.setdefault(key)
+    parts = []
+    for model, served, endpoint in list(seen)[:4]:
+        text = f"<code>{html.escape(model)}</code>"
+        if served:
+            text += f" (answered by <code>{html.escape(served)}</code>)"
+        if endpoint:
+            text += f" at {html.escape(endpoint)}"
+        parts.append(text)
+    if len(seen) > 4:
+        parts.append(f"{len(seen) - 4} more (see summary.json)")
+    out = f"<p>judged by {', '.join(parts)}</p>" if parts else ""
+    warning = summary.get("scripted_judge")
+    if warning:
+        out += f"<p class='not-a-judge' role='alert'>{html.escape(str(warning))}</p>"
+    return out
 
 
 EXPLORER_BYTES = 12_000_000

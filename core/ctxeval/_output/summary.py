@@ -12,8 +12,15 @@ from ctxeval._results.results import Usage
 if TYPE_CHECKING:
     from ctxeval._judge.trust import JudgeTrust
     from ctxeval._results.evaluation import MetricSummary
+    from ctxeval._results.judges import JudgeLog
 
-__all__ = ["Summarized", "summary_dict"]
+__all__ = ["SCRIPTED_WARNING", "Summarized", "summary_dict"]
+
+SCRIPTED_WARNING = (
+    "NOT A REAL JUDGE: rows of this run were judged by ctxeval serve-judge, which answers by "
+    "word overlap with no model; their scores say nothing about the retrieval"
+)
+"""What ``summary.json`` and the report say of a run judged by the scripted judge."""
 
 
 class Summarized(Protocol):
@@ -24,6 +31,8 @@ class Summarized(Protocol):
 
     def trust(self) -> dict[str, JudgeTrust]: ...
 
+    def judges(self) -> JudgeLog: ...
+
     @property
     def usage(self) -> Usage: ...
 
@@ -33,16 +42,24 @@ def summary_dict(
 ) -> dict[str, Any]:
     """Per metric: mean, n_ok, n_undefined, n_error, the 95% CI and its method, usage, and for
     a judged metric with something to say about its judge, ``judge`` (agreement with people's
-    labels, the corrected mean, repeatability, the jury: :meth:`Evaluation.trust`); usage
-    totals. The numbers are :meth:`Evaluation.summary`'s."""
+    labels, the corrected mean, repeatability, the jury: :meth:`Evaluation.trust`) and
+    ``judges`` (who judged: each distinct ``provenance`` judge of its rows); usage totals;
+    ``scripted_judge`` (a warning) when ``ctxeval serve-judge`` judged any row. The numbers
+    are :meth:`Evaluation.summary`'s."""
     metrics = {}
     trust = evaluation.trust()
+    log = evaluation.judges()
+    judges = log.to_dict()
     for name, summary in evaluation.summary().items():
         entry = summary.to_dict()
         del entry["metric"]
         if name in trust:
             entry["judge"] = trust[name].to_dict()
+        if name in judges:
+            entry["judges"] = judges[name]
         metrics[name] = entry
     out: dict[str, Any] = {"metrics": metrics, "usage": evaluation.usage.to_dict()}
+    if log.scripted:
+        out["scripted_judge"] = SCRIPTED_WARNING
     out.update(extra or {})
     return out

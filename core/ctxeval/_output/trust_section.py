@@ -1,5 +1,6 @@
 """The report's "How far to trust the judge" section: per judged metric, agreement with
-people's labels and the corrected mean, repeatability with the unsure items, the jury with its
+people's labels (for a grading judge: the weighted kappas and the confusion matrix per grade)
+and the corrected mean, repeatability with the unsure items, the jury with its
 disagreements and each judge's cost (:func:`trust_section`).
 """
 
@@ -40,6 +41,43 @@ def item_table(items: Sequence[Mapping[str, Any]], total: int, what: str, metric
     )
 
 
+def _ci(ci: Sequence[float] | None) -> str:
+    return f" (95% CI {ci[0]:.3f} – {ci[1]:.3f})" if ci else ""
+
+
+def graded_rows(graded: Mapping[str, Any]) -> str:
+    """The rows of a grading judge against people's grades: the figures, then the confusion
+    matrix per grade (rows: the people's grade, columns: the judge's; the agreeing cells on
+    the diagonal in bold)."""
+    grades = graded["grades"]
+    given = graded["mean_difference"]
+    difference = "—" if given is None else f"{given:+.3f}"
+    head = "".join(f"<th class='num'>{g}</th>" for g in grades)
+    body = "".join(
+        f"<tr><th class='num'>{g}</th>"
+        + "".join(
+            f"<td class='num'>{f'<b>{c}</b>' if i == j else c}</td>" for j, c in enumerate(row)
+        )
+        + f"<td class='num muted'>{sum(row)}</td></tr>"
+        for i, (g, row) in enumerate(zip(grades, graded["confusion"], strict=True))
+    )
+    totals = "".join(f"<td class='num muted'>{c}</td>" for c in graded["judge_counts"])
+    matrix = (
+        "<table class='trust-items confusion'><tr><th>people ↓ judge →</th>"
+        f"{head}<th class='num'>all</th></tr>{body}"
+        f"<tr><th>all</th>{totals}<td class='num muted'>{graded['n_items']}</td></tr></table>"
+    )
+    return (
+        f"<tr><th>judge vs people's grades</th><td>{graded['n_items']} items of "
+        f"{graded['n_samples']} samples · exact agreement {fmt(graded['exact'])} · within one "
+        f"grade {fmt(graded['within_one'])} · weighted kappa: quadratic "
+        f"<b>{fmt(graded['kappa_quadratic'])}</b>{_ci(graded['kappa_quadratic_ci95'])}, linear "
+        f"<b>{fmt(graded['kappa_linear'])}</b>{_ci(graded['kappa_linear_ci95'])} · unweighted "
+        f"kappa {fmt(graded['kappa'])} · judge's mean grade − people's {difference}{matrix}"
+        "</td></tr>"
+    )
+
+
 def trust_section(summary: Mapping[str, Any]) -> str:
     """The "How far to trust the judge" section: per judged metric, agreement with people's
     labels and the corrected mean, repeatability with the unsure items, the jury with its
@@ -63,6 +101,9 @@ def trust_section(summary: Mapping[str, Any]) -> str:
                 + f"<br><span class='muted'>judge 1 / people 1: {c['tp']} · judge 1 / people 0: "
                 f"{c['fp']} · judge 0 / people 1: {c['fn']} · both 0: {c['tn']}</span></td></tr>"
             )
+        graded = judge.get("graded_agreement")
+        if graded:
+            cells.append(graded_rows(graded))
         if corrected:
             low, high = corrected["ci95"]
             cells.append(
@@ -109,10 +150,20 @@ def trust_section(summary: Mapping[str, Any]) -> str:
         )
     if not parts:
         return ""
+    weighted = any(
+        (i.get("judge") or {}).get("graded_agreement") for i in summary["metrics"].values()
+    )
     return (
         "<h2 id='judge'>How far to trust the judge</h2>"
         + "".join(parts)
         + "<p class='muted'>Kappa: agreement beyond chance (1 perfect, 0 chance). The corrected "
         "mean uses the people's labels to remove the judge's bias (prediction-powered "
-        "inference); its interval is honest where the judged mean's is not.</p>"
+        "inference); its interval is honest where the judged mean's is not."
+        + (
+            " Weighted kappa (a judge that grades): a disagreement by two grades counts twice "
+            "(linear) or four times (quadratic) one by one grade."
+            if weighted
+            else ""
+        )
+        + "</p>"
     )

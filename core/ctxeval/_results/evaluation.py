@@ -32,6 +32,7 @@ from ctxeval._results.display import (
     summary_table,
     usage_line,
 )
+from ctxeval._results.judges import JudgeLog
 from ctxeval._results.results import MetricResult, Status, Usage
 from ctxeval._results.stats import mean_ci
 
@@ -352,6 +353,15 @@ class Evaluation:
             for r in part
             if r.metric == metric
         ]
+
+    def judges(self) -> JudgeLog:
+        """Who judged the rows (their ``details["provenance"]``), per metric: the rows the
+        deterministic fast path keeps as columns are not read (no judge made them)."""
+        log = JudgeLog()
+        for part in self._parts:
+            if not isinstance(part, RowBlock):
+                log.extend(part)
+        return log
 
     def scores(self, metric: str) -> list[float | None]:
         """The scores of one metric in input order (None for undefined and error rows)."""

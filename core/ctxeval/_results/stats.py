@@ -17,6 +17,7 @@ __all__ = [
     "kappa_ci",
     "mean_ci",
     "paired_bootstrap",
+    "percentile_interval",
     "ppi_mean",
     "randomization_test",
 ]
@@ -225,7 +226,14 @@ def kappa_ci(
         chance = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (total * total)
         defined = chance < 1.0
         kappas.append((observed[defined] - chance[defined]) / (1.0 - chance[defined]))
-    values = np.concatenate(kappas)
+    return percentile_interval(np.concatenate(kappas), confidence)
+
+
+def percentile_interval(values: Any, confidence: float = 0.95) -> tuple[float, float] | None:
+    """The central ``confidence`` interval of ``values`` (bootstrap replicates) by their
+    percentiles; None for no value."""
+    import numpy as np
+
     if values.size == 0:
         return None
     tail = (1 - confidence) / 2 * 100

@@ -20,6 +20,7 @@ import numpy as np
 
 from ctxeval._results.columns import RowBlock, Tally
 from ctxeval._results.evaluation import MetricSummary, _summarize
+from ctxeval._results.judges import JudgeLog
 from ctxeval._results.results import MetricResult, Status, Usage
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class RunTotals:
         self._trust: dict[str, JudgeTrust] | None = None
         self.n_samples = 0
         self.rows_added = 0
+        self._judges = JudgeLog()
 
     # --- adding ------------------------------------------------------------------------------
 
@@ -148,6 +150,7 @@ class RunTotals:
             metric = row.metric or ""
             by_metric.setdefault(metric, []).append(row.score)
             self._count(self._column(metric), row)
+            self._judges.add(row)
             if row.status is not Status.ERROR and _voted(row):
                 self._judged.setdefault(metric, []).append(row)
             if (metric, row.sample_id) in self._labelled:
@@ -185,6 +188,10 @@ class RunTotals:
         """The ``ok`` scores of ``metric``, in input order."""
         column = self._columns.get(metric)
         return column.ok_scores() if column is not None else np.empty(0, dtype=np.float64)
+
+    def judges(self) -> JudgeLog:
+        """Who judged the rows (their ``details["provenance"]``), per metric."""
+        return self._judges
 
     @property
     def usage(self) -> Usage:

@@ -14,6 +14,9 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
+
 __all__ = ["Backend", "run_sync", "run_to_completion"]
 
 Backend = Literal["asyncio", "trio"]
@@ -21,8 +24,9 @@ T = TypeVar("T")
 
 
 def run_to_completion(func: Callable[[], Awaitable[T]], *, backend: Backend = "asyncio") -> T:
-    """``anyio.run(func)``, with Ctrl-C raised as ``KeyboardInterrupt`` on every Python
-    (before 3.11, asyncio lets it out as a bare ``CancelledError``)."""
+    """``anyio.run(func)``, with Ctrl-C raised as ``KeyboardInterrupt`` on every Python and
+    backend (before 3.11, asyncio lets it out as a bare ``CancelledError``; trio as an
+    exception group holding it)."""
     import asyncio
 
     try:
@@ -31,6 +35,20 @@ def run_to_completion(func: Callable[[], Awaitable[T]], *, backend: Backend = "a
         if sys.version_info >= (3, 11):
             raise
         raise KeyboardInterrupt from None
+    except BaseExceptionGroup as group:
+        if _only_interrupts(group):
+            raise KeyboardInterrupt from None
+        raise
+
+
+def _only_interrupts(group: BaseExceptionGroup[BaseException]) -> bool:
+    """Whether every exception of ``group`` (nested groups included) is a Ctrl-C
+    (``KeyboardInterrupt``, or a cancellation that came of one)."""
+    import asyncio
+
+    _, rest = group.split((KeyboardInterrupt, asyncio.CancelledError))
+    interrupts, _ = group.split(KeyboardInterrupt)
+    return rest is None and interrupts is not None
 
 
 def _loop_running_in_this_thread() -> bool:

@@ -135,7 +135,7 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
         with collector_paused():
             try:
                 if stream is not None:
-                    read = stream._take(size, taken, sources)  # type: ignore[arg-type]
+                    read = stream._take(size, taken, sources, keep_bad=run.lenient)  # type: ignore[arg-type]
                 else:
                     taken.extend(itertools.islice(items, size))  # (kept when it raises)
                     read = len(taken)

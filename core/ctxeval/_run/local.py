@@ -29,6 +29,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ctxeval._calls.scheduler import Scheduler
+from ctxeval._data.loading import SampleStream
 from ctxeval._errors import BudgetExceededError, DataError
 from ctxeval._run.emission import Emitter
 from ctxeval._run.fastpath import score_in_chunks
@@ -112,7 +113,7 @@ async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
     seen_ids: set[str] = set()
     index = 0
     first = run.first_index
-    async for item in _iterate(samples):
+    async for item in _iterate(samples, lenient=run.lenient):
         run.scheduler.check_budget()
         try:
             sample, sample_id = identify(item, first + index, seen_ids)
@@ -134,10 +135,13 @@ async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
         index += 1
 
 
-async def _iterate(samples: Any) -> AsyncIterator[SampleInput]:
+async def _iterate(samples: Any, *, lenient: bool) -> AsyncIterator[SampleInput | DataError]:
+    """The samples (a lenient run reads a file's bad row as its :class:`DataError`)."""
     if hasattr(samples, "__aiter__"):
         async for item in samples:
             yield item
     else:
+        if lenient and isinstance(samples, SampleStream):
+            samples = samples._samples_and_errors()
         for item in samples:
             yield item

@@ -106,7 +106,9 @@ class ProcessesRunner:
         )
         part = 0
         try:
-            for first, payload in _parts(samples, self.part_size, by_lines=not previous):
+            for first, payload in _parts(
+                samples, self.part_size, by_lines=not previous, lenient=plan.settings.lenient
+            ):
                 part_plan = worker_plan
                 if previous:
                     part_plan = attrs.evolve(
@@ -159,9 +161,12 @@ def _previous_of(
     return mine
 
 
-def _parts(samples: Any, size: int, *, by_lines: bool) -> Iterator[tuple[int, _Payload]]:
+def _parts(
+    samples: Any, size: int, *, by_lines: bool, lenient: bool = False
+) -> Iterator[tuple[int, _Payload]]:
     """The input in parts of ``size`` samples: each part's position in the input, and what
-    a worker needs to read it (``by_lines``: a JSONL file may go to the workers as lines)."""
+    a worker needs to read it (``by_lines``: a JSONL file may go to the workers as lines;
+    ``lenient``: a file's bad row goes as its :class:`~ctxeval.DataError`, for error rows)."""
     if (
         by_lines
         and isinstance(samples, SampleStream)
@@ -173,7 +178,8 @@ def _parts(samples: Any, size: int, *, by_lines: bool) -> Iterator[tuple[int, _P
         yield from _line_parts(samples.path, size * _BYTES_PER_SAMPLE)
         return
     first = 0
-    items = iter(samples)
+    lenient_read = lenient and isinstance(samples, SampleStream)
+    items = samples._samples_and_errors() if lenient_read else iter(samples)
     while True:
         taken = list(itertools.islice(items, size))
         if not taken:

@@ -20,6 +20,7 @@ from ctxeval._results.results import MetricResult, Status
 
 __all__ = [
     "DUPLICATE_ID_HINT",
+    "SET_ASIDE",
     "SampleInput",
     "batch_scorer",
     "checked",
@@ -37,9 +38,11 @@ SampleInput = Sample | Mapping[str, Any]
 """What a run takes as a sample: a :class:`~ctxeval.Sample`, or a dict of its fields."""
 
 
-def _to_sample(item: SampleInput, index: int) -> Sample:
+def _to_sample(item: SampleInput | DataError, index: int) -> Sample:
     if isinstance(item, Sample):
         return item
+    if isinstance(item, DataError):  # a file's row that could not be read (lenient runs)
+        raise item
     try:
         return Sample.from_dict(item)
     except DataError as exc:
@@ -54,9 +57,18 @@ DUPLICATE_ID_HINT = (
 )
 """What to do about two samples with one id (the run refuses them unless lenient)."""
 
+SET_ASIDE = (
+    "an earlier sample has the id {!r} (that one is scored); give each sample its own id, results "
+    "and resumed runs are keyed by them"
+)
+"""Why a lenient run sets a sample aside whose id an earlier one has."""
 
-def identify(item: SampleInput, index: int, seen_ids: set[str]) -> tuple[Sample, str]:
-    """The sample and its id (its position when it has none), refusing an id seen before."""
+
+def identify(item: SampleInput | DataError, index: int, seen_ids: set[str]) -> tuple[Sample, str]:
+    """The sample and its id (its position when it has none), refusing an id seen before.
+
+    ``item`` may be the :class:`DataError` of a file's row that could not be read (what
+    :meth:`~ctxeval.SampleStream.rows_and_errors` gives in its place): it is raised."""
     sample = _to_sample(item, index)
     sample_id = sample.id if sample.id is not None else str(index)
     if sample_id in seen_ids:
@@ -155,12 +167,16 @@ def unreadable(
     exc: DataError, index: int, seen_ids: set[str], metrics: Sequence[Metric]
 ) -> list[MetricResult]:
     """The error rows (one per metric) of a sample that could not be read (lenient runs): its
-    own id when it has a usable one not seen before, else its position."""
+    own id when it has a usable one, else its position, with ``#`` added until it is new (the
+    second sample of id ``a`` is ``a#``)."""
     given = exc.sample_id
     usable = given is not None and id_for_message(given) == given  # valid text, short
-    sample_id = given if usable and given is not None and given not in seen_ids else str(index)
+    sample_id = given if usable and given is not None else str(index)
     while sample_id in seen_ids:
         sample_id = f"{sample_id}#"
     seen_ids.add(sample_id)
-    reason = f"the sample could not be read: {exc}"
+    if exc.hint is DUPLICATE_ID_HINT:  # (the run is lenient: the hint would say to be so)
+        reason = f"set aside: {SET_ASIDE.format(given)}"
+    else:
+        reason = f"the sample could not be read: {exc}"
     return [MetricResult.error(reason).labelled(sample_id, m.name) for m in metrics]

@@ -26,7 +26,7 @@ from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import MetricResult
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.progress import ProgressTracker
-from ctxeval._run.rows import DUPLICATE_ID_HINT
+from ctxeval._run.rows import DUPLICATE_ID_HINT, SET_ASIDE
 
 __all__ = ["GatheredParts", "RowLog", "RowReceiver", "RowSink", "SampleDigests"]
 
@@ -115,7 +115,7 @@ class RowSink:
             raise ConfigError(
                 f"RowSink.put: {len(digests)} digest(s) for {len(rows)} row(s); give one per row"
             )
-        self._check_ids(rows)
+        rows, digests = self._check_ids(rows, digests)
         self.record(rows, digests)
         if last:
             self._last = min(part, self._last)
@@ -163,16 +163,52 @@ class RowSink:
             return True
         return (digest is None or digest == earlier[1]) and earlier[0] == row
 
-    def _check_ids(self, rows: Sequence[MetricResult]) -> None:
+    def _check_ids(
+        self, rows: Sequence[MetricResult], digests: Sequence[str] | None
+    ) -> tuple[Sequence[MetricResult], Sequence[str] | None]:
+        """``rows`` and their digests, checked for an id an earlier part had: refused, or, in a
+        lenient run, the later sample's rows made error rows under an id of their own (as a
+        local run makes them)."""
         if isinstance(rows, RowBlock):
             ids: Sequence[str | None] | set[str | None] = rows.sample_ids  # one per sample
         else:
             ids = {r.sample_id for r in rows}
         seen = self._seen
         if not seen.isdisjoint(ids):  # (a part holds each id once: its runner checked)
-            twice = sorted(str(i) for i in ids if i in seen)[0]
-            raise DataError(f"two samples have the id {twice!r} ({DUPLICATE_ID_HINT})")
+            twice = sorted(str(i) for i in ids if i in seen)
+            if not self.plan.settings.lenient:
+                raise DataError(f"two samples have the id {twice[0]!r} ({DUPLICATE_ID_HINT})")
+            rows, digests = self._set_aside(list(rows), digests, set(twice))
+            ids = {r.sample_id for r in rows}
         seen.update(ids)  # (the ids' hashes are cached by now)
+        return rows, digests
+
+    def _set_aside(
+        self, rows: list[MetricResult], digests: Sequence[str] | None, twice: set[str]
+    ) -> tuple[list[MetricResult], Sequence[str] | None]:
+        """The rows of samples whose id an earlier part had, as error rows under the id with
+        ``#`` added until it is new (a lenient run's duplicate, see
+        :func:`~ctxeval._run.rows.unreadable`); their digests emptied (not reusable)."""
+        renamed: dict[str, str] = {}
+        taken = self._seen | {r.sample_id for r in rows}
+        out: list[MetricResult] = []
+        new_digests = None if digests is None else list(digests)
+        for position, row in enumerate(rows):
+            sample_id = row.sample_id
+            if sample_id is None or sample_id not in twice:
+                out.append(row)
+                continue
+            if sample_id not in renamed:
+                new = f"{sample_id}#"
+                while new in taken:
+                    new += "#"
+                taken.add(new)
+                renamed[sample_id] = new
+            reason = f"set aside: {SET_ASIDE.format(sample_id)}"
+            out.append(MetricResult.error(reason).labelled(renamed[sample_id], row.metric or ""))
+            if new_digests is not None:
+                new_digests[position] = ""
+        return out, new_digests
 
     def _check_budget(self, rows: Sequence[MetricResult]) -> None:
         if self._cap is None:

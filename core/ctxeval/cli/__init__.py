@@ -39,26 +39,36 @@ from ctxeval.cli.render import EXIT_OK, EXIT_USAGE, UsageError, fail
 __all__ = ["build_parser", "main"]
 
 EXAMPLES = """\
-examples:
+examples (`ctxeval COMMAND --help` has more):
   ctxeval demo
-  ctxeval evaluate traces.jsonl -m id_based_context_precision -m id_ndcg_at_k:k=5 --out run1
-  ctxeval evaluate traces.jsonl -m context_entity_recall:extractor=spacy --out run1
+  ctxeval evaluate traces.jsonl -m @ids --out run1
+  ctxeval evaluate traces.jsonl -m context_precision \\
+      --model openai/gpt-4o-mini --out run2 --max-cost 2.50
+  ctxeval compare run1 run2
+  ctxeval view run1
+  ctxeval report run1
+  ctxeval label-sheet run2 -m context_precision --data traces.jsonl
+  ctxeval serve-judge
+"""
+
+EVALUATE_EXAMPLES = """\
+examples:
+  ctxeval evaluate traces.jsonl -m id_based_context_precision \\
+      -m id_ndcg_at_k:k=5 --out run1
+  ctxeval evaluate traces.jsonl -m context_entity_recall:extractor=spacy
   ctxeval evaluate traces.jsonl -m context_precision -m context_recall \\
       --model openai/gpt-4o-mini --out run2 --max-cost 2.50
-  ctxeval evaluate traces.jsonl -m context_recall --model openai/gpt-4o-mini --dry-run
+  ctxeval evaluate traces.jsonl -m context_recall \\
+      --model openai/gpt-4o-mini --dry-run
   ctxeval evaluate --config run.toml --resume
   ctxeval evaluate --qrels qrels.txt --run run.txt -m nDCG@10 -m AP -m P@5
-  ctxeval evaluate traces.jsonl -m id_mrr -m P@5 --fail-under id_mrr=0.6 --gate-on ci-low
-  ctxeval compare run1 run2
-  ctxeval label-sheet run2 -m context_precision --data traces.jsonl -n 150
-  ctxeval evaluate traces.jsonl -m context_precision --model openai/gpt-4o-mini \\
-      --labels run2/label-sheet.jsonl --out run3
-  ctxeval view run1
-  ctxeval view run1 run2 --port 8765
-  ctxeval report run1
+  ctxeval evaluate traces.jsonl -m id_mrr -m P@5 \\
+      --fail-under id_mrr=0.6 --gate-on ci-low
+  ctxeval evaluate traces.jsonl -m context_precision \\
+      --model openai/gpt-4o-mini --labels run2/label-sheet.jsonl --out run3
 
 metric options go after a colon, comma-separated: NAME:key=value,key=value
-(values are read as JSON when they parse, e.g. k=5, batch=true, labels=["PERSON","GPE"])
+(values are read as JSON when they parse: k=5, batch=true, labels=["PERSON"])
 """
 
 
@@ -78,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev = commands.add_parser(
         "evaluate",
         help="score a dataset",
-        epilog=EXAMPLES,
+        epilog=EVALUATE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Score every sample of DATA (JSONL, JSON, CSV or Parquet) with every metric.",
     )
@@ -182,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
         "overrides the provider's price",
     )
     ev.add_argument(
+        "--context-window",
+        type=int,
+        metavar="N",
+        help="the context window of --model in tokens: a prompt that would not fit (estimated, "
+        "with max_tokens for the answer) is an error row, not sent (default: the provider's "
+        "known window, or a local llama.cpp server's n_ctx)",
+    )
+    ev.add_argument(
         "--format",
         action="append",
         metavar="FMT",
@@ -217,7 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="count the LLM calls and estimate the cost; send nothing",
     )
     ev.add_argument(
-        "--lenient", action="store_true", help="skip bad input rows (reported) instead of stopping"
+        "--lenient",
+        action="store_true",
+        help="make each bad input row error rows (exit 1) and score the others, not stop",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary")
     ev.set_defaults(command_module="evaluate")
@@ -349,7 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as exc:
         hint = ""
         if exc.line is not None and getattr(args, "lenient", None) is False:
-            hint = "\n(to skip the bad rows and score the others, pass --lenient)"
+            hint = (
+                "\n(to score the other rows and record each bad one as error rows, pass --lenient)"
+            )
         fail(str(exc) + hint)
     except (ConfigError, MissingExtraError) as exc:
         fail(str(exc))

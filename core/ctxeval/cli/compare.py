@@ -35,6 +35,32 @@ def _read_run(folder: str) -> dict[tuple[str, str], Any]:
     return {(r.sample_id, r.metric): r for r in evaluation.results}
 
 
+def _named_as(
+    baseline: dict[tuple[str, str], Any], run: dict[tuple[str, str], Any]
+) -> dict[tuple[str, str], Any]:
+    """``run`` with each metric the baseline has under another of its names (an alias, an IR
+    name: ``context_precision`` and ``llm_context_precision_with_reference``) renamed to the
+    baseline's name, so that the two are compared."""
+    from ctxeval._errors import CtxevalError
+    from ctxeval._plugins.metric_names import resolve_metric_name
+
+    names = list(dict.fromkeys(m for _, m in baseline))
+    own = list(dict.fromkeys(m for _, m in run))
+    renamed: dict[str, str] = {}
+    for metric in own:
+        if metric in names:
+            continue
+        try:
+            meant = resolve_metric_name(metric, names)
+        except CtxevalError:  # (no metric of the baseline, or a name unknown here)
+            continue
+        if meant not in own and meant not in renamed.values():
+            renamed[metric] = meant
+    if not renamed:
+        return run
+    return {(sid, renamed.get(m, m)): row for (sid, m), row in run.items()}
+
+
 def compare_runs(
     folders: list[str], *, permutations: int = 10_000, runs: list[Any] | None = None
 ) -> dict[str, Any]:
@@ -44,6 +70,7 @@ def compare_runs(
     if len(folders) < 2:
         raise UsageError("compare needs two run folders or more (the first is the baseline)")
     runs = runs if runs is not None else [_read_run(folder) for folder in folders]
+    runs = [runs[0], *(_named_as(runs[0], run) for run in runs[1:])]
     metrics_of = [list(dict.fromkeys(m for _, m in run)) for run in runs]
     every = list(dict.fromkeys(m for names in metrics_of for m in names))
     missing = {

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
+from ctxeval.cli.invocation import program
 from ctxeval.cli.progress import run_with_progress
 from ctxeval.cli.render import EXIT_ERRORS, EXIT_OK, console, print_errors, print_summary
 from ctxeval.cli.specs import build_metrics, parse_metric
@@ -78,7 +80,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print_errors(folder.totals.error_groups(), stdout)
     stdout.print(
         f"\nreport: {paths['report'].resolve()}\nresults: {paths['results'].resolve()}"
-        f"\nevery sample in a local viewer: ctxeval view {out}",
+        f"\nevery sample in a local viewer: {program()} view {shlex.quote(str(out))}",
         soft_wrap=True,
     )
     return EXIT_ERRORS if not folder.totals.ok else EXIT_OK

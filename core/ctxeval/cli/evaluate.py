@@ -84,8 +84,17 @@ def _configure(
     settings = dict(run.get("llm", {}))
     if judge:
         settings.pop("price_per_million_tokens", None)
-    elif getattr(args, "price", None) is not None:
-        settings["price_per_million_tokens"] = _price_option(args.price)
+        settings.pop("context_window", None)  # --model's window, not another judge's
+    else:
+        if getattr(args, "price", None) is not None:
+            settings["price_per_million_tokens"] = _price_option(args.price)
+        window = getattr(args, "context_window", None)
+        if window is not None:
+            if window < 1:
+                raise UsageError(
+                    f"--context-window: give the window in tokens (>= 1), got {window}"
+                )
+            settings["context_window"] = window
     if args.timeout is not None:
         settings["timeout"] = args.timeout
     if _batch(args, run):
@@ -231,10 +240,6 @@ def _share(folder: Path, paths: Any) -> None:
         Path(path).chmod(0o644)
 
 
-_SKIPPED_SHOWN = 20
-"""The skipped rows listed in the terminal (all of them are in ``summary.json``)."""
-
-
 def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]) -> list[Any]:
     """The run's gates (``--fail-under`` and the run file's ``fail_under`` table), checked
     against the metrics' row names before anything is scored."""
@@ -290,6 +295,19 @@ def _labels(path: str | None, metrics: Sequence[Any]) -> Any:
 def _needs_llm(metrics: Sequence[Any]) -> bool:
     """Whether a metric calls an LLM and has none of its own (it then uses --model)."""
     return any(needs_llm(m) for m in metrics)
+
+
+def _embeds_by_endpoint(metrics: Sequence[Any]) -> bool:
+    """Whether a metric's matcher embeds through an endpoint (``matcher=embedding,
+    embedder=openai``): its vectors are cached as the LLM answers are."""
+    from ctxeval._plugins.protocols import DeterministicEmbedder
+
+    for metric in metrics:
+        matcher = getattr(getattr(metric, "pipeline", None), "matcher", None)
+        embedder = getattr(matcher, "embedder", None)
+        if embedder is not None and not isinstance(embedder, DeterministicEmbedder):
+            return True
+    return False
 
 
 def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out: Any) -> int:
@@ -481,17 +499,6 @@ def _finish_qrels(qrels: Any) -> bool:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    import logging
-
-    skipped_rows = logging.getLogger("ctxeval._data.loading")
-    level = skipped_rows.level
-    try:
-        return _evaluate(args)
-    finally:
-        skipped_rows.setLevel(level)  # (a --lenient run turns it down: see _evaluate)
-
-
-def _evaluate(args: argparse.Namespace) -> int:
     from ctxeval._data.loading import load_samples
 
     run = read_run_file(args.config) if args.config else {}
@@ -545,12 +552,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         samples: Any = load_trec(args.qrels, args.run, complete=args.complete)
     else:
         path = Path(str(data))
-        strict = not (args.lenient or run.get("lenient", False))
-        if not strict:  # the skipped rows are listed once, after the run (not logged as well)
-            import logging
-
-            logging.getLogger("ctxeval._data.loading").setLevel(logging.ERROR)
-        samples = load_samples(path, strict=strict)
+        # (with --lenient, the run makes each bad row's error rows: the stream stays strict)
+        samples = load_samples(path)
     stdout = console()
     if args.dry_run:
         provider = provider or llm_provider(
@@ -562,7 +565,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     gates = _gates(args, run, metrics)
     formats = _formats(args.format or [], out)
     cache = None
-    if _needs_llm(metrics) and not (args.no_cache or run.get("no_cache", False)):
+    if (_needs_llm(metrics) or _embeds_by_endpoint(metrics)) and not (
+        args.no_cache or run.get("no_cache", False)
+    ):
         from ctxeval._calls.cache import SQLiteCache
 
         home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -624,8 +629,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             consume=consume if qrels is None else qrels.feeding(consume),
             runner=runner,
         )
-        bad_rows = list(getattr(samples, "errors", ()))
-        if not totals.rows_added and not bad_rows and stopped is None:
+        if not totals.rows_added and stopped is None:
             where = f"{args.qrels} and {args.run}" if trec else str(path)
             raise UsageError(
                 f"{where}: no samples to score"
@@ -644,23 +648,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             qrels.abort()
         raise
     qrels_written = _finish_qrels(qrels)
-    from rich.markup import escape
 
-    for error in bad_rows[:_SKIPPED_SHOWN]:
-        console(stderr=True).print(f"[yellow]skipped:[/] {escape(str(error))}", soft_wrap=True)
-    if len(bad_rows) > _SKIPPED_SHOWN:
-        more = len(bad_rows) - _SKIPPED_SHOWN
-        where = "summary.json's skipped_rows" if folder is not None else "--out DIR's summary.json"
-        console(stderr=True).print(
-            f"[yellow]skipped:[/] and {more} more bad rows (all of them: {where})", soft_wrap=True
-        )
     from ctxeval._output.summary import summary_dict
 
     summary = summary_dict(
         totals,
         extra={
             "data": str(path),
-            "skipped_rows": [str(e) for e in bad_rows],
             "ctxeval": __version__,
         },
     )
@@ -698,6 +692,6 @@ def _evaluate(args: argparse.Namespace) -> int:
         console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")
     if stopped is not None:
         fail(f"{stopped}; continue with --resume and a higher --max-cost", EXIT_ERRORS)
-    if not totals.ok or bad_rows or not qrels_written:
+    if not totals.ok or not qrels_written:
         return EXIT_ERRORS
     return EXIT_GATES if any(not v.passed for v in verdicts) else EXIT_OK

@@ -1,7 +1,8 @@
 """``ctxeval label-sheet``: the items people should label, drawn from a finished run.
 
 It draws ``-n`` samples at random (seeded) among a judged metric's ``ok`` rows and writes one
-JSONL line per judged item with ``label`` null: fill in 0 or 1 and give the file back to
+JSONL line per judged item with ``label`` null: fill in 0 or 1 (``grade`` null for a judge
+that grades, ``context_relevance``: fill in 0 to 3) and give the file back to
 ``ctxeval evaluate --labels`` (or ``Evaluation.with_labels``). With ``--data``, each line also
 shows the question and the chunk's text.
 """
@@ -92,5 +93,8 @@ def cmd_label_sheet(args: argparse.Namespace) -> int:
             f"[yellow]{unknown} item texts unknown[/]: give the data file with --data",
             soft_wrap=True,
         )
-    say.print("fill in each label with 1 or 0, then: ctxeval evaluate ... --labels FILE")
+    if any("grade" in r for r in sheet):
+        say.print("fill in each grade with 0 to 3, then: ctxeval evaluate ... --labels FILE")
+    else:
+        say.print("fill in each label with 1 or 0, then: ctxeval evaluate ... --labels FILE")
     return EXIT_OK

@@ -52,6 +52,11 @@ def print_summary(summary: dict[str, Any], out: Any) -> None:
     line = usage_line(summary["usage"])
     if line:
         out.print(line)
+    warning = summary.get("scripted_judge")
+    if warning:
+        from rich.markup import escape
+
+        out.print(f"[bold yellow]{escape(str(warning))}[/]")
 
 
 def print_errors(groups: Any, out: Any, *, limit: int = 10) -> None:
@@ -65,15 +70,22 @@ def print_errors(groups: Any, out: Any, *, limit: int = 10) -> None:
     if not groups:
         return
     total = sum(g.count for g in groups)
+    # one line for the metrics that failed alike on the same samples (an unreadable row, an
+    # unreachable judge): "2 metrics" rather than the same reason once per metric
+    alike: dict[tuple[str, int, str], list[str]] = {}
+    for group in groups:
+        alike.setdefault((group.reason, group.count, group.example), []).append(group.metric)
     out.print(f"[bold red]{total} error row(s)[/], by reason:")
-    for group in groups[:limit]:
+    lines = list(alike.items())
+    for (reason, count, example), metrics in lines[:limit]:
+        who = metrics[0] if len(metrics) == 1 else f"{len(metrics)} metrics ({', '.join(metrics)})"
         out.print(
-            f"  {group.count:>5}  {escape(group.metric)}: {escape(group.reason)} "
-            f"[dim](e.g. sample {escape(group.example)})[/]",
+            f"  {count * len(metrics):>5}  {escape(who)}: {escape(reason)} "
+            f"[dim](e.g. sample {escape(example)})[/]",
             soft_wrap=False,
         )
-    if len(groups) > limit:
-        out.print(f"  … and {len(groups) - limit} more reason(s); see results.jsonl")
+    if len(lines) > limit:
+        out.print(f"  … and {len(lines) - limit} more reason(s); see results.jsonl")
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -84,6 +96,35 @@ def _cost(usage: dict[str, Any]) -> str:
     cost = usage.get("cost_usd")
     price = "cost unknown" if cost is None else f"${cost:.4f}"
     return f"{usage.get('requests', 0)} requests, {price}"
+
+
+def _interval(ci: list[float] | None) -> str:
+    return f" (95% CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else ""
+
+
+def _print_graded(graded: dict[str, Any], say: Any) -> None:
+    """A grading judge against people's grades: the kappas, then the confusion matrix (rows:
+    the people's grade, columns: the judge's)."""
+    difference = graded["mean_difference"]
+    say(
+        f"    vs people's grades: {graded['n_items']} items of {graded['n_samples']} samples, "
+        f"exact {_num(graded['exact'])}, within one {_num(graded['within_one'])}",
+        soft_wrap=True,
+    )
+    say(
+        f"      weighted kappa: quadratic {_num(graded['kappa_quadratic'])}"
+        f"{_interval(graded['kappa_quadratic_ci95'])}"
+    )
+    say(
+        f"        linear {_num(graded['kappa_linear'])}{_interval(graded['kappa_linear_ci95'])}"
+        f" · unweighted kappa {_num(graded['kappa'])}"
+    )
+    shown = "—" if difference is None else f"{difference:+.2f}"
+    say(f"      judge's mean grade − people's: {shown}")
+    grades = graded["grades"]
+    say("      people ↓ judge → " + " ".join(f"{g:>3}" for g in grades))
+    for grade, row in zip(grades, graded["confusion"], strict=True):
+        say(f"      {grade:>16} " + " ".join(f"{c:>3}" for c in row))
 
 
 def print_trust(summary: dict[str, Any], out: Any) -> None:
@@ -111,6 +152,9 @@ def print_trust(summary: dict[str, Any], out: Any) -> None:
                 f"      balanced accuracy {_num(agreement['balanced_accuracy'])} · kappa "
                 f"{_num(agreement['kappa'])}{interval}"
             )
+        graded = judge.get("graded_agreement")
+        if graded:
+            _print_graded(graded, say)
         if corrected:
             low, high = corrected["ci95"]
             say(

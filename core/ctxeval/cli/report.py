@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ctxeval.cli.render import EXIT_OK, console
 
@@ -13,20 +14,25 @@ __all__ = ["cmd_report"]
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ctxeval._output.rebuild import rebuild_report
+    from ctxeval._output.rebuild import rebuild_report, texts_of_report
     from ctxeval.cli.view import _run
 
     source = _run(args.run, args.data, "--data")
-    if source.data is None:
+    data: Any = source.data
+    if data is None:
         named = f" ({source.data_named} was not found)" if source.data_named else ""
+        target = Path(args.output) if args.output else source.folder / "report.html"
+        data = texts_of_report(target)
+        if data is not None:
+            said = "the texts are those the report being replaced showed"
+        else:
+            said = "the report shows scores and evidence without the samples' texts"
         console(stderr=True).print(
-            f"[yellow]no data file{named}: the report shows scores and evidence without the "
-            "samples' texts; give it with --data FILE[/]",
-            soft_wrap=True,
+            f"[yellow]no data file{named}: {said}; give it with --data FILE[/]", soft_wrap=True
         )
     title = args.title or (
         f"ctxeval: {Path(source.data_named).name}" if source.data_named else None
     )
-    path = rebuild_report(source.folder, data=source.data, output=args.output, title=title)
+    path = rebuild_report(source.folder, data=data, output=args.output, title=title)
     console().print(f"report:   {path}", soft_wrap=True)
     return EXIT_OK

@@ -13,6 +13,7 @@ import errno
 import shlex
 from pathlib import Path
 
+from ctxeval.cli.invocation import program
 from ctxeval.cli.render import EXIT_OK, UsageError, console
 from ctxeval.cli.serving import serve_until_stopped
 
@@ -42,11 +43,11 @@ def try_command(api_base: str, data: str | None = None, out: str = "scripted-run
     with the LLM metrics against the scripted judge at ``api_base``."""
     from ctxeval._judge_server import MODEL
 
-    words = ["ctxeval", "evaluate", data or _demo_data()]
+    words = ["evaluate", data or _demo_data()]
     for metric in TRY_METRICS:
         words += ["-m", metric]
     words += ["--model", f"openai/{MODEL}", "--api-base", api_base, "--out", out]
-    return shlex.join(words)
+    return f"{program()} {shlex.join(words)}"
 
 
 def _banner(url: str, host: str, latency: float) -> str:

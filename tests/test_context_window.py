@@ -1,0 +1,369 @@
+"""A prompt longer than the judge's context window is an ``error`` row that says so, for every
+LLM context metric: refused before it is sent when the window is known (configured, the
+provider's table, a local server's ``n_ctx``), and named clearly, not retried, when only the
+server says so. Against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import ctxeval
+from ctxeval import RetryPolicy, Status
+from ctxeval.cli import main
+from ctxeval_llm import LLMConfig, prompts
+from ctxeval_llm.window import (
+    ContextWindowError,
+    check_prompt,
+    estimate_tokens,
+    known_window,
+    served_window,
+    server_context,
+)
+from fakes.openai_server import FakeOpenAI, Reply, scripted_judge
+
+FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.02, jitter=0.0)
+LONG = "The Eiffel Tower is in Paris. " * 400  # 12 000 bytes: ~4 000 tokens by the estimate
+SHORT = {
+    "id": "short",
+    "user_input": "Where is the Eiffel Tower?",
+    "retrieved_contexts": ["The Eiffel Tower is in Paris.", "Bananas are yellow."],
+    "reference": "The Eiffel Tower is in Paris, France.",
+    "response": "In Paris.",
+}
+LONG_SAMPLE = {**SHORT, "id": "long", "retrieved_contexts": [LONG, "Bananas are yellow."],
+               "reference": LONG}  # fmt: skip
+
+# every LLM context metric (and mode), with the prompt each sends
+METRICS: list[tuple[str, dict[str, Any], str]] = [
+    ("context_precision", {}, "usefulness"),
+    ("context_precision", {"batch": True, "name": "precision_batch"}, "usefulness_batch"),
+    ("llm_context_precision_without_reference", {}, "usefulness"),
+    ("context_utilization", {"batch": True, "name": "utilization_batch"}, "usefulness_batch"),
+    ("context_recall", {}, "attribution"),
+    ("context_entity_recall", {"extractor": "llm"}, "entities"),
+    ("context_relevance", {}, "relevance"),
+    ("context_relevance", {"batch": True, "measure": "ndcg"}, "relevance_batch"),
+    ("context_sufficiency", {}, "sufficiency"),
+]
+IDS = [options.get("name") or f"{name}{'-batch' if options.get('batch') else ''}"
+       for name, options, _ in METRICS]  # fmt: skip
+WINDOW = 3000
+"""Fits the short sample's prompts (each under ~800 tokens, + 1024 for the answer), not the
+long one's (~4 000 tokens)."""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(scripted_judge) as fake:
+        yield fake
+
+
+def llm(server: FakeOpenAI, **settings: Any) -> LLMConfig:
+    return LLMConfig(
+        model="openai/fake-judge", api_base=server.url, api_key="sk-test-0123456789", **settings
+    )
+
+
+def run(samples: list[dict[str, Any]], metrics: list[Any], config: Any) -> ctxeval.Evaluation:
+    return ctxeval.evaluate(samples, metrics, llm=config, retry=FAST, cache=None)
+
+
+def overflow(message: str, window: int = 4096) -> Any:
+    """A responder refusing every prompt as too long, with ``message``."""
+
+    def respond(request: dict[str, Any]) -> Reply:
+        body = {"error": {"message": message.format(window=window), "type": "invalid_request"}}
+        return Reply(400, body=json.dumps(body).encode())
+
+    return respond
+
+
+# --- refused before sending: the configured window --------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "options", "prompt"), METRICS, ids=IDS)
+def test_a_prompt_over_the_configured_window_is_an_error_row_not_sent(
+    server: FakeOpenAI, name: str, options: dict[str, Any], prompt: str
+) -> None:
+    metric = ctxeval.get_metric(name, **options)
+    ev = run([LONG_SAMPLE], [metric], llm(server, context_window=WINDOW))
+    (row,) = ev.results
+    assert row.status is Status.ERROR
+    assert row.score is None
+    reason = row.reason or ""
+    assert reason.startswith("ContextWindowError: sample 'long': ")
+    assert f"the {prompt!r} prompt (v1) is ~" in reason
+    assert "(an estimate: UTF-8 bytes / 3)" in reason
+    assert f"context window of {WINDOW:,} tokens (context_window, as configured)" in reason
+    assert "it was not sent" in reason
+    assert "What to do: use shorter chunks" in reason
+    assert ("batch=false" in reason) == prompt.endswith("_batch")
+    assert server.requests == []  # nothing sent
+    assert row.usage.requests == 0
+    # who would have been asked, with the prompt's name and version
+    assert row.details is not None
+    provenance = row.details["provenance"]
+    judges = provenance.get("judges", [provenance])
+    assert any(f"{prompt}@1" in judge["prompts"] for judge in judges)
+
+
+@pytest.mark.parametrize(("name", "options", "prompt"), METRICS, ids=IDS)
+def test_a_prompt_within_the_window_is_scored_and_names_its_prompt(
+    server: FakeOpenAI, name: str, options: dict[str, Any], prompt: str
+) -> None:
+    metric = ctxeval.get_metric(name, **options)
+    (row,) = run([SHORT], [metric], llm(server, context_window=WINDOW)).results
+    assert row.status is Status.OK, row.reason
+    assert row.details is not None
+    provenance = row.details["provenance"]
+    judges = provenance.get("judges", [provenance])
+    assert any(f"{prompt}@1" in judge["prompts"] for judge in judges)
+    assert server.requests
+
+
+def test_the_answer_budget_counts(server: FakeOpenAI) -> None:
+    """The same prompt fits with a small max_tokens and not with a large one."""
+    metric = ctxeval.get_metric("context_sufficiency")
+    fits = run([SHORT], [metric], llm(server, context_window=1500, max_tokens=100)).results
+    assert fits[0].status is Status.OK, fits[0].reason
+    (over,) = run([SHORT], [metric], llm(server, context_window=1500, max_tokens=1400)).results
+    assert over.status is Status.ERROR
+    assert "with up to 1,400 for the answer (max_tokens)" in (over.reason or "")
+
+
+def test_only_the_long_sample_fails(server: FakeOpenAI) -> None:
+    metric = ctxeval.get_metric("context_relevance")
+    ev = run([SHORT, LONG_SAMPLE], [metric], llm(server, context_window=WINDOW))
+    assert [r.status for r in ev.results] == [Status.OK, Status.ERROR]
+    assert {r.sample_id for r in ev.results} == {"short", "long"}
+    assert len(server.requests) == 2  # the short sample's two chunks
+
+
+# --- a local server's n_ctx (llama.cpp's /props) ----------------------------------------------
+
+
+def test_a_local_servers_n_ctx_is_the_window(server: FakeOpenAI) -> None:
+    server.props = {"total_slots": 2, "default_generation_settings": {"n_ctx": WINDOW}}
+    ev = run([SHORT, LONG_SAMPLE], ["context_sufficiency"], llm(server))
+    short, long = ev.results
+    assert short.status is Status.OK, short.reason
+    assert long.status is Status.ERROR
+    assert f"window of {WINDOW:,} tokens (n_ctx of the server's /props or /slots)" in (
+        long.reason or ""
+    )
+    assert len(server.requests) == 1  # the long prompt was not sent
+
+
+def test_the_configured_window_wins_over_the_servers(server: FakeOpenAI) -> None:
+    server.props = {"total_slots": 1, "default_generation_settings": {"n_ctx": 100}}
+    (row,) = run([SHORT], ["context_sufficiency"], llm(server, context_window=WINDOW)).results
+    assert row.status is Status.OK, row.reason
+
+
+def test_server_context_reads_props_and_slots() -> None:
+    assert server_context({"default_generation_settings": {"n_ctx": 4096}}) == 4096
+    assert server_context({"n_ctx": 2048}) == 2048
+    assert server_context([{"id": 0, "n_ctx": 4096}, {"id": 1, "n_ctx": 2048}]) == 2048
+    assert server_context({"total_slots": 4}) is None
+    assert server_context([{"id": 0}]) is None
+    assert server_context({"n_ctx": True}) is None
+    assert server_context("nonsense") is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "source"),
+    [
+        ("llama.cpp", "n_ctx of the server's /props or /slots"),
+        ("vllm", "max_model_len of the server's /v1/models"),
+        ("ollama", "context_length of the loaded model at the server's /api/ps"),
+        (None, "as the server said"),
+    ],
+)
+def test_served_window_names_where_the_server_said_it(kind: str | None, source: str) -> None:
+    assert served_window(SimpleNamespace(context_window=2048, kind=kind)) == (2048, source)
+    assert served_window(SimpleNamespace(context_window=None, kind=kind)) is None
+
+
+def test_the_servers_window_comes_before_the_providers_table() -> None:
+    """The server's setting (Ollama's num_ctx, say) beats the model's nominal window; the
+    configured one beats both."""
+    ctx = SimpleNamespace(sample=None)
+    body = {"messages": [{"role": "user", "content": "x" * 3000}], "max_tokens": 10}
+    table = LLMConfig(model="ollama/llama3")
+    if known_window(table) is None:
+        pytest.skip("litellm's model table is not installed")
+    check_prompt(ctx, table, prompts.SUFFICIENCY, body)  # fits the table's window
+    with pytest.raises(ContextWindowError, match=r"window of 500 tokens \(the server's\)"):
+        check_prompt(ctx, table, prompts.SUFFICIENCY, body, (500, "the server's"))
+    configured = LLMConfig(model="ollama/llama3", context_window=100_000)
+    check_prompt(ctx, configured, prompts.SUFFICIENCY, body, (500, "the server's"))
+
+
+# --- the provider's known window (litellm's model table, offline) -----------------------------
+
+
+def test_the_providers_table_gives_the_window_of_a_litellm_model() -> None:
+    found = known_window(LLMConfig(model="ollama/llama3"))
+    if found is None:
+        pytest.skip("litellm's model table is not installed")
+    size, source = found
+    assert size > 0
+    assert "litellm's model table" in source
+    # a model served by an OpenAI-compatible server of one's own: not the table's
+    assert (
+        known_window(LLMConfig(model="openai/gpt-4o-mini", api_base="http://127.0.0.1:1/v1"))
+        is None
+    )
+    assert known_window(LLMConfig(model="openai/x", context_window=77)) == (
+        77, "context_window, as configured"
+    )  # fmt: skip
+
+
+def test_a_litellm_model_is_refused_before_anything_is_called() -> None:
+    config = LLMConfig(model="ollama/llama3", api_base="http://127.0.0.1:9")
+    found = known_window(config)
+    if found is None:
+        pytest.skip("litellm's model table is not installed")
+    huge = {**LONG_SAMPLE, "retrieved_contexts": [LONG * (found[0] // 3000 + 1)]}
+    (row,) = run([huge], ["context_sufficiency"], config).results
+    assert row.status is Status.ERROR
+    assert "litellm's model table" in (row.reason or "")
+    assert "it was not sent" in (row.reason or "")
+
+
+# --- the window unknown: the server's own refusal ---------------------------------------------
+
+REFUSALS = [
+    # OpenAI, vLLM
+    "This model's maximum context length is {window} tokens. However, your messages resulted "
+    "in 5000 tokens. Please reduce the length of the messages.",
+    # llama.cpp's llama-server
+    "request (5000 tokens) exceeds the available context size ({window} tokens), try increasing it",
+    # llama-cpp-python's server
+    "Requested tokens (5000) exceed context window of {window}",
+]
+
+
+@pytest.mark.parametrize("message", REFUSALS, ids=["openai", "llama.cpp", "llama-cpp-python"])
+def test_a_servers_context_length_refusal_is_named_and_not_retried(message: str) -> None:
+    with FakeOpenAI(overflow(message)) as fake:
+        (row,) = run([SHORT], ["context_sufficiency"], llm(fake)).results
+        assert row.status is Status.ERROR
+        reason = row.reason or ""
+        assert reason.startswith("ContextWindowError: sample 'short': the judge refused the ")
+        assert (
+            "'sufficiency' prompt (v1) as longer than its context window (4096 tokens, as "
+            "the server said; the prompt is ~" in reason
+        )
+        assert "not retried" in reason
+        assert "--context-window N" in reason
+        assert len(fake.requests) == 1  # one request, not retried
+        assert row.usage.requests == 1
+
+
+def test_litellms_context_window_exceeded_error_is_named_too() -> None:
+    """litellm raises ContextWindowExceededError (a 400): through any transport, the same row."""
+
+    class ContextWindowExceededError(Exception):
+        status_code = 400
+
+    calls: list[dict[str, Any]] = []
+
+    async def judge(request: dict[str, Any]) -> str:
+        calls.append(request)
+        raise ContextWindowExceededError("litellm.ContextWindowExceededError: prompt too long")
+
+    (row,) = run([SHORT], ["context_sufficiency"], judge).results
+    assert row.status is Status.ERROR
+    assert (row.reason or "").startswith("ContextWindowError: sample 'short': the judge refused")
+    assert len(calls) == 1
+
+
+def test_a_500_saying_the_context_is_exceeded_is_not_retried() -> None:
+    def respond(request: dict[str, Any]) -> Reply:
+        body = {"error": {"message": "the prompt exceeds the context window"}}
+        return Reply(500, body=json.dumps(body).encode())
+
+    with FakeOpenAI(respond) as fake:
+        (row,) = run([SHORT], ["context_sufficiency"], llm(fake)).results
+        assert row.status is Status.ERROR
+        assert "as longer than its context window" in (row.reason or "")
+        assert len(fake.requests) == 1
+
+
+def test_other_bad_requests_are_left_as_they_were() -> None:
+    with FakeOpenAI(lambda request: Reply(400, body=b'{"error": {"message": "no"}}')) as fake:
+        (row,) = run([SHORT], ["context_sufficiency"], llm(fake)).results
+        assert row.status is Status.ERROR
+        assert (row.reason or "").startswith("BadRequestError: ")
+
+
+def test_every_chunk_of_a_relevance_row_refused_makes_one_error_row() -> None:
+    with FakeOpenAI(overflow(REFUSALS[0])) as fake:
+        (row,) = run([SHORT], ["context_relevance"], llm(fake)).results
+        assert row.status is Status.ERROR
+        assert row.score is None
+        assert "'relevance' prompt" in (row.reason or "")
+        assert len(fake.requests) == 2  # one per chunk, none retried
+
+
+# --- the estimate, the option, the command line -----------------------------------------------
+
+
+def test_the_estimate_is_bytes_over_three_plus_the_messages() -> None:
+    messages = [{"role": "system", "content": "abc"}, {"role": "user", "content": "é" * 5}]
+    assert estimate_tokens(messages) == 1 + 4 + 2 * 4  # 3 + 10 bytes -> 5 tokens, 2 messages
+    assert estimate_tokens(messages, {"a": 1}) == -(-(13 + 8) // 3) + 8
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "big", True])
+def test_a_bad_context_window_is_a_config_error(bad: Any) -> None:
+    with pytest.raises(ValueError, match="context_window"):
+        LLMConfig(model="openai/x", context_window=bad)
+
+
+def test_the_error_is_a_bad_request_that_pickles() -> None:
+    import pickle
+
+    from ctxeval import BadRequestError
+
+    error = pickle.loads(pickle.dumps(ContextWindowError("too long")))
+    assert isinstance(error, BadRequestError)
+    assert str(error) == "too long"
+
+
+def test_the_command_line_option(server: FakeOpenAI, tmp_path: Path, capsys: Any) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(json.dumps(s) for s in (SHORT, LONG_SAMPLE)) + "\n")
+    out = tmp_path / "run"
+    code = main([
+        "evaluate", str(data), "-m", "context_sufficiency", "--model", "openai/fake-judge",
+        "--api-base", server.url, "--context-window", str(WINDOW), "--no-cache", "--out",
+        str(out), "-q",
+    ])  # fmt: skip
+    assert code == 1  # an error row
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in rows] == ["ok", "error"]
+    assert "context window of 3,000 tokens (context_window, as configured)" in rows[1]["reason"]
+    assert len(server.requests) == 1
+
+
+def test_the_command_line_refuses_a_window_below_one(
+    server: FakeOpenAI, tmp_path: Path, capsys: Any
+) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(SHORT) + "\n")
+    with pytest.raises(SystemExit) as exited:
+        main([
+            "evaluate", str(data), "-m", "context_sufficiency", "--model", "openai/fake-judge",
+            "--api-base", server.url, "--context-window", "0", "-q",
+        ])  # fmt: skip
+    assert exited.value.code == 2
+    assert "--context-window: give the window in tokens (>= 1), got 0" in capsys.readouterr().err
+    assert server.requests == []
