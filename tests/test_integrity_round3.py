@@ -375,7 +375,9 @@ def test_lenient_sets_a_repeated_id_aside_not_the_run(
         if '"q3#"' in line
     ]
     assert [r["status"] for r in set_aside] == ["error", "error"]
-    assert set_aside[0]["reason"].startswith("set aside: an earlier sample has the id 'q3'")
+    assert set_aside[0]["reason"].startswith(
+        f"set aside: {data}:26: sample 'q3': field 'id': an earlier row has this id"
+    )
     assert "1 error row(s)" not in capsys.readouterr().out  # (2: one per metric)
     assert {name: m["n_ok"] for name, m in summary["metrics"].items()} == {
         "id_mrr": 40,

@@ -112,8 +112,9 @@ class DataError(CtxevalError, ValueError):
         line: int | None = None,
         sample_id: str | None = None,
     ) -> DataError:
-        """Return a copy that also names the file, line and sample id (known ones are kept)."""
-        return DataError(
+        """Return a copy (of the same class) that also names the file, line and sample id (known
+        ones are kept)."""
+        return type(self)(
             self.problem,
             path=self.path or path,
             line=self.line if self.line is not None else line,
@@ -141,11 +142,13 @@ class DataError(CtxevalError, ValueError):
         return message
 
     def __reduce__(self) -> tuple[object, ...]:  # keep keyword arguments through pickling
-        return (_rebuild_data_error, (self.problem, self.__dict__))
+        return (_rebuild_data_error, (self.problem, self.__dict__, type(self)))
 
 
-def _rebuild_data_error(problem: str, state: dict[str, object]) -> DataError:
-    error = DataError.__new__(DataError)
+def _rebuild_data_error(
+    problem: str, state: dict[str, object], kind: type[DataError] = DataError
+) -> DataError:
+    error = kind.__new__(kind)
     error.__dict__.update(state)
     Exception.__init__(error, error._render())
     return error

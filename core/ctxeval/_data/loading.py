@@ -86,6 +86,7 @@ class SampleStream(Iterator[Sample]):
         self._rows = _READERS[format](path) if rows is None else rows
         # the ids given so far (lenient mode: a repeat is skipped; strict: the run refuses it)
         self._ids: set[str] | None = None if strict else set()
+        self._set_aside = False  # (a lenient run reads it: a repeated id is an error row)
 
     @classmethod
     def of_lines(
@@ -118,6 +119,7 @@ class SampleStream(Iterator[Sample]):
         Raises:
             DataError: the file itself cannot be read past some point.
         """
+        self._lenient_run()
         while True:
             try:
                 line, row, _ = next(self._rows)
@@ -134,6 +136,13 @@ class SampleStream(Iterator[Sample]):
             if sample is not None:
                 yield sample
 
+    def _lenient_run(self) -> None:
+        """Read for a lenient run: a strict stream now also finds a repeated id, located at its
+        line (the run makes its error rows)."""
+        if self._ids is None:
+            self._ids = set()
+            self._set_aside = True
+
     def _sample(self, line: int, row: Any) -> Sample | None:
         """The sample of the row read at ``line``; None when it is bad and skipped (lenient
         mode: logged and kept in :attr:`errors`).
@@ -147,7 +156,7 @@ class SampleStream(Iterator[Sample]):
             sample = Sample.from_dict(row)
             if self._ids is not None and sample.id is not None:
                 if sample.id in self._ids:
-                    raise _repeated_id()
+                    raise _repeated_id(self._set_aside)
                 self._ids.add(sample.id)
             return sample
         except DataError as exc:
@@ -183,6 +192,8 @@ class SampleStream(Iterator[Sample]):
             DataError: as iterating raises it.
         """
         read = 0
+        if keep_bad:
+            self._lenient_run()
         from_dict, sample_of = Sample.from_dict, self._sample
         add_sample, add_source = samples.append, sources.append
         ids = self._ids
@@ -545,10 +556,17 @@ def _read_parquet(path: Path) -> Iterator[Row]:
                 yield number, row, None
 
 
-def _repeated_id() -> DataError:
-    """The error of a row whose id an earlier row has (lenient reading skips it)."""
-    return DataError(
-        "an earlier row has this id: this row is skipped, the earlier one is scored",
+class RepeatedIdError(DataError):
+    """A row whose id an earlier row has: a lenient reader skips it, a lenient run sets it
+    aside as error rows; the earlier one is scored."""
+
+
+def _repeated_id(set_aside: bool = False) -> DataError:
+    """The error of a row whose id an earlier row has (lenient reading skips it; a lenient run
+    sets it aside as error rows: ``set_aside``)."""
+    fate = "set aside as error rows" if set_aside else "skipped"
+    return RepeatedIdError(
+        f"an earlier row has this id: this row is {fate}, the earlier one is scored",
         field="id",
         hint="sample ids must be unique: give this sample its own id, or remove the repeat",
     )

@@ -13,6 +13,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxeval._data.loading import RepeatedIdError
 from ctxeval._data.sample import Sample, id_for_message
 from ctxeval._errors import CtxevalError, DataError
 from ctxeval._plugins.protocols import BatchMetric, DeterministicMetric, Metric
@@ -177,6 +178,8 @@ def unreadable(
     seen_ids.add(sample_id)
     if exc.hint is DUPLICATE_ID_HINT:  # (the run is lenient: the hint would say to be so)
         reason = f"set aside: {SET_ASIDE.format(given)}"
+    elif isinstance(exc, RepeatedIdError):  # found by a file's reader: located at its line
+        reason = f"set aside: {exc}"
     else:
         reason = f"the sample could not be read: {exc}"
     return [MetricResult.error(reason).labelled(sample_id, m.name) for m in metrics]
