@@ -31,12 +31,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxeval.plugin import BadRequestError, CallError, RunContext
 
 from .config import LLMConfig
 from .prompts import Prompt
+
+if TYPE_CHECKING:
+    from .slots import ServerSlots
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -123,14 +126,14 @@ _SERVER_SOURCES = {
 }
 
 
-def served_window(slots: Any) -> tuple[int, str] | None:
+def served_window(slots: ServerSlots) -> tuple[int, str] | None:
     """A local server's own window and where it was found, from its
     :class:`~ctxeval_llm.slots.ServerSlots` (``context_window``: llama.cpp's ``n_ctx``, vLLM's
     ``max_model_len``, Ollama's ``context_length``), or None when it did not say."""
-    size = getattr(slots, "context_window", None) or getattr(slots, "n_ctx", None)
+    size = slots.context_window
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         return None
-    kind = getattr(slots, "kind", None)
+    kind = slots.kind
     source = _SERVER_SOURCES.get(kind) if isinstance(kind, str) else None
     return size, source or "as the server said"
 
