@@ -21,17 +21,16 @@ import os
 import re
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
 
-import httpx
 import pytest
 
 import ctxeval
 from ctxeval import Status
 from ctxeval_llm import LLMConfig
+from llama_process import serving
 
 METRICS = ["context_precision", "context_recall", "context_entity_recall", "context_utilization"]
 SAMPLES = 4
@@ -73,25 +72,8 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
             stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(600):  # up to about 2 minutes on a loaded machine: a bound on tries
-            if server.poll() is not None:
-                pytest.fail(f"the llama server exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"the llama server did not start: {log.read_text()[-2000:]}")
+    with serving(server, url, log):
         yield url, log
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def _samples() -> list[dict[str, object]]:

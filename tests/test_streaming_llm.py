@@ -31,6 +31,7 @@ from ctxeval_llm.errors import ResponseTooLargeError
 from ctxeval_llm.openai_http import HTTPCompletion, OpenAITransport, streams
 from ctxeval_llm.slots import ServerSlots
 from fakes.openai_server import FakeOpenAI, Reply
+from llama_process import serving
 from llm_judge import Judge
 
 KEY = "sk-test-streaming"
@@ -440,25 +441,8 @@ def counted_llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
             stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(600):  # a bound on tries, not a measure
-            if server.poll() is not None:
-                pytest.fail(f"the llama server exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"the llama server did not start: {log.read_text()[-2000:]}")
+    with serving(server, url, log):
         yield url, counter
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def _evaluations(counter: Path) -> list[int]:
