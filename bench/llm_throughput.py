@@ -13,7 +13,12 @@ For each client it reports wall time against the physical limit
 * ``openai/aiohttp``: the ``openai`` transport on asyncio (aiohttp, the default there);
 * ``openai/httpx``: the same on asyncio with ``CTXEVAL_HTTP_CLIENT=httpx`` (the former client);
 * ``openai/trio``: the ``openai`` transport on trio (httpx);
-* ``litellm``: the ``litellm`` transport on asyncio.
+* ``litellm``: the ``litellm`` transport on asyncio;
+* ``bare/aiohttp``: no ctxeval, the floor: the same requests (the same bodies, as ctxeval
+  builds them) sent by a bare ``aiohttp.ClientSession`` at the same concurrency, each answer
+  read and parsed as JSON. ``ctxeval / bare`` below is the ratio of the CPU per request of each
+  client to this one's, measured side by side in the same run (on a busy or slow machine the
+  absolute figures move together; the ratio much less).
 
 Each measured run is a fresh process (warmed up by 20 samples first), the clients alternating:
 litellm's import alone (its threads, and a heap the garbage collector walks) would add CPU to
@@ -24,6 +29,7 @@ the CPU per request is the client's cost.
     python bench/llm_throughput.py [--samples 200] [--chunks 5] [--latency 0.05]
     python bench/llm_throughput.py --latency 0.001 --samples 400 --repeat 5   # 2 000 requests
     python bench/llm_throughput.py --clients openai/aiohttp,openai/httpx
+    python bench/llm_throughput.py --latency 0.001 --clients openai/aiohttp,bare/aiohttp
     python bench/llm_throughput.py --latency 0.001 --stream false   # whole answers
 
 The fake server stands for the fast local server of this measure, vLLM batching short
@@ -73,6 +79,7 @@ CLIENTS: dict[str, tuple[str, str, str | None]] = {
     "openai/httpx": ("openai", "asyncio", "httpx"),
     "openai/trio": ("openai", "trio", None),
     "litellm": ("litellm", "asyncio", None),
+    "bare/aiohttp": ("bare", "asyncio", None),
 }
 
 
@@ -95,6 +102,8 @@ def client_used(url: str, client: str) -> str:
     """The HTTP client the ``openai`` transport picks for ``client``'s settings (one request
     through it), or the transport's name for the others."""
     transport, backend, forced = CLIENTS[client]
+    if transport == "bare":
+        return "aiohttp"
     if transport != "openai":
         return transport
     import anyio
@@ -134,10 +143,63 @@ class _Forced:
             os.environ[CLIENT_VARIABLE] = self.before
 
 
+def bare_run(
+    url: str, samples: list[dict[str, object]], concurrency: int
+) -> tuple[float, float, int]:
+    """The requests ``one_run`` sends, by a bare aiohttp session: the floor."""
+    import asyncio
+
+    import aiohttp
+    import orjson
+
+    from ctxeval_llm.client import request_body
+    from ctxeval_llm.prompts import USEFULNESS
+
+    config = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
+    bodies = [
+        orjson.dumps(
+            request_body(
+                config,
+                USEFULNESS,
+                {"question": s["user_input"], "answer": s["reference"], "context": chunk},
+                "json_schema",
+            )
+        )
+        for s in samples
+        for chunk in s["retrieved_contexts"]  # type: ignore[attr-defined]
+    ]
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
+
+    async def send_all() -> None:
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(
+            connector=connector, cookie_jar=aiohttp.DummyCookieJar()
+        ) as session:
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(body: bytes) -> None:
+                async with (
+                    gate,
+                    session.post(f"{url}/chat/completions", data=body, headers=headers) as response,
+                ):
+                    answer = orjson.loads(await response.read())
+                    assert response.status == 200, answer
+                    json.loads(answer["choices"][0]["message"]["content"])
+
+            await asyncio.gather(*(one(body) for body in bodies))
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    asyncio.run(send_all())
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return wall, cpu, len(bodies)
+
+
 def one_run(
     url: str, client: str, samples: list[dict[str, object]], concurrency: int
 ) -> tuple[float, float, int]:
     transport, backend, forced = CLIENTS[client]
+    if transport == "bare":
+        return bare_run(url, samples, concurrency)
     llm = LLMConfig(
         model="openai/fake-judge",
         api_base=url,
@@ -245,19 +307,25 @@ def main() -> None:
     print(f"limit: ceil({requests}/{args.concurrency}) x {latency_ms:g} ms = {limit:.3f} s\n")
     print(
         "| client | HTTP client used | requests | wall (s) | wall / limit "
-        "| client CPU per request (ms) | CPU per request, each run (ms) |"
+        "| client CPU per request (ms) | ctxeval / bare | CPU per request, each run (ms) |"
     )
-    print("|---|---|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
     summary: dict[str, Any] = {}
+    cpus = {
+        client: statistics.median(r["cpu"] / r["requests"] * 1000 for r in runs)
+        for client, runs in results.items()
+    }
+    floor = cpus.get("bare/aiohttp")
     for client, runs in results.items():
         wall = statistics.median(r["wall"] for r in runs)
         per_run = [r["cpu"] / r["requests"] * 1000 for r in runs]
-        cpu = statistics.median(per_run)
+        cpu = cpus[client]
         each = ", ".join(f"{x:.3f}" for x in per_run)
         used = runs[0]["client"]
+        ratio = "" if floor is None else f"{cpu / floor:.2f}x"
         print(
             f"| {client} | {used} | {runs[0]['requests']} | {wall:.2f} | {wall / limit:.2f}x "
-            f"| {cpu:.3f} | {each} |"
+            f"| {cpu:.3f} | {ratio} | {each} |"
         )
         summary[client] = {
             "client": used,
@@ -265,6 +333,7 @@ def main() -> None:
             "limit_s": limit,
             "cpu_ms_per_request": cpu,
             "cpu_ms_per_request_runs": per_run,
+            "cpu_over_bare": None if floor is None else cpu / floor,
         }
     print("\n" + json.dumps(summary))
 

@@ -320,6 +320,28 @@ def test_the_estimate_is_bytes_over_three_plus_the_messages() -> None:
     messages = [{"role": "system", "content": "abc"}, {"role": "user", "content": "é" * 5}]
     assert estimate_tokens(messages) == 1 + 4 + 2 * 4  # 3 + 10 bytes -> 5 tokens, 2 messages
     assert estimate_tokens(messages, {"a": 1}) == -(-(13 + 8) // 3) + 8
+    assert estimate_tokens(messages, '{"a": 1}') == estimate_tokens(messages, {"a": 1})
+
+
+def test_a_prompts_fixed_parts_are_made_once_and_not_kept_by_a_changed_copy() -> None:
+    import attrs
+
+    from ctxeval_llm.prompts import USEFULNESS
+
+    variables = {"question": "q?", "answer": "a.", "context": "c."}
+    for with_schema in (True, False):
+        first = USEFULNESS.messages(variables, schema_in_prompt=with_schema)
+        again = USEFULNESS.messages(variables, schema_in_prompt=with_schema)
+        assert first == again
+        assert first[0]["content"] is again[0]["content"]  # the system message, made once
+        assert ("following this JSON schema" in first[0]["content"]) is with_schema
+    assert USEFULNESS.schema_json == json.dumps(USEFULNESS.schema, sort_keys=True)
+    changed = attrs.evolve(USEFULNESS, schema={"type": "object", "title": "changed"})
+    assert '"changed"' in changed.messages(variables, schema_in_prompt=True)[0]["content"]
+    assert '"changed"' in changed.schema_json
+    assert '"changed"' not in USEFULNESS.schema_json
+    assert changed != USEFULNESS
+    assert attrs.evolve(USEFULNESS) == USEFULNESS
 
 
 @pytest.mark.parametrize("bad", [0, -5, 1.5, "big", True])

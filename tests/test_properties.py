@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import ctxeval
@@ -74,3 +74,41 @@ def test_scores_stay_in_0_1_and_nothing_crashes(
         if row.status is Status.ERROR:  # only a missing field may give an error row
             assert "which" in (row.reason or "")
             assert "requires" in (row.reason or "")
+
+
+_COUNT = st.integers(min_value=0, max_value=10**12)
+_COST = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e308, allow_nan=False))
+
+
+@settings(max_examples=200, deadline=None)
+@example([(0, 0, 0, 0, 1e308, 0), (0, 0, 0, 0, 1e308, 0)])  # a sum that is no finite cost
+@given(st.lists(st.tuples(_COUNT, _COUNT, _COUNT, _COUNT, _COST, _COUNT), min_size=2, max_size=2))
+def test_a_sum_of_usages_is_the_usage_of_the_sums(
+    parts: list[tuple[int, int, int, int, float | None, int]],
+) -> None:
+    """``+`` builds its sum without the checks (two checked usages make a valid one): it must
+    equal, hash and pickle as the checked usage of the sums, and a sum too big to be a cost
+    is refused as any cost that is not finite."""
+    import pickle
+
+    import pytest
+
+    from ctxeval import Usage
+
+    names = ("requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits")
+    a, b = (Usage(**dict(zip(names, values, strict=True))) for values in parts)
+    totals = {
+        name: None if name == "cost_usd" and None in (x, y) else x + y  # type: ignore[operator]
+        for name, x, y in zip(names, parts[0], parts[1], strict=True)
+    }
+    if totals["cost_usd"] is not None and not math.isfinite(totals["cost_usd"]):
+        with pytest.raises(ValueError, match="cost_usd"):
+            a + b
+        return
+    total = a + b
+    expected = Usage(**totals)
+    assert total == expected
+    assert hash(total) == hash(expected)
+    assert type(total) is Usage
+    assert total.to_dict() == expected.to_dict()
+    assert pickle.loads(pickle.dumps(total)) == expected

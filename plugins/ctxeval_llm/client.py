@@ -248,13 +248,18 @@ class LLMClient:
         output = output_mode(ctx, config)
         estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
         again = _Again()
+        first_mode = _first_mode(config)
 
         async def attempt() -> Any:
             while True:
                 mode = output.mode
-                request = request_body(
-                    config, prompt, variables, mode, repair=again.repair, max_tokens=again.budget
-                )
+                if mode == first_mode and again.repair is None and again.budget is None:
+                    request = canonical  # (as made above; a transport does not change it)
+                else:
+                    request = request_body(
+                        config, prompt, variables, mode, repair=again.repair,
+                        max_tokens=again.budget,
+                    )  # fmt: skip
                 try:
                     completion = await transport.complete(ctx, request)
                 except (BadRequestError, ServiceError) as exc:

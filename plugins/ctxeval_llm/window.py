@@ -68,11 +68,12 @@ class ContextWindowError(BadRequestError):
 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]], schema: Any = None) -> int:
     """The estimated prompt tokens of ``messages`` (and of ``schema``, sent alongside as
-    ``response_format``): UTF-8 bytes / :data:`BYTES_PER_TOKEN`, rounded up, plus
-    :data:`TOKENS_PER_MESSAGE` per message."""
+    ``response_format``; given as an object or as its JSON text): UTF-8 bytes /
+    :data:`BYTES_PER_TOKEN`, rounded up, plus :data:`TOKENS_PER_MESSAGE` per message."""
     size = sum(len(str(m.get("content") or "").encode("utf-8")) for m in messages)
     if schema is not None:
-        size += len(json.dumps(schema, sort_keys=True).encode("utf-8"))
+        text = schema if isinstance(schema, str) else json.dumps(schema, sort_keys=True)
+        size += len(text.encode("utf-8"))
     return -(-size // BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
 
 
@@ -155,7 +156,7 @@ def check_prompt(
     if window is None:
         return
     size, source = window
-    tokens = estimate_tokens(request.get("messages") or (), prompt.schema)
+    tokens = estimate_tokens(request.get("messages") or (), prompt.schema_json)
     budget = request.get("max_tokens") or config.max_tokens
     if tokens + budget <= size:
         return
@@ -198,7 +199,7 @@ def raise_if_overflow(
         return
     window = next((m.group(1) for p in _WINDOW_SAID if (m := p.search(said))), None)
     size = f"{window} tokens, as the server said; " if window else ""
-    tokens = estimate_tokens(request.get("messages") or (), prompt.schema)
+    tokens = estimate_tokens(request.get("messages") or (), prompt.schema_json)
     budget = request.get("max_tokens") or config.max_tokens
     raise ContextWindowError(
         f"{_where(ctx)}the judge refused the {prompt.name!r} prompt (v{prompt.version}) as "

@@ -64,14 +64,18 @@ class Usage:
             cost: float | None = None
         else:
             cost = self.cost_usd + other.cost_usd
-        return Usage(
-            requests=self.requests + other.requests,
-            retries=self.retries + other.retries,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cost_usd=cost,
-            cache_hits=self.cache_hits + other.cache_hits,
-        )
+            if cost == math.inf:  # (two huge costs): refused as any cost that is not finite
+                return Usage(cost_usd=cost)
+        # the sum of two checked usages needs no check (a request adds a few): built directly
+        total = _new_usage(Usage)
+        _set = object.__setattr__
+        _set(total, "requests", self.requests + other.requests)
+        _set(total, "retries", self.retries + other.retries)
+        _set(total, "prompt_tokens", self.prompt_tokens + other.prompt_tokens)
+        _set(total, "completion_tokens", self.completion_tokens + other.completion_tokens)
+        _set(total, "cost_usd", cost)
+        _set(total, "cache_hits", self.cache_hits + other.cache_hits)
+        return total
 
     @property
     def is_zero(self) -> bool:
@@ -106,6 +110,7 @@ class Usage:
 
 
 _ZERO = Usage()
+_new_usage = object.__new__
 NO_USAGE = _ZERO
 _ZERO_DICT: Final = _ZERO.to_dict()
 _ZERO_TYPES: Final = [type(value) for value in _ZERO_DICT.values()]

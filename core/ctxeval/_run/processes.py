@@ -286,7 +286,12 @@ def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> 
     except Exception as exc:  # raised by the driving process once these rows are in
         error = exc
     per_part = None if log is None else [log.per_row(rows) for rows in collected.parts]
-    for rows in collected.parts:  # a block's lines travel as one buffer
-        if isinstance(rows, RowBlock) and isinstance(rows.sources, list):
-            rows.sources = Lines(rows.sources)
+    for rows in collected.parts:
+        if isinstance(rows, RowBlock):
+            # the parsed samples stay here: unpickling them cost the driving process more
+            # than the whole local run (89 ms against 1.7 ms a part of 5 000 samples); the
+            # rows' evidence is read from their lines, as from any kept block
+            rows.parsed = None
+            if isinstance(rows.sources, list):  # a block's lines travel as one buffer
+                rows.sources = Lines(rows.sources)
     return collected.parts, per_part, error
