@@ -449,6 +449,7 @@ def _evaluations(counter: Path) -> list[int]:
     return [int(line) for line in counter.read_text().split()]
 
 
+@pytest.mark.timeout(1200)  # a real model on CPU, on cores other jobs may share: never speed
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 def test_llama_cpp_python_stops_an_abandoned_streamed_request(
     counted_llama: tuple[str, Path], stream: bool, record_property: Any
