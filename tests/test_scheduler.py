@@ -27,7 +27,7 @@ from ctxeval import (
     Status,
 )
 from ctxeval._calls.failures import label_of
-from ctxeval._calls.limits import TokenBucket
+from ctxeval._calls.limits import Slots, TokenBucket
 from ctxeval._calls.scheduler import Scheduler
 from ctxeval._plugins.base import BaseMetric
 from ctxeval.plugin import classify, retry_after_of
@@ -555,3 +555,109 @@ def test_bad_limits_are_refused() -> None:
         RetryPolicy(max_attempts=0)
     with pytest.raises(ctxeval.ConfigError, match="either limits= or max_concurrency="):
         ctxeval.evaluate([{}], ["id_mrr"], limits=Limits(), max_concurrency=3)
+
+
+# --- slots (the gate's concurrency limit) -------------------------------------------------
+
+
+@pytest.mark.parametrize("total", [1, 2])
+async def test_slots_hold_at_most_their_total_first_come_first_served(total: int) -> None:
+    slots = Slots(total)
+    entered: list[int] = []
+    peak = 0
+
+    async def holder(number: int) -> None:
+        nonlocal peak
+        async with slots:
+            entered.append(number)
+            peak = max(peak, slots.held)
+            await anyio.sleep(0.01)
+
+    async with anyio.create_task_group() as group:
+        for number in range(7):
+            group.start_soon(holder, number)
+            while slots.waiting + len(entered) <= number:
+                await anyio.sleep(0)  # until it holds a slot or waits for one: in this order
+    assert peak == total
+    assert (slots.held, slots.waiting) == (0, 0)
+    if total == 1:  # one wakes at a time: they enter in the order they came (with more, the
+        assert entered == list(range(7))  # ones woken together run in any order on trio)
+    else:
+        assert sorted(entered) == list(range(7))
+
+
+async def test_a_free_slot_is_taken_at_once_and_a_raised_total_lets_waiters_in() -> None:
+    slots = Slots(1)
+    await slots.acquire()  # free: taken without waiting
+    woken = anyio.Event()
+
+    async def waiter() -> None:
+        await slots.acquire()
+        woken.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(waiter)
+        await anyio.sleep(0.01)
+        assert (slots.held, slots.waiting) == (1, 1)
+        slots.total = 2  # raised: the waiter gets the new slot at once
+        with anyio.fail_after(1):
+            await woken.wait()
+    assert (slots.held, slots.waiting) == (2, 0)
+
+
+async def test_a_lowered_total_holds_newcomers_until_enough_holders_leave() -> None:
+    slots = Slots(3)
+    for _ in range(3):
+        await slots.acquire()
+    slots.total = 1
+    got = anyio.Event()
+
+    async def newcomer() -> None:
+        await slots.acquire()
+        got.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(newcomer)
+        slots.release()
+        slots.release()  # 1 held: as many as the total, so the newcomer still waits
+        await anyio.sleep(0.01)
+        assert not got.is_set()
+        assert slots.waiting == 1
+        slots.release()
+        with anyio.fail_after(1):
+            await got.wait()
+    assert slots.held == 1
+
+
+async def test_a_call_cancelled_while_it_waits_for_a_slot_holds_none() -> None:
+    slots = Slots(1)
+    await slots.acquire()
+    with anyio.move_on_after(0.01) as scope:
+        await slots.acquire()
+    assert scope.cancelled_caught
+    assert (slots.held, slots.waiting) == (1, 0)
+    slots.release()
+    await slots.acquire()  # free again
+    assert slots.held == 1
+
+
+async def test_a_call_cancelled_just_after_a_slot_was_handed_to_it_gives_it_back() -> None:
+    slots = Slots(1)
+    await slots.acquire()
+    scope = anyio.CancelScope()
+    cancelled = False
+
+    async def waiter() -> None:
+        nonlocal cancelled
+        with scope:
+            async with slots:  # (cancelled in acquire(), once handed the slot, or just after)
+                await anyio.sleep(1)
+        cancelled = scope.cancelled_caught
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(waiter)
+        await anyio.sleep(0.01)
+        slots.release()  # handed to the waiter (held for it)...
+        scope.cancel()  # ...which is cancelled before it runs again
+    assert cancelled
+    assert (slots.held, slots.waiting) == (0, 0)

@@ -36,10 +36,10 @@ import attrs
 from ctxeval.plugin import (
     BadRequestError,
     CallError,
+    ChatTransport,
     Completion,
     FatalCallError,
     MalformedOutputError,
-    Price,
     RepeatedJudgement,
     RunContext,
     ServiceError,
@@ -54,10 +54,10 @@ from .openai_http import HTTPCompletion, OpenAITransport
 from .parsing import parse_json, redact
 from .prompts import Prompt
 from .slots import server_slots
-from .transport import transport_for
-from .window import check_prompt, raise_if_overflow, served_window
+from .transport import held_transport
+from .window import check_fits, known_window, raise_if_overflow, served_window
 
-__all__ = ["LLMClient", "OutputMode", "ask", "client_for", "output_mode"]
+__all__ = ["BoundLLM", "LLMClient", "OutputMode", "ask", "bound_llm", "client_for", "output_mode"]
 
 logger = logging.getLogger(__name__)
 
@@ -206,144 +206,239 @@ class LLMClient:
         per item. A malformed answer raises :class:`ctxeval.MalformedOutputError`, which the
         scheduler retries a few times.
         """
-        config = self.config
-        # a panel's repeated judgement (ctxeval.plugin.JudgeContext): its own temperature and
-        # its own cache entry (and, in a batch, its own line)
-        repeat: int = 0
-        temperature: float | None = None
-        if _repeats(ctx):
-            repeat, temperature = ctx.repeat, ctx.temperature
-        if temperature is not None and temperature != config.temperature:
-            config = attrs.evolve(config, temperature=temperature)
-        canonical = request_body(config, prompt, variables, _first_mode(config))
-        check_prompt(ctx, config, prompt, canonical)  # a known window: never sent if too long
-        cache = ctx.cache
-        key = None
-        if cache is not None:
-            parts: dict[str, Any] = {
-                "model": config.model,
-                "endpoint": config.endpoint,
-                "messages": canonical["messages"],
-                "params": {k: v for k, v in canonical.items() if k not in ("messages", "model")},
-                "schema": prompt.schema,
-                "prompt": f"{prompt.name}@{prompt.version}",
-            }
-            if repeat:
-                parts["repeat"] = repeat
-            key = cache_key(**parts)
-            hit = cache.get(key)
-            if hit is not None:  # free; but a run whose price is unknown stays "unknown"
-                free = 0.0 if _price(config) is not None else None
-                ctx.add_usage(Usage(cache_hits=1, cost_usd=free))
-                return prompt.check(hit, expect)
-        transport = await transport_for(config, ctx)
-        if config.batch and isinstance(transport, OpenAITransport):
-            line = {**canonical, "seed": repeat} if repeat else canonical
-            answered = await self._from_batch(ctx, transport, prompt, line, expect)
-            if answered is not None:
-                raw, answer = answered
-                if cache is not None and key is not None:
-                    cache.set(key, raw)
-                return answer
-        output = output_mode(ctx, config)
-        estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
-        again = _Again()
-        first_mode = _first_mode(config)
+        return await bound_llm(ctx, self.config).ask(ctx, prompt, variables, expect=expect)
 
-        async def attempt() -> Any:
-            while True:
-                mode = output.mode
-                if mode == first_mode and again.repair is None and again.budget is None:
-                    request = canonical  # (as made above; a transport does not change it)
-                else:
-                    request = request_body(
-                        config, prompt, variables, mode, repair=again.repair,
-                        max_tokens=again.budget,
-                    )  # fmt: skip
-                try:
-                    completion = await transport.complete(ctx, request)
-                except (BadRequestError, ServiceError) as exc:
-                    raise_if_overflow(exc, ctx, config, prompt, request)  # "context length"
-                    if output.refused(exc, mode, config.resource):
-                        ctx.add_usage(Usage(requests=1))  # the refused request was sent too
-                        continue
-                    raise
-                output.answered(mode)
-                output.served = completion.model or output.served
-                break
-            ctx.add_usage(_usage_of(config, completion))
-            content = completion.content
-            if any(secret in content for secret in output.secrets) or "sk-" in content:
-                content = redact(content, *output.secrets)  # a judge that echoes a key
-            try:
-                raw = parse_json(content)
-                return raw, prompt.check(raw, expect)
-            except MalformedOutputError as exc:  # it may quote the answer: no secret in it
-                problem = redact(str(exc), config.api_key, config.openai_key())
-                if completion.finish_reason == "length":
-                    again.cut(config.max_tokens, problem)
-                else:
-                    again.repair = (content, problem)
-                raise MalformedOutputError(problem) from None
 
-        slots = server_slots(ctx, config.endpoint)
-        key_ = config.api_key or config.openai_key()
-        limiter = await slots.limiter({"Authorization": f"Bearer {key_}"} if key_ else None)
-        check_prompt(ctx, config, prompt, canonical, served_window(slots))  # a local server's
-        async with output.turn(), limiter or nullcontext():  # waits here are not timed
-            raw, answer = await ctx.call(
-                attempt, resource=config.resource, tokens=estimate, timeout=config.timeout
-            )
-        if cache is not None and key is not None:
-            cache.set(key, raw)  # the answer as the model gave it; checked again when read
-        return answer
+class BoundLLM:
+    """One ``llm`` setting as a run uses it: what each of its requests needs, worked out at
+    its first (the configuration, its resource name and price, the context window known
+    without asking a server, the run's output mode, transport and server slots for its
+    endpoint). Run-wide: :func:`bound_llm` makes one per setting and run."""
 
-    async def _from_batch(
+    __slots__ = (
+        "auth", "config", "first_mode", "given", "holder", "output", "price", "repeating",
+        "resource", "slots", "transport", "window",
+    )  # fmt: skip
+
+    def __init__(self, given: Any, config: LLMConfig, ctx: RunContext) -> None:
+        self.given = given
+        """The setting as given (kept: its ``id`` is the key of this binding in the run)."""
+        self.config = config
+        self.resource = config.resource
+        self.first_mode = _first_mode(config)
+        self.price = config.price()
+        self.window = known_window(config)
+        self.output = output_mode(ctx, config)
+        self.slots = server_slots(ctx, config.endpoint)
+        self.holder = held_transport(config, ctx)
+        self.transport: ChatTransport | None = None
+        """The run's transport, once it passed its readiness check."""
+        key = config.api_key or config.openai_key()
+        self.auth = {"Authorization": f"Bearer {key}"} if key else None
+        self.repeating: dict[type, bool] = {}
+        """Per context class, whether it is a panel's repeated judgement (a protocol's
+        ``isinstance`` is slow, and a class's contexts all are, or none is)."""
+
+    def repeats(self, ctx: RunContext) -> TypeGuard[RepeatedJudgement]:
+        """Whether ``ctx`` is a panel's repeated judgement
+        (:class:`ctxeval.plugin.RepeatedJudgement`)."""
+        kind = type(ctx)
+        known = self.repeating.get(kind)
+        if known is None:
+            known = self.repeating[kind] = isinstance(ctx, RepeatedJudgement)
+        return known
+
+    async def ask(
         self,
         ctx: RunContext,
-        transport: OpenAITransport,
         prompt: Prompt,
-        request: Mapping[str, Any],
-        expect: int | None,
-    ) -> tuple[Any, Any] | None:
-        """The raw and checked answer from the run's batches, or None when the batch could
-        not give one (the request is then sent the normal way)."""
-        config = self.config
-        batcher = ctx.shared(
-            f"ctxeval_llm.batch:{config.resource}",
-            lambda: Batcher(config, transport, ctx.run_folder),
-        )
+        variables: Mapping[str, Any],
+        *,
+        expect: int | None = None,
+    ) -> Any:
+        """The checked answer to ``prompt`` (see :meth:`LLMClient.ask`)."""
+        return await _ask(self, ctx, prompt, variables, expect)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The price of one request: the user's price, else the provider's (None: unknown)."""
+        price = self.price
+        return None if price is None else price.cost(prompt_tokens, completion_tokens)
+
+
+def bound_llm(ctx: RunContext, llm: Any) -> BoundLLM:
+    """The run's :class:`BoundLLM` for ``llm`` (a plugin's ``llm`` option, or else the run's
+    ``llm=``: a configuration, a model string, a dict, a callable), made on first use."""
+    given = llm if llm is not None else ctx.llm
+    bindings: dict[int, BoundLLM] = ctx.shared("ctxeval_llm.bound", dict)
+    found = bindings.get(id(given))
+    if found is None or found.given is not given:
+        if len(bindings) >= _MAX_BINDINGS:  # a setting made anew for each row (a plugin's
+            bindings.clear()  # LLMClient(LLMConfig(...)) per row): not one kept per row
+        found = bindings[id(given)] = BoundLLM(given, resolve_llm(given), ctx)
+    return found
+
+
+_MAX_BINDINGS = 64
+"""The most settings :func:`bound_llm` keeps per run (each keeps its setting alive)."""
+
+
+async def _ask(
+    bound: BoundLLM,
+    ctx: RunContext,
+    prompt: Prompt,
+    variables: Mapping[str, Any],
+    expect: int | None,
+) -> Any:
+    """:meth:`LLMClient.ask` (see there)."""
+    config = bound.config
+    # a panel's repeated judgement (ctxeval.plugin.JudgeContext): its own temperature and
+    # its own cache entry (and, in a batch, its own line)
+    repeat: int = 0
+    temperature: float | None = None
+    if bound.repeats(ctx):
+        repeat, temperature = ctx.repeat, ctx.temperature
+    if temperature is not None and temperature != config.temperature:
+        config = attrs.evolve(config, temperature=temperature)
+    first_mode = bound.first_mode
+    canonical = request_body(config, prompt, variables, first_mode)
+    if bound.window is not None:  # a known window: never sent if too long
+        check_fits(ctx, config, prompt, canonical, bound.window)
+    cache = ctx.cache
+    key = None
+    if cache is not None:
+        parts: dict[str, Any] = {
+            "model": config.model,
+            "endpoint": config.endpoint,
+            "messages": canonical["messages"],
+            "params": {k: v for k, v in canonical.items() if k not in ("messages", "model")},
+            "schema": prompt.schema,
+            "prompt": f"{prompt.name}@{prompt.version}",
+        }
+        if repeat:
+            parts["repeat"] = repeat
+        key = cache_key(**parts)
+        hit = cache.get(key)
+        if hit is not None:  # free; but a run whose price is unknown stays "unknown"
+            free = 0.0 if bound.price is not None else None
+            ctx.add_usage(Usage(cache_hits=1, cost_usd=free))
+            return prompt.check(hit, expect)
+    transport = bound.transport
+    if transport is None:  # (the run's first requests: they wait for its readiness check)
+        transport = bound.transport = await bound.holder.check(ctx)
+    if config.batch and isinstance(transport, OpenAITransport):
+        line = {**canonical, "seed": repeat} if repeat else canonical
+        answered = await _from_batch(bound, ctx, transport, prompt, line, expect)
+        if answered is not None:
+            raw, answer = answered
+            if cache is not None and key is not None:
+                cache.set(key, raw)
+            return answer
+    output = bound.output
+    estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
+    again = _Again()
+
+    async def attempt() -> Any:
+        while True:
+            mode = output.mode
+            if mode == first_mode and again.repair is None and again.budget is None:
+                request = canonical  # (as made above; a transport does not change it)
+            else:
+                request = request_body(
+                    config, prompt, variables, mode, repair=again.repair,
+                    max_tokens=again.budget,
+                )  # fmt: skip
+            try:
+                completion = await transport.complete(ctx, request)
+            except (BadRequestError, ServiceError) as exc:
+                raise_if_overflow(exc, ctx, config, prompt, request)  # "context length"
+                if output.refused(exc, mode, bound.resource):
+                    ctx.add_usage(Usage(requests=1))  # the refused request was sent too
+                    continue
+                raise
+            output.answered(mode)
+            output.served = completion.model or output.served
+            break
+        ctx.add_usage(_usage_of(bound, completion))
+        content = completion.content
+        if any(secret in content for secret in output.secrets) or "sk-" in content:
+            content = redact(content, *output.secrets)  # a judge that echoes a key
         try:
-            completion = await batcher.complete(ctx, request)
-            raw = parse_json(completion.content)
-            answer = prompt.check(raw, expect)
-        except UnusableLLMError:
-            raise
-        except CallError as exc:
-            logger.debug("%s; sending it the normal way", exc)
-            return None
-        price = _cost(config, completion.prompt_tokens, completion.completion_tokens)
-        ctx.add_usage(
-            Usage(
-                requests=1,
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                cost_usd=None if price is None else price * BATCH_PRICE,
+            raw = parse_json(content)
+            return raw, prompt.check(raw, expect)
+        except MalformedOutputError as exc:  # it may quote the answer: no secret in it
+            problem = redact(str(exc), config.api_key, config.openai_key())
+            if completion.finish_reason == "length":
+                again.cut(config.max_tokens, problem)
+            else:
+                again.repair = (content, problem)
+            raise MalformedOutputError(problem) from None
+
+    slots = bound.slots
+    limiter = await slots.limiter(bound.auth)
+    if config.context_window is None:  # a local server's own window, when it says one
+        served = served_window(slots)
+        if served is not None:
+            check_fits(ctx, config, prompt, canonical, served)
+    resource, timeout = bound.resource, config.timeout
+    if output.confirmed and limiter is None:  # the usual case, once the first answer came
+        raw, answer = await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
+    else:
+        async with output.turn(), limiter or nullcontext():  # waits here are not timed
+            raw, answer = await ctx.call(
+                attempt, resource=resource, tokens=estimate, timeout=timeout
             )
+    if cache is not None and key is not None:
+        cache.set(key, raw)  # the answer as the model gave it; checked again when read
+    return answer
+
+
+async def _from_batch(
+    bound: BoundLLM,
+    ctx: RunContext,
+    transport: OpenAITransport,
+    prompt: Prompt,
+    request: Mapping[str, Any],
+    expect: int | None,
+) -> tuple[Any, Any] | None:
+    """The raw and checked answer from the run's batches, or None when the batch could
+    not give one (the request is then sent the normal way)."""
+    config = bound.config
+    batcher = ctx.shared(
+        f"ctxeval_llm.batch:{config.resource}",
+        lambda: Batcher(config, transport, ctx.run_folder),
+    )
+    try:
+        completion = await batcher.complete(ctx, request)
+        raw = parse_json(completion.content)
+        answer = prompt.check(raw, expect)
+    except UnusableLLMError:
+        raise
+    except CallError as exc:
+        logger.debug("%s; sending it the normal way", exc)
+        return None
+    price = bound.cost(completion.prompt_tokens, completion.completion_tokens)
+    ctx.add_usage(
+        Usage(
+            requests=1,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            cost_usd=None if price is None else price * BATCH_PRICE,
         )
-        return raw, answer
+    )
+    return raw, answer
 
 
 MAX_TOKENS_SAID = 10_000_000
 """The most tokens one answer's usage is believed to count; more (``1e300``) is not usage."""
 
 
-def _usage_of(config: LLMConfig, completion: Completion) -> Usage:
+def _usage_of(bound: BoundLLM, completion: Completion) -> Usage:
     """The usage an answer reports, priced; token counts that cannot be true (negative, beyond
     :data:`MAX_TOKENS_SAID`) are not taken, nor those of an answer that reported none (a
     stream from llama-cpp-python): no tokens, and the cost unknown."""
+    config = bound.config
     if type(completion) is HTTPCompletion and not completion.usage_known:
-        _say_no_usage(config.resource)
+        _say_no_usage(bound.resource)
         return Usage(cost_usd=None)
     said = (completion.prompt_tokens, completion.completion_tokens)
     if not all(isinstance(n, int) and 0 <= n <= MAX_TOKENS_SAID for n in said):
@@ -356,7 +451,7 @@ def _usage_of(config: LLMConfig, completion: Completion) -> Usage:
     return Usage(
         prompt_tokens=said[0],
         completion_tokens=said[1],
-        cost_usd=_cost(config, said[0], said[1]),
+        cost_usd=bound.cost(said[0], said[1]),
     )
 
 
@@ -410,51 +505,10 @@ class _Again:
         self.budget = 2 * max_tokens
 
 
-def _cost(config: LLMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """The price of one request: the user's price, else the provider's (None: unknown)."""
-    price = _price(config)
-    return None if price is None else price.cost(prompt_tokens, completion_tokens)
-
-
-def _price(config: LLMConfig) -> Price | None:
-    """``config.price()``, looked up once per model, given price and provider: asking a
-    provider (a protocol checked with ``isinstance``) costs a tenth of a millisecond, too much
-    once per request."""
-    provider = config.provider
-    key = (config.model, config.price_per_million_tokens, id(provider))
-    hit = _PRICES.get(key)
-    if hit is not None and hit[0] is provider:
-        return hit[1]
-    if len(_PRICES) > 256:
-        _PRICES.clear()
-    price = config.price()
-    _PRICES[key] = (provider, price)
-    return price
-
-
-_PRICES: dict[tuple[str, Any, int], tuple[Any, Price | None]] = {}
-"""A memo of :func:`_price` (the provider kept with its price, so that its id is not reused)."""
-
-
 def _first_mode(config: LLMConfig) -> Mode:
     """The output mode a request is first asked in (and cached under): :class:`OutputMode`'s
     start, without making one."""
     return "json_schema" if config.json_schema else "prompt"
-
-
-def _repeats(ctx: RunContext) -> TypeGuard[RepeatedJudgement]:
-    """Whether ``ctx`` is a panel's repeated judgement (:class:`ctxeval.plugin.RepeatedJudgement`,
-    checked once per context class: a protocol's ``isinstance`` is slow)."""
-    kind = type(ctx)
-    known = _REPEATING.get(kind)
-    if known is None:
-        known = _REPEATING[kind] = isinstance(ctx, RepeatedJudgement)
-    return known
-
-
-_REPEATING: dict[type, bool] = {}
-"""Per context class, whether it is a repeated judgement (a memo: a class's contexts all are,
-or none is)."""
 
 
 BATCH_PRICE = 0.5
@@ -463,7 +517,7 @@ BATCH_PRICE = 0.5
 
 def client_for(llm: Any, ctx: RunContext) -> LLMClient:
     """The client for a plugin's ``llm`` option, or else the run's ``llm=``."""
-    return LLMClient(resolve_llm(llm if llm is not None else ctx.llm))
+    return LLMClient(bound_llm(ctx, llm).config)
 
 
 async def ask(
@@ -475,4 +529,4 @@ async def ask(
     expect: int | None = None,
 ) -> Any:
     """Shortcut: ``client_for(llm, ctx).ask(ctx, prompt, variables, expect=expect)``."""
-    return await client_for(llm, ctx).ask(ctx, prompt, variables, expect=expect)
+    return await bound_llm(ctx, llm).ask(ctx, prompt, variables, expect=expect)

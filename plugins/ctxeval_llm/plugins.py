@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ClassVar, Literal
 
 import anyio
@@ -52,11 +52,28 @@ from ctxeval.plugin import (
 )
 
 from . import prompts
-from .client import LLMClient, Mode, ask, output_mode, request_body
+from .client import Mode, ask, bound_llm, output_mode, request_body
 from .config import LLMConfig, resolve_llm
 from .slots import server_slots
 
 logger = logging.getLogger(__name__)
+
+
+async def at_once(
+    func: Callable[..., Coroutine[Any, Any, None]], calls: Sequence[tuple[Any, ...]], name: str
+) -> None:
+    """``func(*args)`` for each ``args`` of ``calls``, all at once: one task each (named
+    ``name``) in a task group, so a failure cancels the others; a single call runs in this
+    task. (Running one of several here would save a task, but it would reach the judge's gate
+    before its siblings and the earlier rows' calls, and rows would no longer finish in
+    order: the ``--max-cost`` run of tests/test_cli.py finished none.)"""
+    if len(calls) == 1:
+        await func(*calls[0])
+        return
+    async with anyio.create_task_group() as group:
+        for args in calls:
+            group.start_soon(func, *args, name=name)
+
 
 __all__ = [
     "ContextRelevance",
@@ -161,9 +178,7 @@ class LLMEntityExtractor:
             entities = await ask(ctx, self.llm, prompts.ENTITIES, {"text": text})
             results[index] = in_text(entities, text)
 
-        async with anyio.create_task_group() as group:
-            for index, text in enumerate(texts):
-                group.start_soon(one, index, text)
+        await at_once(one, list(enumerate(texts)), "ctxeval_llm: entities")
         return results
 
 
@@ -278,9 +293,7 @@ class LLMRelevanceJudge:
                     {"question": question, "answer": answer, "context": context},
                 )
 
-            async with anyio.create_task_group() as group:
-                for index, context in enumerate(items):
-                    group.start_soon(one, index, context)
+            await at_once(one, list(enumerate(items)), "ctxeval_llm: usefulness")
         return [Verdict(v["verdict"] == 1, float(v["verdict"]), None, v["reason"]) for v in judged]
 
 
@@ -777,8 +790,8 @@ class ContextRelevance(BaseMetric):
         """Each chunk's ``{grade, reason}`` (``chunks`` distinct and not blank), and how many
         of the judgements were made for another row of the run (another metric, or the same
         question and chunk in another sample)."""
-        config = resolve_llm(self.llm if self.llm is not None else ctx.llm)
-        client = LLMClient(config)
+        client = bound_llm(ctx, self.llm)  # (the run's binding: not a new one for each row)
+        config = client.config
         memo: SharedJudgements = ctx.shared("ctxeval_llm.judgements", SharedJudgements)
         if self.batch:
             batch_vars = {"question": question, "contexts": _listing(chunks)}
@@ -800,9 +813,7 @@ class ContextRelevance(BaseMetric):
             judged[chunk] = answer
             shared_count += shared
 
-        async with anyio.create_task_group() as group:
-            for chunk in chunks:
-                group.start_soon(one, chunk)
+        await at_once(one, [(chunk,) for chunk in chunks], "ctxeval_llm: relevance")
         return judged, shared_count
 
 

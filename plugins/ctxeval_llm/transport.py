@@ -132,5 +132,11 @@ async def transport_for(config: LLMConfig, ctx: RunContext) -> ChatTransport:
     """The run's transport for ``config`` (made on first use), once its readiness check
     (an optional ``async ready(ctx)`` method) has passed; raises what makes every request of
     the run fail (see the module's description)."""
-    holder = ctx.shared(*_kind(config, ctx))
-    return await holder.check(ctx)
+    return await held_transport(config, ctx).check(ctx)
+
+
+def held_transport(config: LLMConfig, ctx: RunContext) -> _Ready:
+    """The run's holder of ``config``'s transport (made on first use): ``await
+    holder.check(ctx)`` gives the transport, as :func:`transport_for` does."""
+    holder: _Ready = ctx.shared(*_kind(config, ctx))
+    return holder

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BYTES_PER_TOKEN",
     "ContextWindowError",
+    "check_fits",
     "check_prompt",
     "estimate_tokens",
     "known_window",
@@ -153,8 +154,18 @@ def check_prompt(
     window = served if served is not None and config.context_window is None else None
     if window is None:
         window = known_window(config)
-    if window is None:
-        return
+    if window is not None:
+        check_fits(ctx, config, prompt, request, window)
+
+
+def check_fits(
+    ctx: RunContext,
+    config: LLMConfig,
+    prompt: Prompt,
+    request: Mapping[str, Any],
+    window: tuple[int, str],
+) -> None:
+    """:func:`check_prompt` against ``window`` (its size in tokens, and where it comes from)."""
     size, source = window
     tokens = estimate_tokens(request.get("messages") or (), prompt.schema_json)
     budget = request.get("max_tokens") or config.max_tokens

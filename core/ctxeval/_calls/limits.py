@@ -3,7 +3,7 @@
 A :class:`Gate` is what every call to a resource passes through, whatever metric or sample it
 serves:
 
-* at most ``max_concurrency`` calls in flight (an :class:`anyio.CapacityLimiter`);
+* at most ``max_concurrency`` calls in flight (:class:`Slots`);
 * optional requests-per-minute and tokens-per-minute budgets (:class:`TokenBucket`);
 * overload: the call that got a 429 waits its ``Retry-After`` out before its retry (without
   holding a slot), and, unless the resource lately answered calls with as many in flight as
@@ -31,8 +31,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 import anyio
@@ -40,7 +39,7 @@ import attrs
 
 from ctxeval._plugins.validators import boolean, optional_positive_number, positive_int
 
-__all__ = ["Gate", "Limits", "SharedLimits", "TokenBucket"]
+__all__ = ["Gate", "Limits", "SharedLimits", "Slots", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +94,95 @@ class SharedLimits(Protocol):
         ...
 
 
+class Slots:
+    """At most :attr:`total` holders at once, served first come, first served.
+
+    :attr:`total` may change while slots are held: raised, it lets waiters in at once;
+    lowered below the slots held, newcomers wait until enough holders have left.
+    :class:`anyio.CapacityLimiter` does the same, but yields to the event loop on every
+    acquisition, a free slot or not (anyio's rule that every ``await`` is a checkpoint): one
+    more turn of the event loop for each LLM request a run sends. A free slot is taken here
+    without one; a call that waits, waits on an :class:`anyio.Event` (trio as asyncio), and a
+    call cancelled while it waits, or just after a slot was handed to it, leaves none held.
+    """
+
+    def __init__(self, total: int) -> None:
+        self._total = total
+        self._held = 0
+        self._waiting: deque[anyio.Event] = deque()
+
+    @property
+    def total(self) -> int:
+        """The slots there are (holders allowed at once)."""
+        return self._total
+
+    @total.setter
+    def total(self, value: int) -> None:
+        self._total = value
+        self._hand_over()
+
+    @property
+    def held(self) -> int:
+        """The slots held now."""
+        return self._held
+
+    @property
+    def waiting(self) -> int:
+        """The calls waiting for a slot."""
+        return len(self._waiting)
+
+    async def acquire(self) -> None:
+        """Take a slot: at once when one is free and nobody waits, else in turn."""
+        if self._held < self._total and not self._waiting:
+            self._held += 1
+            return
+        turn = anyio.Event()
+        self._waiting.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:  # cancelled: give back the slot handed over meanwhile, if one was
+            if turn.is_set():
+                self.release()
+            else:
+                self._waiting.remove(turn)
+            raise
+
+    def release(self) -> None:
+        """Give a slot back (the next waiter gets it)."""
+        self._held -= 1
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        while self._waiting and self._held < self._total:
+            self._held += 1  # held for the waiter, which is woken holding it
+            self._waiting.popleft().set()
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+
+class _Slot:
+    """:meth:`Gate.slot`: a class, not an ``asynccontextmanager`` (one per LLM request; a
+    generator's set-up costs twice as much)."""
+
+    __slots__ = ("_gate", "_lease", "_tokens")
+
+    def __init__(self, gate: Gate, tokens: float) -> None:
+        self._gate = gate
+        self._tokens = tokens
+        self._lease: object = None
+
+    async def __aenter__(self) -> int:
+        self._lease = await self._gate._enter(self._tokens)
+        return self._gate.in_flight
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._gate._leave(self._lease)
+
+
 class TokenBucket:
     """A budget of ``per_minute`` units that refills continuously; :meth:`take` waits for units.
 
@@ -133,7 +221,7 @@ class Gate:
         self.limits = limits
         self.shared = shared
         """Limits shared with other processes, when there are (then they hold the rates)."""
-        self._limiter = anyio.CapacityLimiter(limits.max_concurrency)
+        self._slots = Slots(limits.max_concurrency)
         local_rates = shared is None
         self._requests = (
             TokenBucket(limits.requests_per_minute)
@@ -171,40 +259,55 @@ class Gate:
     @property
     def concurrency(self) -> int:
         """The concurrency allowed now (lower than the maximum after 429s)."""
-        return int(self._limiter.total_tokens)
+        return self._slots.total
 
-    @asynccontextmanager
-    async def slot(self, tokens: float = 0.0) -> AsyncIterator[int]:
+    def slot(self, tokens: float = 0.0) -> AbstractAsyncContextManager[int]:
         """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit.
 
-        Yields the calls in flight as this one is sent, itself included (give it to
-        :meth:`on_success`). Once the resource is known unusable (a refused key...), no further
-        request is sent: the slot raises that error at once.
+        Gives (``async with gate.slot() as sent_with``) the calls in flight as this one is
+        sent, itself included (give it to :meth:`on_success`). Once the resource is known
+        unusable (a refused key...), no further request is sent: the slot raises that error at
+        once.
         """
+        return _Slot(self, tokens)
+
+    async def _enter(self, tokens: float) -> object:
+        """Wait for a slot and take it (see :meth:`slot`); the shared lease, if any."""
         self._check_refused()
-        await self._wait_for_pause()
+        if self._paused_until != -math.inf:
+            await self._wait_for_pause()
         if self._requests is not None:
             await self._requests.take(1)
         if self._tokens is not None and tokens > 0:
             await self._tokens.take(tokens)
-        async with self._limiter:
+        await self._slots.acquire()
+        try:
             self._check_refused()
-            await self._wait_for_pause()  # a 429 may have come in while we queued
+            if self._paused_until != -math.inf:  # a 429 may have come in while we queued
+                await self._wait_for_pause()
             lease = None if self.shared is None else await self.shared.acquire(self.name, tokens)
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-            try:
-                yield self.in_flight
-            finally:
-                self.in_flight -= 1
-                if self.shared is not None:
-                    with anyio.CancelScope(shield=True):
-                        await self.shared.release(self.name, lease)
+        except BaseException:
+            self._slots.release()
+            raise
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        return lease
+
+    async def _leave(self, lease: object) -> None:
+        """Give back the slot :meth:`_enter` took (and the shared lease)."""
+        self.in_flight -= 1
+        try:
+            if self.shared is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.shared.release(self.name, lease)
+        finally:
+            self._slots.release()
 
     async def _wait_for_pause(self) -> None:
         while True:
             delay = self._paused_until - anyio.current_time()
             if delay <= 0:
+                self._paused_until = -math.inf  # over: not looked at again until the next
                 return
             await anyio.sleep(delay)
 
@@ -237,7 +340,7 @@ class Gate:
             if taken < self.concurrency and took < 0:
                 self._successes = 0  # the climb back starts again from here
                 self._refused_at = level
-                self._limiter.total_tokens = taken
+                self._slots.total = taken
                 logger.info("%s: rate limited; concurrency lowered to %d", self.name, taken)
             refused_everyone = self.in_flight <= 1 and self._refusals_in_a_row >= 2
         else:
@@ -294,13 +397,13 @@ class Gate:
         needed = self.concurrency * (4 if self.concurrency + 1 == self._refused_at else 1)
         if self._successes >= needed and self._worth_probing():
             self._successes = 0
-            self._limiter.total_tokens = self.concurrency + 1
+            self._slots.total = self.concurrency + 1
 
     def _worth_probing(self) -> bool:
         """Whether a higher limit can pay: calls wait for a slot, enough of them to keep the
         current slots busy while a refused probe waits out the last ``Retry-After`` (else a
         refusal near the end of the work would only add that wait to the run)."""
-        waiting = self._limiter.statistics().tasks_waiting
+        waiting = self._slots.waiting
         if waiting == 0:
             return False
         if not self._retry_after_seen or not self._call_seconds:

@@ -330,7 +330,7 @@ class Panel:
 
         async with anyio.create_task_group() as group:
             for judge, repeat in jobs:
-                group.start_soon(one, judge, repeat)
+                group.start_soon(one, judge, repeat, name="ctxeval: a judge")
 
     async def _decide(
         self,

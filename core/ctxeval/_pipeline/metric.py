@@ -25,8 +25,6 @@ from ctxeval._plugins.hooks import (
     EstimatesCallsByJudge,
     EstimatesExtractorCalls,
     EstimatesMatcherCalls,
-    MetersUsage,
-    ReportsProvenance,
     needs_run_llm,
     own_llm,
 )
@@ -142,7 +140,7 @@ class PipelineMetric(BaseMetric):
         if isinstance(judgement, MetricResult):
             return judgement
         row = self.result_of(judgement)
-        if not isinstance(ctx, MetersUsage) or ctx.usage is None:  # nobody judged it
+        if getattr(ctx, "usage", None) is None:  # nobody judged it (ctx: MetersUsage, or not)
             return row
         provenance = self.provenance(ctx)
         return row if provenance is None else row.with_details(provenance=provenance)
@@ -153,8 +151,9 @@ class PipelineMetric(BaseMetric):
         with ctxeval's version; None when no part reports one (deterministic parts)."""
         judges: list[Any] = []
         for part in self.pipeline.parts:
-            if isinstance(part, ReportsProvenance):
-                said = part.provenance(ctx)
+            report = getattr(part, "provenance", None)  # (ReportsProvenance: its isinstance
+            if report is not None:  # check costs 50 times this, once per row)
+                said = report(ctx)
                 for one in said if isinstance(said, list) else [said]:
                     if one is not None and one not in judges:
                         judges.append(one)

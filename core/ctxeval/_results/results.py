@@ -46,16 +46,36 @@ class Usage:
     add up with ``+``; a sum has a cost only if every part has one (or costs nothing).
     """
 
-    requests: int = attrs.field(default=0, validator=non_negative_int)
+    requests: int = 0
     """LLM requests sent over the network (each retry attempt counts)."""
-    retries: int = attrs.field(default=0, validator=non_negative_int)
+    retries: int = 0
     """Attempts that were retries of an earlier, failed attempt."""
-    prompt_tokens: int = attrs.field(default=0, validator=non_negative_int)
-    completion_tokens: int = attrs.field(default=0, validator=non_negative_int)
-    cost_usd: float | None = attrs.field(default=0.0, validator=_optional_cost)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
     """Cost in US dollars from the local price table, or ``None`` when unknown."""
-    cache_hits: int = attrs.field(default=0, validator=non_negative_int)
+    cache_hits: int = 0
     """Answers served from the on-disk cache instead of the network."""
+
+    def __attrs_post_init__(self) -> None:
+        # Checked here, not by a validator per field: every LLM request builds a usage or two,
+        # and one check of the usual case (whole numbers >= 0, a finite cost or None) costs a
+        # sixth of six validators. The fields' own validators say what is wrong otherwise.
+        cost = self.cost_usd
+        if (
+            type(self.requests) is int
+            and type(self.retries) is int
+            and type(self.prompt_tokens) is int
+            and type(self.completion_tokens) is int
+            and type(self.cache_hits) is int
+            and min(self.requests, self.retries, self.prompt_tokens) >= 0
+            and min(self.completion_tokens, self.cache_hits) >= 0
+            and (cost is None or (type(cost) is float and 0.0 <= cost < math.inf))
+        ):
+            return
+        for field in attrs.fields(Usage):
+            check = _optional_cost if field.name == "cost_usd" else non_negative_int
+            check(self, field, getattr(self, field.name))
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):

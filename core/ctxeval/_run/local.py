@@ -129,7 +129,9 @@ async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
         await run.emitter.admit()
         rows, waiting = await run.score_now(sample, sample_id)
         if waiting:
-            group.start_soon(run.score_later, index, sample, sample_id, rows, waiting)
+            group.start_soon(
+                run.score_later, index, sample, sample_id, rows, waiting, name="ctxeval: a sample"
+            )
         else:
             await run.emitter.done(index, rows, eager=False)  # type: ignore[arg-type]
         index += 1

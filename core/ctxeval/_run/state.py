@@ -252,7 +252,7 @@ class Run:
         else:
             async with anyio.create_task_group() as group:
                 for position in waiting:
-                    group.start_soon(one, position)
+                    group.start_soon(one, position, name="ctxeval: a metric")
         await self.emitter.done(index, rows, eager=True)  # type: ignore[arg-type]
 
 
