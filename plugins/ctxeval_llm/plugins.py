@@ -59,22 +59,6 @@ from .slots import server_slots
 logger = logging.getLogger(__name__)
 
 
-async def at_once(
-    func: Callable[..., Coroutine[Any, Any, None]], calls: Sequence[tuple[Any, ...]], name: str
-) -> None:
-    """``func(*args)`` for each ``args`` of ``calls``, all at once: one task each (named
-    ``name``) in a task group, so a failure cancels the others; a single call runs in this
-    task. (Running one of several here would save a task, but it would reach the judge's gate
-    before its siblings and the earlier rows' calls, and rows would no longer finish in
-    order: the ``--max-cost`` run of tests/test_cli.py finished none.)"""
-    if len(calls) == 1:
-        await func(*calls[0])
-        return
-    async with anyio.create_task_group() as group:
-        for args in calls:
-            group.start_soon(func, *args, name=name)
-
-
 __all__ = [
     "ContextRelevance",
     "ContextSufficiency",
@@ -90,6 +74,22 @@ __all__ = [
     "doc_id_of",
     "relevance_score",
 ]
+
+
+async def _at_once(
+    func: Callable[..., Coroutine[Any, Any, None]], calls: Sequence[tuple[Any, ...]], name: str
+) -> None:
+    """``func(*args)`` for each ``args`` of ``calls``, all at once: one task each (named
+    ``name``) in a task group, so a failure cancels the others; a single call runs in this
+    task. (Running one of several here would save a task, but it would reach the judge's gate
+    before its siblings and the earlier rows' calls, and rows would no longer finish in
+    order: the ``--max-cost`` run of tests/test_cli.py finished none.)"""
+    if len(calls) == 1:
+        await func(*calls[0])
+        return
+    async with anyio.create_task_group() as group:
+        for args in calls:
+            group.start_soon(func, *args, name=name)
 
 
 def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
@@ -178,7 +178,7 @@ class LLMEntityExtractor:
             entities = await ask(ctx, self.llm, prompts.ENTITIES, {"text": text})
             results[index] = in_text(entities, text)
 
-        await at_once(one, list(enumerate(texts)), "ctxeval_llm: entities")
+        await _at_once(one, list(enumerate(texts)), "ctxeval_llm: entities")
         return results
 
 
@@ -293,7 +293,7 @@ class LLMRelevanceJudge:
                     {"question": question, "answer": answer, "context": context},
                 )
 
-            await at_once(one, list(enumerate(items)), "ctxeval_llm: usefulness")
+            await _at_once(one, list(enumerate(items)), "ctxeval_llm: usefulness")
         return [Verdict(v["verdict"] == 1, float(v["verdict"]), None, v["reason"]) for v in judged]
 
 
@@ -813,7 +813,7 @@ class ContextRelevance(BaseMetric):
             judged[chunk] = answer
             shared_count += shared
 
-        await at_once(one, [(chunk,) for chunk in chunks], "ctxeval_llm: relevance")
+        await _at_once(one, [(chunk,) for chunk in chunks], "ctxeval_llm: relevance")
         return judged, shared_count
 
 
