@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Literal
 
 import anyio
@@ -54,6 +54,7 @@ from ctxeval.plugin import (
 from . import prompts
 from .client import Mode, ask, bound_llm, output_mode, request_body
 from .config import LLMConfig, resolve_llm
+from .fanout import at_once
 from .slots import server_slots
 
 logger = logging.getLogger(__name__)
@@ -74,22 +75,6 @@ __all__ = [
     "doc_id_of",
     "relevance_score",
 ]
-
-
-async def _at_once(
-    func: Callable[..., Coroutine[Any, Any, None]], calls: Sequence[tuple[Any, ...]], name: str
-) -> None:
-    """``func(*args)`` for each ``args`` of ``calls``, all at once: one task each (named
-    ``name``) in a task group, so a failure cancels the others; a single call runs in this
-    task. (Running one of several here would save a task, but it would reach the judge's gate
-    before its siblings and the earlier rows' calls, and rows would no longer finish in
-    order: the ``--max-cost`` run of tests/test_cli.py finished none.)"""
-    if len(calls) == 1:
-        await func(*calls[0])
-        return
-    async with anyio.create_task_group() as group:
-        for args in calls:
-            group.start_soon(func, *args, name=name)
 
 
 def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
@@ -178,7 +163,7 @@ class LLMEntityExtractor:
             entities = await ask(ctx, self.llm, prompts.ENTITIES, {"text": text})
             results[index] = in_text(entities, text)
 
-        await _at_once(one, list(enumerate(texts)), "ctxeval_llm: entities")
+        await at_once(one, list(enumerate(texts)), "ctxeval_llm: entities")
         return results
 
 
@@ -293,7 +278,7 @@ class LLMRelevanceJudge:
                     {"question": question, "answer": answer, "context": context},
                 )
 
-            await _at_once(one, list(enumerate(items)), "ctxeval_llm: usefulness")
+            await at_once(one, list(enumerate(items)), "ctxeval_llm: usefulness")
         return [Verdict(v["verdict"] == 1, float(v["verdict"]), None, v["reason"]) for v in judged]
 
 
@@ -813,7 +798,7 @@ class ContextRelevance(BaseMetric):
             judged[chunk] = answer
             shared_count += shared
 
-        await _at_once(one, [(chunk,) for chunk in chunks], "ctxeval_llm: relevance")
+        await at_once(one, [(chunk,) for chunk in chunks], "ctxeval_llm: relevance")
         return judged, shared_count
 
 

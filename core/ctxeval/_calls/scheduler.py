@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from ctxeval._calls.context import RowContext
+from ctxeval._calls.deadline import AttemptClock
 from ctxeval._calls.failures import classify, label_of, retry_after_of
 from ctxeval._calls.limits import Gate, Limits
 from ctxeval._calls.meter import ATTEMPT, Meter
@@ -252,20 +253,21 @@ class Scheduler:
         limit = self.timeout if timeout is None else timeout
         malformed = 0
         clock = _CallClock()  # this call's own time: its attempts and the waits between them
+        timing = AttemptClock()  # the loop's clock and timers (this task's, for each attempt)
 
         async def attempt() -> T:
             async with gate.slot(tokens) as sent_with:
                 self.check_budget()  # checked at send time
                 meter.requests += 1
                 cut = self._attempt_limit(limit, clock.spent)
-                started = anyio.current_time()
+                started = timing.now()
                 sent = [True]  # until the transport says its request never left
                 sending = ATTEMPT.set(sent)
                 try:
                     if cut is None:
                         result = await func()
-                    else:  # (anyio.fail_after, without its two generator layers)
-                        with anyio.CancelScope(deadline=started + cut) as timer:
+                    else:
+                        with timing.cut_at(started + cut) as timer:
                             result = await func()
                         if timer.cancelled_caught:  # (only its deadline cancels it)
                             raise TimeoutError
@@ -308,7 +310,7 @@ class Scheduler:
                     raise
                 finally:
                     ATTEMPT.reset(sending)
-                    took = anyio.current_time() - started
+                    took = timing.now() - started
                     clock.spent += took
                 # inside the slot: it counts the calls in flight with this one
                 gate.on_success(sent_with, took)

@@ -1,0 +1,197 @@
+"""The asyncio fast paths of an LLM request and their anyio twins (trio): an attempt's clock
+and deadline (ctxeval._calls.deadline) and a row's fan-out (ctxeval_llm.fanout). Each test
+runs on both backends and asks the same of both."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import anyio
+import pytest
+
+from ctxeval._calls.deadline import AttemptClock
+from ctxeval_llm.fanout import at_once
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _cancellations_pending(backend: str) -> int:
+    """How many cancellations the current asyncio task still carries (0 off asyncio)."""
+    if backend != "asyncio" or sys.version_info < (3, 11):
+        return 0
+    task = asyncio.current_task()
+    assert task is not None
+    return task.cancelling()
+
+
+# --- an attempt's deadline -------------------------------------------------------------------
+
+
+async def test_a_deadline_cuts_the_block_and_stops_its_cancellation_there(
+    anyio_backend: str,
+) -> None:
+    clock = AttemptClock()
+    start = clock.now()
+    with clock.cut_at(start + 0.05) as cut:
+        await anyio.sleep(5)
+    assert cut.cancelled_caught
+    assert 0.04 <= clock.now() - start < 2
+    assert _cancellations_pending(anyio_backend) == 0
+    await anyio.sleep(0.01)  # the task goes on: nothing of the cut is left to land later
+
+
+async def test_a_block_done_before_its_deadline_is_never_cut_afterwards(anyio_backend: str) -> None:
+    clock = AttemptClock()
+    with clock.cut_at(clock.now() + 0.05) as cut:
+        await anyio.sleep(0.001)
+    assert not cut.cancelled_caught
+    await anyio.sleep(0.1)  # past the deadline: its timer is gone
+    assert _cancellations_pending(anyio_backend) == 0
+
+
+async def test_a_deadline_already_past_cuts_at_the_first_await(anyio_backend: str) -> None:
+    clock = AttemptClock()
+    reached = False
+    with clock.cut_at(clock.now() - 1) as cut:
+        await anyio.sleep(1)
+        reached = True
+    assert cut.cancelled_caught
+    assert not reached
+
+
+async def test_an_outer_cancel_scope_goes_through_a_deadline_that_fires_with_it(
+    anyio_backend: str,
+) -> None:
+    """The run's own cancellation is never taken for the attempt's timeout, even when both
+    fall due at once: the outer scope catches it, the inner cut does not."""
+    clock = AttemptClock()
+    after_cut = False
+    with anyio.CancelScope(deadline=clock.now() + 0.05) as outer:
+        with clock.cut_at(clock.now() + 0.05) as cut:
+            await anyio.sleep(5)
+        after_cut = True
+        await anyio.sleep(5)  # reached only if the cut swallowed the outer cancellation
+    assert outer.cancelled_caught
+    assert not (after_cut and cut.cancelled_caught and not outer.cancelled_caught)
+    assert _cancellations_pending(anyio_backend) == 0
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_deadline_inside_an_asyncio_timeout_leaves_its_count_alone() -> None:
+    """asyncio's own timeout outside the attempt still fires (3.11+: the counts of
+    cancellations agree)."""
+    if sys.version_info < (3, 11):
+        pytest.skip("asyncio.timeout is 3.11+")
+    clock = AttemptClock()
+    cut_caught: list[bool] = []
+
+    async def attempt_then_wait() -> None:
+        async with asyncio.timeout(0.1):
+            with clock.cut_at(clock.now() + 0.02) as cut:
+                await asyncio.sleep(5)
+            cut_caught.append(cut.cancelled_caught)
+            await asyncio.sleep(5)  # cut by the outer timeout
+
+    with pytest.raises(TimeoutError):
+        await attempt_then_wait()
+    assert cut_caught == [True]
+
+
+async def test_the_clock_is_the_event_loops(anyio_backend: str) -> None:
+    clock = AttemptClock()
+    assert abs(clock.now() - anyio.current_time()) < 0.05
+
+
+# --- a row's fan-out -------------------------------------------------------------------------
+
+
+async def test_the_calls_start_in_order_and_all_finish(anyio_backend: str) -> None:
+    started: list[int] = []
+    finished: list[int] = []
+
+    async def one(i: int) -> None:
+        started.append(i)
+        await anyio.sleep(0.01 * (5 - i))
+        finished.append(i)
+
+    await at_once(one, [(i,) for i in range(5)], "test")
+    if anyio_backend == "asyncio":  # (trio runs a batch of new tasks in either order)
+        assert started == [0, 1, 2, 3, 4]
+    assert sorted(started) == sorted(finished) == [0, 1, 2, 3, 4]
+
+
+async def test_a_failure_cancels_the_others_and_is_raised_in_a_group(anyio_backend: str) -> None:
+    ended: list[str] = []
+
+    async def one(i: int) -> None:
+        try:
+            if i == 1:
+                await anyio.sleep(0.01)
+                raise ValueError("the second call failed")
+            await anyio.sleep(5)
+            ended.append("finished")
+        except anyio.get_cancelled_exc_class():
+            ended.append("cancelled")
+            raise
+
+    with anyio.fail_after(3):
+        with pytest.raises(BaseExceptionGroup) as caught:
+            await at_once(one, [(0,), (1,), (2,)], "test")
+    assert [type(e) for e in caught.value.exceptions] == [ValueError]
+    assert str(caught.value.exceptions[0]) == "the second call failed"
+    assert ended == ["cancelled", "cancelled"]
+
+
+async def test_a_cancellation_from_outside_ends_every_call_before_it_goes_on(
+    anyio_backend: str,
+) -> None:
+    ended: list[str] = []
+
+    async def one(i: int) -> None:
+        try:
+            await anyio.sleep(5)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.02)  # a call that takes time to wind down
+            ended.append(f"cancelled {i}")
+            raise
+
+    with anyio.move_on_after(0.05) as scope:
+        await at_once(one, [(0,), (1,), (2,)], "test")
+    assert scope.cancelled_caught
+    assert sorted(ended) == ["cancelled 0", "cancelled 1", "cancelled 2"]
+    assert _cancellations_pending(anyio_backend) == 0
+
+
+async def test_what_the_calls_raise_while_cancelled_is_raised(anyio_backend: str) -> None:
+    async def one(i: int) -> None:
+        try:
+            await anyio.sleep(5)
+        except anyio.get_cancelled_exc_class():
+            if i == 2:
+                raise RuntimeError("failed while winding down") from None
+            raise
+
+    with pytest.raises(BaseExceptionGroup) as caught:
+        with anyio.move_on_after(0.05):
+            await at_once(one, [(0,), (1,), (2,)], "test")
+    assert [str(e) for e in caught.value.exceptions] == ["failed while winding down"]
+
+
+async def test_a_single_call_runs_in_the_callers_task(anyio_backend: str) -> None:
+    seen: list[object] = []
+
+    async def one() -> None:
+        seen.append(anyio.get_current_task().id)
+
+    await at_once(one, [()], "test")
+    assert seen == [anyio.get_current_task().id]
