@@ -210,6 +210,18 @@ def async_library() -> str | None:
         return None
 
 
+def make_client(url: str, *, max_connections: int, http2: bool, say: Redact) -> HTTPClient:
+    """A new pool for requests to ``url`` on the running event loop, of the client
+    :func:`choose_client` picks (imported only then: a run on asyncio never imports httpx)."""
+    if choose_client(url, http2=http2) == "aiohttp":
+        from .aiohttp_transport import AiohttpClient
+
+        return AiohttpClient(url, max_connections=max_connections, say=say)
+    from .httpx_transport import HttpxClient
+
+    return HttpxClient(url, max_connections=max_connections, http2=http2, say=say)
+
+
 def choose_client(url: str, *, http2: bool) -> str:
     """``aiohttp`` or ``httpx``, for a request to ``url`` from the running async library.
 

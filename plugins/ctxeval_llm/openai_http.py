@@ -76,7 +76,7 @@ from ctxeval.plugin import (
 )
 
 from .config import LLMConfig
-from .http_clients import CONNECT_TIMEOUT, Answer, HTTPClient, choose_client, ssl_context
+from .http_clients import CONNECT_TIMEOUT, Answer, HTTPClient, make_client, ssl_context
 from .parsing import redact
 from .slots import is_local, server_slots
 
@@ -205,17 +205,12 @@ class OpenAITransport:
             return client
         if client is not None:  # made on another run's loop (a transport kept across runs)
             logger.debug("%s: a new %s client for this event loop", self.endpoint, client.name)
-        size = self._max_connections
-        if choose_client(self.endpoint, http2=self.config.http2) == "aiohttp":
-            from .aiohttp_transport import AiohttpClient
-
-            client = AiohttpClient(self.endpoint, max_connections=size, say=self._say)
-        else:
-            from .httpx_transport import HttpxClient
-
-            client = HttpxClient(
-                self.endpoint, max_connections=size, http2=self.config.http2, say=self._say
-            )
+        client = make_client(
+            self.endpoint,
+            max_connections=self._max_connections,
+            http2=self.config.http2,
+            say=self._say,
+        )
         self._client = client
         return client
 

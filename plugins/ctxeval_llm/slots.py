@@ -37,9 +37,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import httpx
+import orjson
 
-from .http_clients import ssl_context
+from ctxeval.plugin import CallError
+
+from .http_clients import HTTPClient, make_client
 from .window import server_context
 
 __all__ = ["ServerSlots", "is_local", "server_slots"]
@@ -47,6 +49,7 @@ __all__ = ["ServerSlots", "is_local", "server_slots"]
 logger = logging.getLogger(__name__)
 
 _PROBE_TIMEOUT = 3.0
+_PROBE_LIMIT = 4 * 1024 * 1024  # bytes of one probe's answer (a long /v1/models)
 
 
 def is_local(url: str) -> bool:
@@ -106,22 +109,21 @@ class ServerSlots:
         base = self.endpoint.rstrip("/")
         root = base[: -len("/v1")] if base.endswith("/v1") else base
         with anyio.move_on_after(_PROBE_TIMEOUT):  # all probes together: then not capped
-            async with httpx.AsyncClient(
-                timeout=_PROBE_TIMEOUT,
-                headers=headers,
-                trust_env=False,
-                # (httpx's default makes a TLS context, 20-40 ms, even for plain http)
-                verify=ssl_context() if base.startswith("https:") else False,
-            ) as client:
-                await self._ask(client, base, root)
+            # the client the requests use (aiohttp on asyncio, httpx elsewhere), its own pool
+            client = make_client(self.endpoint, max_connections=1, http2=False, say=_as_is)
+            try:
+                await self._ask(_Getter(client, headers), base, root)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
 
-    async def _ask(self, client: httpx.AsyncClient, base: str, root: str) -> None:
+    async def _ask(self, client: _Getter, base: str, root: str) -> None:
         for source, url, read in (
             ("/props", f"{root}/props", _total_slots),
             ("/slots", f"{root}/slots", _listed_slots),
             ("/v1/models", f"{base}/models", _llama_cpp_python),
         ):
-            listing = await _get_json(client, url)
+            listing = await client.json(url)
             if source == "/v1/models":
                 self.models = _model_ids(listing)
             elif listing is not None and self.n_ctx is None:  # llama.cpp's /props, /slots
@@ -129,7 +131,7 @@ class ServerSlots:
             found = read(listing) if listing is not None else None
             if found:
                 if self.models is None and source != "/v1/models":
-                    self.models = _model_ids(await _get_json(client, f"{base}/models"))
+                    self.models = _model_ids(await client.json(f"{base}/models"))
                 self.kind = "llama-cpp-python" if source == "/v1/models" else "llama.cpp"
                 self._cap(found, source)
                 return
@@ -145,10 +147,10 @@ class ServerSlots:
                 return
         if self.models is None:  # no OpenAI-compatible listing: not Ollama either
             return
-        version = await _get_json(client, f"{root}/api/version")
+        version = await client.json(f"{root}/api/version")
         if isinstance(version, dict) and isinstance(version.get("version"), str):
             self.kind = "ollama"
-            self.context_window = _ollama_context(await _get_json(client, f"{root}/api/ps"))
+            self.context_window = _ollama_context(await client.json(f"{root}/api/ps"))
             logger.warning(
                 "%s is Ollama %s: it computes OLLAMA_NUM_PARALLEL requests per model at once "
                 "(its API does not say how many) and queues the others, and a queued request's "
@@ -167,13 +169,24 @@ class ServerSlots:
         )  # fmt: skip
 
 
-async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
-    """The JSON ``url`` answers with a 200, else None."""
-    try:
-        response = await client.get(url)
-        return response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None
+def _as_is(text: str) -> str:
+    return text  # (the probe's errors are not shown: a failed probe leaves the server uncapped)
+
+
+class _Getter:
+    """GETs of the probe, with the run's headers (its key: a server may want it)."""
+
+    def __init__(self, client: HTTPClient, headers: dict[str, str]) -> None:
+        self._client = client
+        self._headers = headers
+
+    async def json(self, url: str) -> Any:
+        """The JSON ``url`` answers with a 200, else None."""
+        try:
+            answer = await self._client.request("GET", url, None, self._headers, _PROBE_LIMIT)
+            return orjson.loads(answer.body) if answer.status == 200 else None
+        except (CallError, ValueError):
+            return None
 
 
 def _positive(value: Any) -> int | None:
