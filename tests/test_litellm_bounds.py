@@ -208,7 +208,8 @@ def test_the_bounded_client_goes_through_the_environment_proxy(
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         [row] = run([SAMPLE], config(server, model)).results
     assert row.status is Status.OK, row.reason
-    assert proxy.seen == [f"POST {server.url}/chat/completions"]
+    assert proxy.posts == [f"POST {server.url}/chat/completions"]
+    assert proxy.probed_only(server.url.removesuffix("/v1"))  # (the probe: the same route)
 
 
 def test_every_transport_of_the_bounded_client_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

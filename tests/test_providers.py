@@ -435,7 +435,8 @@ def test_requests_go_through_an_http_proxy(
         llm = LLMConfig(model="openai/x", api_base=server.url, api_key=KEY)
         ev = ctxeval.evaluate(samples(3), ["context_precision"], llm=llm)
     assert all(r.status is Status.OK for r in ev.results)
-    assert proxy.seen == [f"POST {server.url}/chat/completions"] * 3
+    assert proxy.posts == [f"POST {server.url}/chat/completions"] * 3
+    assert proxy.probed_only(server.url.removesuffix("/v1"))  # (the probe: the same route)
     assert server.count == 3
 
 

@@ -387,12 +387,8 @@ def test_requests_go_through_the_environment_proxy_with_its_credentials(
         evaluation = run(backend, [{"id": str(i), **SAMPLE} for i in range(3)], llm)
     assert all(r.status is Status.OK for r in evaluation.results)
     # the local server's probe goes the way the requests go, through the proxy
-    probes = [seen for seen in proxy.seen if seen.startswith("GET ")]
-    assert probes
-    assert all(seen.startswith(f"GET {server.url.removesuffix('/v1')}/") for seen in probes)
-    assert [seen for seen in proxy.seen if not seen.startswith("GET ")] == [
-        f"POST {server.url}/chat/completions"
-    ] * 3
+    assert proxy.probed_only(server.url.removesuffix("/v1"))
+    assert proxy.posts == [f"POST {server.url}/chat/completions"] * 3
     expected = "Basic " + base64.b64encode(b"us@er:p:ss").decode()
     assert {h.get("proxy-authorization") for h in server.headers} == {expected}
 

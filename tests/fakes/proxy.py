@@ -53,6 +53,17 @@ class ForwardProxy:
         self._server.server_close()
 
     @property
+    def posts(self) -> list[str]:
+        """The POSTs forwarded (the requests), in order."""
+        return [seen for seen in self.seen if seen.startswith("POST ")]
+
+    def probed_only(self, root: str) -> bool:
+        """Whether every GET forwarded was a probe of the server at ``root`` (a local
+        server's probe takes the route its requests take), and there was one."""
+        gets = [seen for seen in self.seen if seen.startswith("GET ")]
+        return bool(gets) and all(seen.startswith(f"GET {root}/") for seen in gets)
+
+    @property
     def url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
