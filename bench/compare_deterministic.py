@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from peer_env import python_of
+from peer_env import compile_ours, python_of
 
 HERE = Path(__file__).resolve().parent
 
@@ -184,6 +184,7 @@ def main() -> None:
     parser.add_argument("--id-samples", type=int, default=100_000)
     args = parser.parse_args()
     ragas = python_of("ragas")
+    compile_ours()
     ranx = python_of("ranx")
     run(ranx, RANX_RUN, str(make_data_small()))  # numba compiles and caches, once
     ours = sys.executable

