@@ -74,7 +74,14 @@ if sys.version_info >= (3, 11):
         """:func:`asyncio.timeout`'s way, as a plain ``with`` block: a timer on the loop cancels
         the task at the deadline; on the way out the timer is dropped and a cancellation it made
         is taken back (``uncancel``), and stopped here when it was the only one (a cancellation
-        from anywhere else, an anyio cancel scope's, goes on)."""
+        from anywhere else, an anyio cancel scope's, goes on).
+
+        One case ends as this block's timeout although an outer scope fell due too: when this
+        timer fires first in the same turn of the loop, the task holds one cancellation, this
+        block's (anyio does not cancel a task whose wait is already cancelled), and this block
+        stops it. anyio delivers the outer scope's cancellation again at the next ``await`` (it
+        retries while a task is inside a cancelled scope), so it is not lost; the attempt counts
+        as timed out. ``asyncio.timeout`` inside an anyio scope does the same."""
 
         __slots__ = (
             "_cancelling",
