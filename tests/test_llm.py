@@ -462,7 +462,6 @@ def test_price_table_read_from_litellms_file_and_a_damaged_one_is_no_price(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     import importlib.util
-    import json as stdlib_json
     from types import SimpleNamespace
 
     from ctxeval_llm import pricing
@@ -471,7 +470,7 @@ def test_price_table_read_from_litellms_file_and_a_damaged_one_is_no_price(
     assert real is not None
     assert real.submodule_search_locations
     path = Path(next(iter(real.submodule_search_locations))) / pricing._TABLE
-    expected = stdlib_json.loads(path.read_text(encoding="utf-8"))
+    expected = json.loads(path.read_text(encoding="utf-8"))
     pricing.price_table.cache_clear()
     try:
         assert pricing.price_table() == expected  # orjson reads what json reads
