@@ -394,3 +394,212 @@ def test_the_command_line_refuses_a_window_below_one(
     assert exited.value.code == 2
     assert "--context-window: give the window in tokens (>= 1), got 0" in capsys.readouterr().err
     assert server.requests == []
+
+
+# --- near the edge: the local server's own count (ctxeval_llm.counting) -----------------------
+#
+# The estimate (bytes / 3) says the long prompt does not fit; the fake servers' tokenizer (one
+# token a word: about 5 bytes a token here) says it does. A window between the two is refused
+# by the estimate alone, sent once the server has counted it.
+
+ANSWER = 1024  # max_tokens, the answer's budget
+
+
+def _words(text: str) -> list[int]:
+    return list(range(len(text.split())))
+
+
+def _template(messages: list[dict[str, Any]]) -> str:
+    """A ChatML-like chat template, as a server's ``/apply-template`` gives the prompt."""
+    return "".join(f"<|im_start|> {m['role']}\n{m['content']} <|im_end|>\n" for m in messages)
+
+
+def _long_prompt(server: FakeOpenAI) -> tuple[int, int]:
+    """The long sample's prompt sizes (the estimate, the words of its template), from a run
+    with no window to refuse it; the fake server then forgets the run."""
+    run([LONG_SAMPLE], ["context_sufficiency"], llm(server, context_window=10**6))
+    (request,) = server.requests
+    server.requests.clear()
+    return estimate_tokens(request["messages"]), len(_template(request["messages"]).split())
+
+
+def _between(server: FakeOpenAI) -> int:
+    """A window the long prompt fits by its count (with room for the answer and for a
+    template's 8 tokens a message), not by the estimate."""
+    estimate, counted = _long_prompt(server)
+    window = counted + 2 * 8 + ANSWER + 50
+    assert estimate + ANSWER > window  # refused by the estimate alone
+    return window
+
+
+def test_llama_cpp_counts_a_prompt_the_estimate_refuses(server: FakeOpenAI) -> None:
+    window = _between(server)
+    server.props = {"total_slots": 2, "default_generation_settings": {"n_ctx": window}}
+    server.post_routes["/apply-template"] = lambda body: {"prompt": _template(body["messages"])}
+    server.post_routes["/tokenize"] = lambda body: {"tokens": _words(body["content"])}
+    short, long = run([SHORT, LONG_SAMPLE], ["context_sufficiency"], llm(server)).results
+    assert short.status is Status.OK, short.reason
+    assert long.status is Status.OK, long.reason  # sent: the count fits
+    assert len(server.requests) == 2
+    # only the long prompt was counted: the template applied, then tokenized
+    (templated, tokenized) = server.post_route_requests
+    assert templated[0] == "/apply-template"
+    assert tokenized[0] == "/tokenize"
+    assert LONG in templated[1]["messages"][-1]["content"]
+    assert tokenized[1] == {
+        "content": _template(templated[1]["messages"]), "add_special": True, "parse_special": True
+    }  # fmt: skip
+
+
+def test_a_count_over_the_window_is_refused_and_says_it_was_counted(server: FakeOpenAI) -> None:
+    _, counted = _long_prompt(server)
+    window = counted + ANSWER - 10  # the count does not fit either
+    server.props = {"total_slots": 1, "default_generation_settings": {"n_ctx": window}}
+    server.post_routes["/apply-template"] = lambda body: {"prompt": _template(body["messages"])}
+    server.post_routes["/tokenize"] = lambda body: {"tokens": _words(body["content"])}
+    (row,) = run([LONG_SAMPLE], ["context_sufficiency"], llm(server)).results
+    assert row.status is Status.ERROR
+    assert (
+        f"is {counted:,} tokens (counted by the server's tokenizer, chat template applied "
+        f"(POST /apply-template, /tokenize)), and with up to {ANSWER:,} for the answer"
+    ) in (row.reason or "")
+    assert f"context window of {window:,} tokens (n_ctx of the server's /props" in row.reason
+    assert server.requests == []  # not sent
+
+
+def test_an_older_llama_cpp_tokenizes_the_text_plus_the_template_allowance(
+    server: FakeOpenAI,
+) -> None:
+    window = _between(server)
+    server.props = {"total_slots": 1, "default_generation_settings": {"n_ctx": window}}
+    server.post_routes["/tokenize"] = lambda body: {"tokens": _words(body["content"])}
+    (row,) = run([LONG_SAMPLE], ["context_sufficiency"], llm(server)).results
+    assert row.status is Status.OK, row.reason
+    ((path, body),) = server.post_route_requests  # (/apply-template answered 404)
+    assert path == "/tokenize"
+    assert body["add_special"] is True
+    assert LONG in body["content"]
+    assert "<|im_start|>" not in body["content"]
+
+
+def test_vllm_counts_the_messages_with_its_chat_template(server: FakeOpenAI) -> None:
+    window = _between(server)
+    server.routes["/v1/models"] = {
+        "object": "list",
+        "data": [{"id": "fake-judge", "owned_by": "vllm", "max_model_len": window}],
+    }
+
+    def tokenize(body: dict[str, Any]) -> dict[str, Any]:
+        words = _words(_template(body["messages"]))
+        return {"count": len(words), "max_model_len": window, "tokens": words}
+
+    server.post_routes["/tokenize"] = tokenize
+    (row,) = run([LONG_SAMPLE], ["context_sufficiency"], llm(server)).results
+    assert row.status is Status.OK, row.reason
+    ((path, body),) = server.post_route_requests
+    assert path == "/tokenize"
+    assert body["model"] == "fake-judge"
+    assert body["add_generation_prompt"] is True
+    assert LONG in body["messages"][-1]["content"]
+
+
+def test_llama_cpp_python_counts_while_the_run_holds_its_one_slot(server: FakeOpenAI) -> None:
+    """Its one model is behind one lock, and a request waiting for it interrupts a streamed
+    answer: the count is asked with no request of the run's in flight."""
+    window = _between(server)
+    server.routes["/v1/models"] = {
+        "object": "list",
+        "data": [{"id": "/models/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
+    }
+    in_flight: list[int] = []
+
+    def count(body: dict[str, Any]) -> dict[str, Any]:
+        in_flight.append(server.in_flight)
+        return {"count": len(body["input"].split())}
+
+    server.post_routes["/extras/tokenize/count"] = count
+    samples = [{**s, "id": f"{s['id']}{i}"} for i in range(4) for s in (SHORT, LONG_SAMPLE)]
+    ev = run(samples, ["context_sufficiency"], llm(server, context_window=window))
+    assert [r.status for r in ev.results] == [Status.OK] * 8, [r.reason for r in ev.results]
+    assert in_flight == [0, 0, 0, 0]  # four long prompts counted, each with nothing in flight
+    assert server.peak_in_flight == 1
+
+
+def test_a_failed_count_leaves_the_estimates_verdict(server: FakeOpenAI) -> None:
+    window = _between(server)
+    server.props = {"total_slots": 1, "default_generation_settings": {"n_ctx": window}}
+    server.post_routes["/apply-template"] = lambda body: None  # 404
+    server.post_routes["/tokenize"] = lambda body: None
+    (row,) = run([LONG_SAMPLE], ["context_sufficiency"], llm(server)).results
+    assert row.status is Status.ERROR
+    assert "(an estimate: UTF-8 bytes / 3)" in (row.reason or "")
+    assert server.requests == []
+
+
+def test_a_prompt_the_estimate_lets_through_is_not_counted(server: FakeOpenAI) -> None:
+    server.props = {"total_slots": 1, "default_generation_settings": {"n_ctx": WINDOW}}
+    server.post_routes["/tokenize"] = lambda body: {"tokens": _words(body["content"])}
+    (row,) = run([SHORT], ["context_sufficiency"], llm(server)).results
+    assert row.status is Status.OK, row.reason
+    assert server.post_route_requests == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "counts"),
+    [("llama.cpp", True), ("llama-cpp-python", True), ("vllm", True), ("ollama", False),
+     (None, False)],
+)  # fmt: skip
+def test_which_servers_are_asked_to_count(kind: str | None, counts: bool) -> None:
+    from ctxeval_llm.counting import can_count
+    from ctxeval_llm.slots import ServerSlots
+
+    slots = ServerSlots("http://127.0.0.1:8080/v1")
+    slots.kind = kind
+    assert can_count(slots) is counts
+
+
+def test_a_local_servers_own_window_comes_before_the_providers_table(server: FakeOpenAI) -> None:
+    """A local server's setting (Ollama's num_ctx, llama.cpp's n_ctx) may be larger than the
+    model's window in litellm's table: the server's decides, as for a prompt within it."""
+    table = 128_000  # gpt-4o-mini's max_input_tokens in litellm's table
+    server.props = {"total_slots": 1, "default_generation_settings": {"n_ctx": 1_000_000}}
+    huge = {**SHORT, "id": "huge", "retrieved_contexts": ["Paris is in France. " * 20_000]}
+    config = LLMConfig(model="openai/gpt-4o-mini", api_base=server.url, transport="litellm",
+                       api_key="sk-test-0123456789")  # fmt: skip
+    assert known_window(config) == (
+        table,
+        "max_input_tokens of 'gpt-4o-mini' in litellm's model table",
+    )
+    (row,) = run([huge], ["context_sufficiency"], config).results
+    assert row.status is Status.OK, row.reason  # ~134 000 tokens by the estimate: sent
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_counter_keeps_one_pool_for_the_run_and_closes_it(
+    server: FakeOpenAI, backend: str
+) -> None:
+    import anyio
+
+    from ctxeval_llm.counting import TokenCounter
+    from ctxeval_llm.slots import ServerSlots
+
+    server.post_routes["/tokenize"] = lambda body: {"count": 7, "max_model_len": 9, "tokens": []}
+    slots = ServerSlots(server.url)
+    slots.kind = "vllm"
+    request = {"model": "fake-judge", "messages": [{"role": "user", "content": "hi"}]}
+
+    async def main() -> None:
+        counter = TokenCounter(server.url)
+        first = await counter.count(slots, request, None, timeout=5)
+        pool = counter._client
+        second = await counter.count(slots, request, None, timeout=5)
+        assert counter._client is pool is not None  # one pool for every count
+        assert first == second
+        assert first is not None
+        assert first.tokens == 7
+        await counter.aclose()
+        assert counter._client is None
+
+    anyio.run(main, backend=backend)  # aiohttp on asyncio, httpx on trio
+    assert len(server.post_route_requests) == 2

@@ -133,3 +133,27 @@ def test_the_four_llm_metrics_against_a_real_llama_server(llama: tuple[str, Path
 
     # the rows count the requests the server got, the refused ones included
     assert sum(r.usage.requests for r in ev.results) == len(statuses)
+
+
+def test_a_prompt_the_estimate_refuses_is_counted_by_the_server(llama: tuple[str, Path]) -> None:
+    """With the window given (llama-cpp-python's server does not say its n_ctx), a prompt the
+    estimate (bytes / 3) puts over it is counted by the server's tokenizer and sent, since it
+    fits; the count is asked while no request of the run is in flight (a request waiting for
+    this server's model interrupts a streamed answer)."""
+    url, log = llama
+    chunk = " ".join(
+        f"Paris landmark number {i} is visited by many tourists every summer." for i in range(160)
+    )  # ~10 700 bytes: ~3 600 tokens by the estimate, about 2 700 by SmolLM2's tokenizer
+    sample = {
+        "id": "long",
+        "user_input": "Which landmarks are in Paris?",
+        "reference": "Many landmarks are in Paris.",
+        "retrieved_contexts": [chunk],
+    }
+    before = log.read_text().count('"POST /extras/tokenize/count HTTP/1.1" 200')
+    llm = LLMConfig(model="openai/smollm2", api_base=url, context_window=4096)
+    (row,) = ctxeval.evaluate([sample], ["context_precision"], llm=llm).results
+    assert "context window" not in (row.reason or ""), row.reason  # sent, not refused
+    assert row.usage.requests >= 1
+    after = log.read_text().count('"POST /extras/tokenize/count HTTP/1.1" 200')
+    assert after == before + 1  # counted once, by the server

@@ -50,12 +50,13 @@ from ctxeval.plugin import (
 
 from .batch import Batcher
 from .config import LLMConfig, resolve_llm
+from .counting import TokenCounter, can_count
 from .openai_http import HTTPCompletion, OpenAITransport
 from .parsing import parse_json, redact
 from .prompts import Prompt
-from .slots import server_slots
+from .slots import is_local, server_slots
 from .transport import held_transport
-from .window import check_fits, known_window, raise_if_overflow, served_window
+from .window import check_fits, estimate_fits, known_window, raise_if_overflow, served_window
 
 __all__ = ["BoundLLM", "LLMClient", "OutputMode", "ask", "bound_llm", "client_for", "output_mode"]
 
@@ -216,8 +217,8 @@ class BoundLLM:
     endpoint). Run-wide: :func:`bound_llm` makes one per setting and run."""
 
     __slots__ = (
-        "auth", "config", "first_mode", "given", "holder", "output", "price", "repeating",
-        "resource", "slots", "transport", "window",
+        "auth", "config", "first_mode", "given", "holder", "local", "output", "price",
+        "repeating", "resource", "slots", "transport", "window",
     )  # fmt: skip
 
     def __init__(self, given: Any, config: LLMConfig, ctx: RunContext) -> None:
@@ -230,6 +231,8 @@ class BoundLLM:
         self.window = known_window(config)
         self.output = output_mode(ctx, config)
         self.slots = server_slots(ctx, config.endpoint)
+        self.local = is_local(config.endpoint)
+        """Whether the endpoint is a local server (asked for its slots, window and counts)."""
         self.holder = held_transport(config, ctx)
         self.transport: ChatTransport | None = None
         """The run's transport, once it passed its readiness check."""
@@ -301,8 +304,8 @@ async def _ask(
         config = attrs.evolve(config, temperature=temperature)
     first_mode = bound.first_mode
     canonical = request_body(config, prompt, variables, first_mode)
-    if bound.window is not None:  # a known window: never sent if too long
-        check_fits(ctx, config, prompt, canonical, bound.window)
+    if bound.window is not None and (config.batch or not bound.local):  # a known window:
+        check_fits(ctx, config, prompt, canonical, bound.window)  # never sent if too long
     cache = ctx.cache
     key = None
     if cache is not None:
@@ -375,10 +378,8 @@ async def _ask(
 
     slots = bound.slots
     limiter = await slots.limiter(bound.auth)
-    if config.context_window is None:  # a local server's own window, when it says one
-        served = served_window(slots)
-        if served is not None:
-            check_fits(ctx, config, prompt, canonical, served)
+    if bound.local:  # the window, once the server said its own, and its own count if needed
+        await _check_local_window(bound, ctx, prompt, canonical, limiter)
     resource, timeout = bound.resource, config.timeout
     if output.confirmed and limiter is None:  # the usual case, once the first answer came
         raw, answer = await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
@@ -390,6 +391,32 @@ async def _ask(
     if cache is not None and key is not None:
         cache.set(key, raw)  # the answer as the model gave it; checked again when read
     return answer
+
+
+async def _check_local_window(
+    bound: BoundLLM,
+    ctx: RunContext,
+    prompt: Prompt,
+    request: Mapping[str, Any],
+    limiter: anyio.CapacityLimiter | None,
+) -> None:
+    """:func:`~ctxeval_llm.window.check_fits` for a local server, once it has been asked
+    (:mod:`ctxeval_llm.slots`): against the configured window, else the server's own, else
+    the provider's table; a prompt the estimate refuses is counted by the server's tokenizer
+    when it has one (:mod:`ctxeval_llm.counting`), holding one of the server's slots (on
+    llama-cpp-python, a request waiting for its model interrupts a streamed answer)."""
+    config = bound.config
+    window = bound.window if config.context_window is not None else None
+    window = window or served_window(bound.slots) or bound.window
+    if window is None or estimate_fits(config, prompt, request, window):
+        return
+    counted = None
+    if can_count(bound.slots):
+        endpoint = config.endpoint
+        counter = ctx.shared(f"ctxeval_llm.counter:{endpoint}", lambda: TokenCounter(endpoint))
+        async with limiter or nullcontext():
+            counted = await counter.count(bound.slots, request, bound.auth, timeout=config.timeout)
+    check_fits(ctx, config, prompt, request, window, counted)
 
 
 async def _from_batch(

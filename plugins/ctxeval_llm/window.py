@@ -23,7 +23,10 @@ context size", llama-cpp-python's "exceed context window", litellm's
 Tokens are not counted with the judge's tokenizer (none is downloaded at run time): the
 estimate is the prompt's UTF-8 bytes / 3, plus a few tokens per message, which is more than
 the tokens of English text for common tokenizers (about 4 characters a token). A prompt near
-the edge may therefore be refused although it would fit; the message says it is an estimate.
+the edge would therefore be refused although it fits. So a prompt the estimate refuses is
+counted by the judge's own tokenizer when the judge is a local server that has one (llama.cpp,
+llama-cpp-python, vLLM: :mod:`ctxeval_llm.counting`), and refused only if that count says so;
+elsewhere the estimate decides, and the message says it is an estimate.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from .config import LLMConfig
 from .prompts import Prompt
 
 if TYPE_CHECKING:
+    from .counting import Counted
     from .slots import ServerSlots
 
 __all__ = [
@@ -46,6 +50,7 @@ __all__ = [
     "ContextWindowError",
     "check_fits",
     "check_prompt",
+    "estimate_fits",
     "estimate_tokens",
     "known_window",
     "raise_if_overflow",
@@ -158,24 +163,41 @@ def check_prompt(
         check_fits(ctx, config, prompt, request, window)
 
 
+def estimate_fits(
+    config: LLMConfig, prompt: Prompt, request: Mapping[str, Any], window: tuple[int, str]
+) -> bool:
+    """Whether ``request`` (``prompt``'s body) and its answer fit in ``window`` by the
+    estimate (:func:`estimate_tokens`, which errs on the long side)."""
+    tokens = estimate_tokens(request.get("messages") or (), prompt.schema_json)
+    return tokens + (request.get("max_tokens") or config.max_tokens) <= window[0]
+
+
 def check_fits(
     ctx: RunContext,
     config: LLMConfig,
     prompt: Prompt,
     request: Mapping[str, Any],
     window: tuple[int, str],
+    counted: Counted | None = None,
 ) -> None:
-    """:func:`check_prompt` against ``window`` (its size in tokens, and where it comes from)."""
+    """:func:`check_prompt` against ``window`` (its size in tokens, and where it comes from);
+    by the server's own count of the prompt when given one
+    (:meth:`ctxeval_llm.counting.TokenCounter.count`), else by the estimate."""
     size, source = window
-    tokens = estimate_tokens(request.get("messages") or (), prompt.schema_json)
+    if counted is None:
+        tokens = estimate_tokens(request.get("messages") or (), prompt.schema_json)
+        how = f"~{tokens:,} tokens (an estimate: UTF-8 bytes / {BYTES_PER_TOKEN})"
+    else:
+        tokens = counted.tokens
+        how = f"{tokens:,} tokens ({counted.source})"
     budget = request.get("max_tokens") or config.max_tokens
     if tokens + budget <= size:
         return
     raise ContextWindowError(
-        f"{_where(ctx)}the {prompt.name!r} prompt (v{prompt.version}) is ~{tokens:,} tokens "
-        f"(an estimate: UTF-8 bytes / {BYTES_PER_TOKEN}), and with up to {budget:,} for the "
-        f"answer (max_tokens) it exceeds the judge's context window of {size:,} tokens "
-        f"({source}); it was not sent. {_advice(prompt, configured=config.context_window)}"
+        f"{_where(ctx)}the {prompt.name!r} prompt (v{prompt.version}) is {how}, and with up "
+        f"to {budget:,} for the answer (max_tokens) it exceeds the judge's context window of "
+        f"{size:,} tokens ({source}); it was not sent. "
+        f"{_advice(prompt, configured=config.context_window)}"
     )
 
 

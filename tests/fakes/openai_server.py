@@ -48,7 +48,9 @@ request or not.
 
 ``routes`` maps more ``GET`` paths to what they answer (a dict or list: JSON; a str: plain
 text, as Prometheus's ``/metrics``): ``/v1/models``, vLLM's ``/metrics``, Ollama's
-``/api/version`` and ``/api/ps``, llama.cpp's ``/slots``...
+``/api/version`` and ``/api/ps``, llama.cpp's ``/slots``...; ``post_routes`` more ``POST`` paths
+(a function of the JSON body: the servers' tokenizer endpoints), their requests kept in
+``post_route_requests``.
 
 ``POST /v1/embeddings`` (and ``/embeddings``) answers deterministic pseudo-embeddings of each
 ``input`` text (a hashed bag of words, normalised, ``embedding_dimensions`` long, 64 by default;
@@ -148,6 +150,13 @@ class FakeOpenAI:
         self.stream_delay = stream_delay
         self.stream_refusal = stream_refusal
         self.routes: dict[str, Any] = dict(routes or {})
+        self.post_routes: dict[str, Callable[[Any], Any]] = {}
+        """More ``POST`` paths: a function of the JSON body to the JSON answered (None: 404),
+        as llama.cpp's ``/tokenize`` and ``/apply-template``, vLLM's ``/tokenize``,
+        llama-cpp-python's ``/extras/tokenize/count``."""
+        self.post_route_requests: list[tuple[str, Any]] = []
+        """Every request to a :attr:`post_routes` path: its path and JSON body, in order
+        (not in :attr:`requests`)."""
         """More ``GET`` paths and their answers (see the module)."""
         self.streams = 0
         """Streamed answers begun."""
@@ -241,6 +250,15 @@ class FakeOpenAI:
                     fake._upload(self)
                 elif path == "/v1/batches":
                     fake._create_batch(self)
+                elif path in fake.post_routes:
+                    body = json.loads(fake._body(self) or b"null")
+                    with fake._lock:
+                        fake.post_route_requests.append((path, body))
+                    answer = fake.post_routes[path](body)
+                    if answer is None:
+                        self._send(404, b'{"error": {"message": "not found"}}', {})
+                    else:
+                        self._send(200, json.dumps(answer).encode(), {})
                 else:
                     fake._handle(self)
 
