@@ -158,7 +158,35 @@ def test_lenient_reports_bad_rows_and_goes_on(
     assert "must be an object" in str(stream.errors[2])
     assert stream.errors[3].field == "retrieved_contexts"
     assert stream.rows_read == 6
+    assert stream.bad_rows == 4
     assert "skipping a bad row" in caplog.text
+
+
+def test_a_lenient_stream_keeps_the_first_errors_and_counts_them_all(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """However many rows are bad, a lenient stream holds at most KEPT_ERRORS of them and logs
+    LOGGED_ERRORS one by one, then one line saying the rest are counted."""
+    from ctxeval._data.loading import KEPT_ERRORS, LOGGED_ERRORS
+
+    bad = KEPT_ERRORS + 50
+    path = tmp_path / "d.jsonl"
+    with path.open("w") as handle:
+        for i in range(bad):
+            handle.write(json.dumps({"id": f"b{i}", "retrieved_contexts": 5}) + "\n")
+            if i % 100 == 0:
+                handle.write(json.dumps({"id": f"g{i}", "reference": "ok"}) + "\n")
+    caplog.set_level("WARNING", logger="ctxeval")
+    stream = load_samples(path, strict=False)
+    assert [s.id for s in stream] == [f"g{i}" for i in range(0, bad, 100)]
+    assert stream.bad_rows == bad
+    assert len(stream.errors) == KEPT_ERRORS
+    assert [e.sample_id for e in stream.errors[:2]] == ["b0", "b1"]  # the first ones
+    assert stream.errors[-1].sample_id == f"b{KEPT_ERRORS - 1}"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == LOGGED_ERRORS + 1
+    assert f"more than {LOGGED_ERRORS} bad rows" in warnings[-1]
+    assert "SampleStream.bad_rows counts them all" in warnings[-1]
 
 
 def test_file_level_errors(tmp_path: Path) -> None:

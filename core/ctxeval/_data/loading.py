@@ -3,8 +3,10 @@
 :func:`load_samples` returns a :class:`SampleStream`: an iterator that reads the file lazily
 (a JSONL or CSV file of any size is never held in memory whole) and turns each row into a
 :class:`~ctxeval.Sample`. A bad row raises a :class:`~ctxeval.DataError` naming the file, the
-line and the field; with ``strict=False`` the bad row is logged, kept in
-:attr:`SampleStream.errors` and skipped, and the good rows go on. With ``strict=False`` a row
+line and the field; with ``strict=False`` the bad row is skipped and the good rows go on: the
+first :data:`KEPT_ERRORS` bad rows are kept in :attr:`SampleStream.errors` (and the first
+:data:`LOGGED_ERRORS` logged), all are counted in :attr:`SampleStream.bad_rows`, so a file of
+any size is read in bounded memory however many of its rows are bad. With ``strict=False`` a row
 whose ``id`` an earlier row has is such a bad row too (the first one is scored); read strictly,
 the run refuses two samples with one id.
 
@@ -63,6 +65,13 @@ _LIST_FIELDS: Final = frozenset(
 )
 
 
+KEPT_ERRORS: Final = 1_000
+"""The bad rows a lenient :class:`SampleStream` keeps in ``errors`` (all are counted)."""
+LOGGED_ERRORS: Final = 20
+"""The bad rows a lenient :class:`SampleStream` logs one by one (a warning each); the next
+one logs that the rest are counted, not logged (at DEBUG each)."""
+
+
 class SampleStream(Iterator[Sample]):
     """An iterator of samples read lazily from one file.
 
@@ -70,8 +79,9 @@ class SampleStream(Iterator[Sample]):
         path: the file being read.
         format: ``jsonl``, ``json``, ``csv`` or ``parquet``.
         strict: whether the first bad row raises (True) or is skipped (False).
-        errors: the bad rows skipped so far (lenient mode only), as :class:`DataError`; a row
-            whose id an earlier row has is one of them.
+        errors: the first :data:`KEPT_ERRORS` bad rows skipped (lenient mode only), as
+            :class:`DataError`; a row whose id an earlier row has is one of them.
+        bad_rows: how many bad rows were skipped so far, all of them (lenient mode only).
         rows_read: rows read so far, good and bad.
     """
 
@@ -82,6 +92,7 @@ class SampleStream(Iterator[Sample]):
         self.format = format
         self.strict = strict
         self.errors: list[DataError] = []
+        self.bad_rows = 0
         self.rows_read = 0
         self._rows = _READERS[format](path) if rows is None else rows
         # the ids given so far (lenient mode: a repeat is skipped; strict: the run refuses it)
@@ -164,9 +175,26 @@ class SampleStream(Iterator[Sample]):
             error = exc.located(path=str(self.path), line=line, sample_id=id_for_message(sample_id))
             if self.strict:
                 raise error from None
-            logger.warning("skipping a bad row: %s", error)
-            self.errors.append(error)
+            self._skipped(error)
             return None
+
+    def _skipped(self, error: DataError) -> None:
+        """Count, keep (the first :data:`KEPT_ERRORS`) and log (the first
+        :data:`LOGGED_ERRORS`) a bad row skipped in lenient mode."""
+        self.bad_rows += 1
+        if self.bad_rows <= KEPT_ERRORS:
+            self.errors.append(error)
+        if self.bad_rows <= LOGGED_ERRORS:
+            logger.warning("skipping a bad row: %s", error)
+        elif self.bad_rows == LOGGED_ERRORS + 1:
+            logger.warning(
+                "%s: more than %d bad rows; the others are skipped without a warning each "
+                "(SampleStream.bad_rows counts them all, SampleStream.errors keeps the first "
+                "%d); this one: %s",
+                self.path, LOGGED_ERRORS, KEPT_ERRORS, error,
+            )  # fmt: skip
+        else:
+            logger.debug("skipping a bad row: %s", error)
 
     def _take(
         self,
