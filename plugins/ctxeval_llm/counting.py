@@ -44,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 TEMPLATE_TOKENS = 8
 """Tokens a chat template adds around one message, where the server's count is of the text
-alone (ChatML adds 5, Llama 3's template 5, Gemma's 6; with room to spare)."""
+alone: ChatML's, Llama 3's and Gemma's templates add about 5 (and the answer's opening a few
+once), so 8 leaves room to spare."""
 
 COUNTING_SERVERS = frozenset({"llama.cpp", "llama-cpp-python", "vllm"})
 """The servers (:attr:`ServerSlots.kind`) whose tokenizer ctxeval asks."""
