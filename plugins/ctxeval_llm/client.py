@@ -406,8 +406,8 @@ async def _check_local_window(
     when it has one (:mod:`ctxeval_llm.counting`), holding one of the server's slots (on
     llama-cpp-python, a request waiting for its model interrupts a streamed answer)."""
     config = bound.config
-    window = bound.window if config.context_window is not None else None
-    window = window or served_window(bound.slots) or bound.window
+    configured = config.context_window is not None
+    window = bound.window if configured else served_window(bound.slots) or bound.window
     if window is None or estimate_fits(config, prompt, request, window):
         return
     counted = None

@@ -31,12 +31,9 @@ from typing import Any
 
 import anyio
 import attrs
-import orjson
-
-from ctxeval.plugin import CallError
 
 from .http_clients import HTTPClient, make_client
-from .slots import ServerSlots
+from .slots import ServerAPI, ServerSlots, as_is, server_urls
 
 __all__ = ["COUNTING_SERVERS", "TEMPLATE_TOKENS", "Counted", "TokenCounter", "can_count"]
 
@@ -91,20 +88,19 @@ class TokenCounter:
         seconds: the run's request timeout; None waits as long as a request would)."""
         if not can_count(slots):
             return None
-        base = self.endpoint.rstrip("/")
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        base, root = server_urls(self.endpoint)
         messages: Sequence[Mapping[str, Any]] = request.get("messages") or ()
         with anyio.move_on_after(timeout):
             if self._client is None or not self._client.usable_here():
                 self._client = make_client(
-                    self.endpoint, max_connections=_CONNECTIONS, http2=False, say=_as_is
+                    self.endpoint, max_connections=_CONNECTIONS, http2=False, say=as_is
                 )
-            poster = _Poster(self._client, dict(headers or {}))
+            api = ServerAPI(self._client, headers or {}, limit=_ANSWER_LIMIT)
             if slots.kind == "vllm":
-                return await _vllm(poster, root, request.get("model"), messages)
+                return await _vllm(api, root, request.get("model"), messages)
             if slots.kind == "llama.cpp":
-                return await _llama_cpp(poster, root, messages)
-            return await _llama_cpp_python(poster, root, messages)
+                return await _llama_cpp(api, root, messages)
+            return await _llama_cpp_python(api, root, messages)
         logger.info("%s did not count a prompt within %s s: the estimate decides", base, timeout)
         return None
 
@@ -116,12 +112,12 @@ class TokenCounter:
 
 
 async def _vllm(
-    poster: _Poster, root: str, model: Any, messages: Sequence[Mapping[str, Any]]
+    api: ServerAPI, root: str, model: Any, messages: Sequence[Mapping[str, Any]]
 ) -> Counted | None:
     body: dict[str, Any] = {"messages": list(messages), "add_generation_prompt": True}
     if isinstance(model, str):
         body["model"] = model
-    answer = await poster.json(f"{root}/tokenize", body)
+    answer = await api.post(f"{root}/tokenize", body)
     count = _count(answer.get("count") if isinstance(answer, dict) else None)
     if count is None:
         return None
@@ -131,12 +127,12 @@ async def _vllm(
 
 
 async def _llama_cpp(
-    poster: _Poster, root: str, messages: Sequence[Mapping[str, Any]]
+    api: ServerAPI, root: str, messages: Sequence[Mapping[str, Any]]
 ) -> Counted | None:
-    templated = await poster.json(f"{root}/apply-template", {"messages": list(messages)})
+    templated = await api.post(f"{root}/apply-template", {"messages": list(messages)})
     prompt = templated.get("prompt") if isinstance(templated, dict) else None
     if isinstance(prompt, str):
-        answer = await poster.json(
+        answer = await api.post(
             f"{root}/tokenize", {"content": prompt, "add_special": True, "parse_special": True}
         )
         count = _listed(answer)
@@ -148,7 +144,7 @@ async def _llama_cpp(
             )
         return None
     text = _text(messages)
-    answer = await poster.json(f"{root}/tokenize", {"content": text, "add_special": True})
+    answer = await api.post(f"{root}/tokenize", {"content": text, "add_special": True})
     count = _listed(answer)
     if count is None:
         return None
@@ -160,9 +156,9 @@ async def _llama_cpp(
 
 
 async def _llama_cpp_python(
-    poster: _Poster, root: str, messages: Sequence[Mapping[str, Any]]
+    api: ServerAPI, root: str, messages: Sequence[Mapping[str, Any]]
 ) -> Counted | None:
-    answer = await poster.json(f"{root}/extras/tokenize/count", {"input": _text(messages)})
+    answer = await api.post(f"{root}/extras/tokenize/count", {"input": _text(messages)})
     count = _count(answer.get("count") if isinstance(answer, dict) else None)
     if count is None:
         return None
@@ -184,26 +180,3 @@ def _listed(answer: Any) -> int | None:
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _as_is(text: str) -> str:
-    return text  # (a failed count is not shown: the estimate decides)
-
-
-class _Poster:
-    """POSTs of JSON to the server, with the run's headers (its key: a server may want it)."""
-
-    def __init__(self, client: HTTPClient, headers: dict[str, str]) -> None:
-        self._client = client
-        self._headers = {**headers, "Content-Type": "application/json"}
-
-    async def json(self, url: str, body: Mapping[str, Any]) -> Any:
-        """The JSON ``url`` answers ``body`` with a 200, else None."""
-        try:
-            answer = await self._client.request(
-                "POST", url, orjson.dumps(body), self._headers, _ANSWER_LIMIT
-            )
-            return orjson.loads(answer.body) if answer.status == 200 else None
-        except (CallError, ValueError):
-            logger.debug("%s did not count the prompt", url, exc_info=True)
-            return None

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,7 +45,7 @@ from ctxeval.plugin import CallError
 from .http_clients import HTTPClient, make_client
 from .window import server_context
 
-__all__ = ["ServerSlots", "is_local", "server_slots"]
+__all__ = ["ServerAPI", "ServerSlots", "as_is", "is_local", "server_slots", "server_urls"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,18 +107,17 @@ class ServerSlots:
         return self._limiter
 
     async def _discover(self, headers: dict[str, str]) -> None:
-        base = self.endpoint.rstrip("/")
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        base, root = server_urls(self.endpoint)
         with anyio.move_on_after(_PROBE_TIMEOUT):  # all probes together: then not capped
             # the client the requests use (aiohttp on asyncio, httpx elsewhere), its own pool
-            client = make_client(self.endpoint, max_connections=1, http2=False, say=_as_is)
+            client = make_client(self.endpoint, max_connections=1, http2=False, say=as_is)
             try:
-                await self._ask(_Getter(client, headers), base, root)
+                await self._ask(ServerAPI(client, headers, limit=_PROBE_LIMIT), base, root)
             finally:
                 with anyio.CancelScope(shield=True):
                     await client.aclose()
 
-    async def _ask(self, client: _Getter, base: str, root: str) -> None:
+    async def _ask(self, client: ServerAPI, base: str, root: str) -> None:
         for source, url, read in (
             ("/props", f"{root}/props", _total_slots),
             ("/slots", f"{root}/slots", _listed_slots),
@@ -169,23 +169,46 @@ class ServerSlots:
         )  # fmt: skip
 
 
-def _as_is(text: str) -> str:
-    return text  # (the probe's errors are not shown: a failed probe leaves the server uncapped)
+def server_urls(endpoint: str) -> tuple[str, str]:
+    """``endpoint`` without a trailing ``/``, and the server's root (without ``/v1``): where
+    its own endpoints are (``/props``, ``/tokenize``, ``/api/ps``)."""
+    base = endpoint.rstrip("/")
+    return base, base[: -len("/v1")] if base.endswith("/v1") else base
 
 
-class _Getter:
-    """GETs of the probe, with the run's headers (its key: a server may want it)."""
+def as_is(text: str) -> str:
+    """A client's ``say`` that shows errors unchanged (a local server's own endpoints: their
+    errors are not shown; a failed probe or count leaves its default)."""
+    return text
 
-    def __init__(self, client: HTTPClient, headers: dict[str, str]) -> None:
+
+class ServerAPI:
+    """Requests to a local server's own endpoints, with the run's headers (its key: a server
+    may want it): the JSON of a 200 answer (at most ``limit`` bytes), else None (an error,
+    another status, not JSON)."""
+
+    def __init__(self, client: HTTPClient, headers: Mapping[str, str], *, limit: int) -> None:
         self._client = client
-        self._headers = headers
+        self._headers = dict(headers)
+        self._limit = limit
 
     async def json(self, url: str) -> Any:
-        """The JSON ``url`` answers with a 200, else None."""
+        """``GET url``'s JSON."""
+        return await self._send("GET", url, None)
+
+    async def post(self, url: str, body: Mapping[str, Any]) -> Any:
+        """The JSON answered to ``POST url`` of ``body`` as JSON."""
+        return await self._send("POST", url, orjson.dumps(body))
+
+    async def _send(self, method: str, url: str, content: bytes | None) -> Any:
+        headers = self._headers
+        if content is not None:
+            headers = {**headers, "Content-Type": "application/json"}
         try:
-            answer = await self._client.request("GET", url, None, self._headers, _PROBE_LIMIT)
+            answer = await self._client.request(method, url, content, headers, self._limit)
             return orjson.loads(answer.body) if answer.status == 200 else None
         except (CallError, ValueError):
+            logger.debug("%s %s: no answer", method, url, exc_info=True)
             return None
 
 
