@@ -15,10 +15,14 @@ too, and holds the loop whoever triggered it) and its wall time; then how long t
 a copy of the evaluation with nothing computed yet), and, when the code has it, the longest gap
 during ``await copy.asummary()``. Each figure is the worst (gaps) or best (wall times) of
 ``--repeat`` runs after a warm-up run; *first call* is the longest gap of the first
-``aevaluate`` (5 000 x 10) of a fresh process, after ``import ctxeval``.
+``aevaluate`` (5 000 x 10) of a fresh process, after ``import ctxeval``; *first LLM call* the
+longest gap of the first ``aevaluate`` of another fresh process, 20 samples of
+``llm_context_precision_with_reference`` judged by the fake OpenAI-compatible server (its own
+process, 10 ms latency): what a harness serving requests on its loop sees when its first
+LLM-judged run loads the LLM plugin, its HTTP client and litellm's price table.
 
 Each backend runs in a process of its own. ``--before REV`` measures the code of git
-revision ``REV`` too (its ``core/ctxeval``, extracted with ``git archive`` to a temporary
+revision ``REV`` too (its ``core/ctxeval`` and ``plugins/ctxeval_llm``, extracted with ``git archive`` to a temporary
 folder and put first on ``PYTHONPATH``), in the same run, for a before/after table.
 ``--where`` names the code the loop was in during stalls over ``--stall`` ms (a watchdog
 thread samples the loop thread's stack every 2 ms while the ticker is late; a stall inside
@@ -225,20 +229,53 @@ async def first_call() -> dict[str, Any]:
     return {"first_gap": run["gap"]}
 
 
+async def first_llm_call(url: str) -> dict[str, Any]:
+    """The longest gap of the first ``aevaluate`` of this process with an LLM metric (20
+    samples x 5 chunks against the fake judge at ``url``)."""
+    import ctxeval
+    from ctxeval_llm import LLMConfig
+
+    aevaluate = ctxeval.aevaluate
+    llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
+    samples = [
+        {
+            "id": str(i),
+            "user_input": f"Where is landmark {i}?",
+            "reference": f"Landmark {i} is in Paris, France.",
+            "retrieved_contexts": [f"Chunk {j} about landmark {i} in Paris." for j in range(5)],
+        }
+        for i in range(20)
+    ]
+    metrics = ["llm_context_precision_with_reference"]
+    with Ticker(None) as ticker:
+        async with anyio.create_task_group() as group:
+            await group.start(ticker.run)
+            evaluation, run = await measure(ticker, lambda: aevaluate(samples, metrics, llm=llm))
+            group.cancel_scope.cancel()
+    ok = sum(r.status.value == "ok" for r in evaluation.results)
+    assert ok == len(samples), f"{len(samples) - ok} rows not ok"
+    return {"first_llm_gap": run["gap"]}
+
+
 def child(args: argparse.Namespace) -> None:
     """Measure in this process and print the figures as one JSON line."""
     stall = args.stall / 1000 if args.where else None
-    if args.first:
+    if args.first_llm:
+        out = anyio.run(first_llm_call, args.first_llm, backend=args.backend)
+    elif args.first:
         out = anyio.run(first_call, backend=args.backend)
     else:
         out = anyio.run(measure_all, args.repeat, stall, backend=args.backend)
     print(json.dumps(out))
 
 
-def run_child(backend: str, args: argparse.Namespace, path: str | None, first: bool) -> Any:
+def run_child(
+    backend: str, args: argparse.Namespace, path: str | None, first: bool, llm: str | None = None
+) -> Any:
     command = [sys.executable, __file__, "--child", "--backend", backend]
     command += ["--repeat", str(args.repeat), "--stall", str(args.stall)]
     command += ["--first"] if first else []
+    command += ["--first-llm", llm] if llm else []
     command += ["--where"] if args.where and not first else []
     env = dict(os.environ)
     if path is not None:
@@ -254,7 +291,10 @@ def ms(value: float | None) -> str:
 
 
 def report(label: str, backend: str, figures: dict[str, Any], first: dict[str, Any]) -> None:
-    logger.info("%s, %s (first call: longest gap %s)", label, backend, ms(first["first_gap"]))
+    logger.info(
+        "%s, %s (first call: longest gap %s; first LLM call: %s)",
+        label, backend, ms(first["first_gap"]), ms(first["first_llm_gap"]),
+    )  # fmt: skip
     logger.info(
         "  %-24s %13s %10s %9s %15s %13s %15s",
         "workload", "aevaluate gap", "of it gc", "wall", "summary() holds", "summary cost",
@@ -282,26 +322,40 @@ def main() -> None:
     parser.add_argument("--stall", type=float, default=20.0, help="ms; with --where")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--first-llm", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.child:
         child(args)
         return
     backends = ["asyncio", "trio"] if args.backend == "both" else [args.backend]
+    judge = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "fake_judge_server.py"), "--latency", "0.01"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert judge.stdout is not None
+    assert judge.stdin is not None
+    url = judge.stdout.readline().strip()
     with tempfile.TemporaryDirectory() as folder:
         versions: list[tuple[str, str | None]] = []
         if args.before:
             archive = subprocess.run(
-                ["git", "archive", args.before, "core/ctxeval"],
+                ["git", "archive", args.before, "core/ctxeval", "plugins/ctxeval_llm"],
                 cwd=ROOT, capture_output=True, check=True,
             )  # fmt: skip
             subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
-            versions.append((f"before ({args.before})", str(Path(folder) / "core")))
+            paths = [str(Path(folder) / "core"), str(Path(folder) / "plugins")]
+            versions.append((f"before ({args.before})", os.pathsep.join(paths)))
         versions.append(("now", None))
-        for label, path in versions:
-            for backend in backends:
-                first = run_child(backend, args, path, first=True)
-                report(label, backend, run_child(backend, args, path, first=False), first)
+        try:
+            for label, path in versions:
+                for backend in backends:
+                    first = run_child(backend, args, path, first=True)
+                    first.update(run_child(backend, args, path, first=False, llm=url))
+                    report(label, backend, run_child(backend, args, path, first=False), first)
+        finally:
+            judge.stdin.close()
+            judge.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A run leaves its event loop free: the loop's other tasks run between the chunks of the
-deterministic fast path, the chunks follow how long they hold the loop, and the summary of an
-``aevaluate`` is computed in a worker thread, with the same numbers as ``summary()``.
+deterministic fast path, the chunks follow how long they hold the loop, the summary of an
+``aevaluate`` is computed in a worker thread, with the same numbers as ``summary()``, and so
+are the plugins' discovery and the import of the HTTP client's library.
 
 No test here measures time (``bench/loop_lag.py`` does): they count.
 """
@@ -8,6 +9,7 @@ No test here measures time (``bench/loop_lag.py`` does): they count.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from typing import Any
 
@@ -21,6 +23,9 @@ from ctxeval import MetricResult, Sample
 from ctxeval._plugins.base import BaseDeterministicMetric
 from ctxeval._results.evaluation import Evaluation
 from ctxeval._run import api, fastpath
+from ctxeval_llm import LLMConfig, http_clients
+from fakes.openai_server import FakeOpenAI
+from llm_judge import Judge
 
 pytestmark = pytest.mark.anyio
 
@@ -156,3 +161,23 @@ async def test_the_plugins_are_discovered_in_a_worker_thread(
         assert len([row async for row in rows]) == 9
     assert len(threads) == 1
     assert threads[0] != threading.get_ident()
+
+
+async def test_the_http_client_library_is_imported_in_a_worker_thread(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aiohttp's import loads the system's certificates (0.1 to 0.2 s): on the loop, it would
+    # stall every task of a host application; a stand-in notes the thread importing it
+    marker = "fakes.import_marker"
+    monkeypatch.delitem(sys.modules, marker, raising=False)
+    monkeypatch.setattr(http_clients, "_MODULES", {"aiohttp": marker, "httpx": marker})
+    sample = {"id": "s", "user_input": "q", "reference": "r", "retrieved_contexts": ["c", "d"]}
+    with FakeOpenAI(Judge(verdicts={"c": 1, "d": 0})) as server:
+        llm = LLMConfig(model="openai/x", api_base=server.url, api_key="sk-test-0000")
+        evaluation = await ctxeval.aevaluate(
+            [sample], ["llm_context_precision_with_reference"], llm=llm
+        )
+    [row] = evaluation.results
+    assert row.score == 1.0, row.to_dict()
+    imported_in = sys.modules[marker].IMPORTED_IN
+    assert imported_in != threading.get_ident()  # a worker thread

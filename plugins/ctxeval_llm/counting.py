@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 import attrs
 
-from .http_clients import HTTPClient, make_client
+from .http_clients import HTTPClient, load_client, make_client
 from .slots import ServerAPI, ServerSlots, as_is, server_urls
 
 __all__ = ["COUNTING_SERVERS", "TEMPLATE_TOKENS", "Counted", "TokenCounter", "can_count"]
@@ -92,6 +92,8 @@ class TokenCounter:
         messages: Sequence[Mapping[str, Any]] = request.get("messages") or ()
         with anyio.move_on_after(timeout):
             if self._client is None or not self._client.usable_here():
+                await load_client(self.endpoint, http2=False)
+            if self._client is None or not self._client.usable_here():  # (checked again)
                 self._client = make_client(
                     self.endpoint, max_connections=_CONNECTIONS, http2=False, say=as_is
                 )

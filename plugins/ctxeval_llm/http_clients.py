@@ -10,7 +10,9 @@ implementations:
   that is not a plain ``http://`` one (``https://``, ``socks5://``).
 
 :func:`choose_client` picks one from the running async library (sniffio, as anyio asks it),
-once per run. Both
+once per run; :func:`load_client` imports it in a worker thread the first time, not on the
+event loop (aiohttp's import loads the system's certificates: 0.1 to 0.2 s that would hold
+every task of the loop, a host application's too). Both
 honour the same limits: the answer cut at ``max_response_bytes``, the proxies of the
 environment as httpx's ``trust_env`` reads them (:func:`env_proxy`), certificates checked
 against the system's store (:func:`ssl_context`), no redirects, no timeout but the connect
@@ -24,13 +26,18 @@ on asyncio): for comparing them, or working around one.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 import ipaddress
 import os
 import ssl
+import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Protocol
+
+import anyio
 
 from ctxeval.plugin import ConfigError
 
@@ -42,6 +49,8 @@ __all__ = [
     "async_library",
     "choose_client",
     "env_proxy",
+    "load_client",
+    "make_client",
     "oversize_message",
     "ssl_context",
 ]
@@ -210,9 +219,25 @@ def async_library() -> str | None:
         return None
 
 
+_MODULES = {"aiohttp": "aiohttp", "httpx": "httpx"}
+"""The library each client's first use imports (a run on asyncio never imports httpx)."""
+
+
+async def load_client(url: str, *, http2: bool) -> None:
+    """Import the library of the client :func:`choose_client` picks for ``url``, in a worker
+    thread the first time (later: at once, without a checkpoint). Its import holds no loop:
+    aiohttp's loads the system's certificates (twice), as httpx's does, at import; aiohttp
+    asks that it be imported before the loop starts or in a thread. Call it before
+    :func:`make_client` on a path where the client may be new."""
+    module = _MODULES[choose_client(url, http2=http2)]
+    if module not in sys.modules:  # (one being imported by another thread is in it: the
+        await anyio.to_thread.run_sync(importlib.import_module, module)  # import then waits)
+
+
 def make_client(url: str, *, max_connections: int, http2: bool, say: Redact) -> HTTPClient:
     """A new pool for requests to ``url`` on the running event loop, of the client
-    :func:`choose_client` picks (imported only then: a run on asyncio never imports httpx)."""
+    :func:`choose_client` picks (its library imported here when :func:`load_client` has not:
+    on the loop)."""
     if choose_client(url, http2=http2) == "aiohttp":
         from .aiohttp_transport import AiohttpClient
 
@@ -237,8 +262,6 @@ def choose_client(url: str, *, http2: bool) -> str:
     proxy = env_proxy(url)
     if proxy is not None and not proxy.lower().startswith("http://"):
         return "httpx"
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:  # pragma: no cover - a dependency; an install without it still works
-        return "httpx"
+    if importlib.util.find_spec("aiohttp") is None:  # pragma: no cover - a dependency; an
+        return "httpx"  # install without it still works
     return "aiohttp"

@@ -76,7 +76,14 @@ from ctxeval.plugin import (
 )
 
 from .config import LLMConfig
-from .http_clients import CONNECT_TIMEOUT, Answer, HTTPClient, make_client, ssl_context
+from .http_clients import (
+    CONNECT_TIMEOUT,
+    Answer,
+    HTTPClient,
+    load_client,
+    make_client,
+    ssl_context,
+)
 from .parsing import redact
 from .slots import is_local, server_slots
 
@@ -176,8 +183,10 @@ class OpenAITransport:
         return None if self._client is None else self._client.name
 
     async def ready(self, ctx: RunContext) -> None:
-        """Checked once per run, before the first request (see :meth:`check_ready`)."""
+        """Checked once per run, before the first request (see :meth:`check_ready`); the HTTP
+        client's library imported meanwhile, in a worker thread (:func:`load_client`)."""
         self.check_ready()
+        await load_client(self.endpoint, http2=self.config.http2)
 
     def check_ready(self) -> None:
         """Raise what can be known before the first request: OpenAI's own API without a key,
@@ -198,9 +207,16 @@ class OpenAITransport:
                     install="pip install 'httpx[http2]'",
                 ) from None
 
-    def _client_now(self) -> HTTPClient:
-        """The run's client, made on the running event loop at the first request."""
+    def _client_here(self) -> HTTPClient | None:
+        """The run's client, if it was made on the running event loop."""
         client = self._client
+        return client if client is not None and client.usable_here() else None
+
+    async def _new_client(self) -> HTTPClient:
+        """The run's client, made on the running event loop at the first request (its
+        library imported in a worker thread then: :func:`~ctxeval_llm.http_clients.load_client`)."""
+        await load_client(self.endpoint, http2=self.config.http2)
+        client = self._client  # (another request may have made it meanwhile)
         if client is not None and client.usable_here():
             return client
         if client is not None:  # made on another run's loop (a transport kept across runs)
@@ -222,7 +238,7 @@ class OpenAITransport:
         streamed = stream and "stream" not in payload  # (a request's own choice stands)
         if streamed:
             payload = {**payload, **_STREAMED}
-        answer = await self._client_now().request(
+        answer = await (self._client_here() or await self._new_client()).request(
             "POST", self.url, orjson.dumps(payload), self._json_headers,
             self.config.max_response_bytes,
         )  # fmt: skip
@@ -286,7 +302,7 @@ class OpenAITransport:
             url, content = str(built.url), built.read()
             made = {k: v for k, v in built.headers.items() if k not in _BUILT_BY_THE_CLIENT}
             headers = _merged(self._headers, made)
-        answer = await self._client_now().request(
+        answer = await (self._client_here() or await self._new_client()).request(
             method, url, content, headers, limit or self.config.max_response_bytes
         )
         if not 200 <= answer.status < 300:
