@@ -324,10 +324,10 @@ def main() -> None:
     parser.add_argument("--first", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first-llm", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if args.child:
+    if args.child:  # (no logging: httpx's line per request would be measured too)
         child(args)
         return
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     backends = ["asyncio", "trio"] if args.backend == "both" else [args.backend]
     judge = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "fake_judge_server.py"), "--latency", "0.01"],
