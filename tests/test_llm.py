@@ -493,6 +493,42 @@ def test_price_table_read_from_litellms_file_and_a_damaged_one_is_no_price(
         assert str(tmp_path) in caplog.text
     finally:
         pricing.price_table.cache_clear()
+        pricing._mentioned.cache_clear()
+
+
+def test_a_model_the_table_never_names_is_priced_without_parsing_it() -> None:
+    from ctxeval_llm import pricing
+    from ctxeval_llm.window import known_window
+
+    pricing.price_table.cache_clear()
+    pricing._mentioned.cache_clear()
+    try:
+        local = LLMConfig(model="openai/smollm2-135m-q8-local", api_base="http://127.0.0.1:8080/v1")
+        assert pricing.price_of(local.model) is None
+        assert local.price() is None
+        assert pricing.price_table.cache_info().currsize == 0  # never parsed
+        # every key of the table is found in its file (a sample: each look reads the file)
+        keys = sorted(json.loads(pricing._table_path().read_bytes()))  # type: ignore[union-attr]
+        for key in keys[:: max(1, len(keys) // 25)]:
+            assert pricing._mentioned(key), key
+        assert pricing.price_table.cache_info().currsize == 0
+        # a model it names: the same price and window as from the parsed table
+        listed = LLMConfig(model="gpt-4o-mini", api_key="sk-test-0000")
+        entry = pricing.price_table()["gpt-4o-mini"]
+        price = pricing.price_of("openai/gpt-4o-mini")
+        assert price is not None
+        assert (price.prompt, price.completion) == (
+            entry["input_cost_per_token"],
+            entry["output_cost_per_token"],
+        )
+        assert known_window(listed) == (
+            entry["max_input_tokens"],
+            "max_input_tokens of 'gpt-4o-mini' in litellm's model table",
+        )
+        assert pricing.table_entry('gpt-4o-mini"') is None  # (a name with a quote: parsed)
+    finally:
+        pricing.price_table.cache_clear()
+        pricing._mentioned.cache_clear()
 
 
 def test_auto_transport_is_openai_for_openai_models_even_behind_a_proxy(

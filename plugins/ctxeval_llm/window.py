@@ -91,11 +91,10 @@ def known_window(config: LLMConfig) -> tuple[int, str] | None:
         return config.context_window, "context_window, as configured"
     if not _provider_table_applies(config):
         return None
-    from .pricing import price_table
+    from .pricing import table_entry
 
-    table = price_table()
     for name in (config.model, config.model.split("/", 1)[-1]):
-        entry = table.get(name)
+        entry = table_entry(name)
         tokens = entry.get("max_input_tokens") if isinstance(entry, dict) else None
         if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
             return tokens, f"max_input_tokens of {name!r} in litellm's model table"
