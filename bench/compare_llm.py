@@ -35,7 +35,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from peer_env import compile_ours, python_of
+from peer_env import compile_ours, landmark_samples, python_of
 
 HERE = Path(__file__).resolve().parent
 
@@ -136,21 +136,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "llm.jsonl"
         with data.open("w") as handle:
-            for i in range(args.samples):
-                handle.write(
-                    json.dumps(
-                        {
-                            "id": str(i),
-                            "user_input": f"Where is landmark {i}?",
-                            "reference": f"Landmark {i} is in Paris, France.",
-                            "retrieved_contexts": [
-                                f"Chunk {j} about landmark {i} in Paris."
-                                for j in range(args.chunks)
-                            ],
-                        }
-                    )
-                    + "\n"
-                )
+            for sample in landmark_samples(args.samples, args.chunks):
+                handle.write(json.dumps(sample) + "\n")
         rows = [
             scenario(*SCENARIOS[key][:2], SCENARIOS[key][2], data, ours, ragas, 16, args.repeat,
                      SCENARIOS[key][3])

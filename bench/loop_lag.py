@@ -232,20 +232,14 @@ async def first_call() -> dict[str, Any]:
 async def first_llm_call(url: str) -> dict[str, Any]:
     """The longest gap of the first ``aevaluate`` of this process with an LLM metric (20
     samples x 5 chunks against the fake judge at ``url``)."""
+    from peer_env import landmark_samples
+
     import ctxeval
     from ctxeval_llm import LLMConfig
 
     aevaluate = ctxeval.aevaluate
     llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
-    samples = [
-        {
-            "id": str(i),
-            "user_input": f"Where is landmark {i}?",
-            "reference": f"Landmark {i} is in Paris, France.",
-            "retrieved_contexts": [f"Chunk {j} about landmark {i} in Paris." for j in range(5)],
-        }
-        for i in range(20)
-    ]
+    samples = landmark_samples(20, 5)
     metrics = ["llm_context_precision_with_reference"]
     with Ticker(None) as ticker:
         async with anyio.create_task_group() as group:

@@ -38,6 +38,22 @@ def python_of(name: str) -> Path:
     return python
 
 
+def landmark_samples(count: int, chunks: int) -> list[dict[str, object]]:
+    """The samples the LLM comparisons judge: ``count`` questions about landmarks, each with a
+    reference and ``chunks`` retrieved chunks (``bench/compare_llm.py``, ``bench/loop_lag.py``)."""
+    return [
+        {
+            "id": str(i),
+            "user_input": f"Where is landmark {i}?",
+            "reference": f"Landmark {i} is in Paris, France.",
+            "retrieved_contexts": [
+                f"Chunk {j} about landmark {i} in Paris." for j in range(chunks)
+            ],
+        }
+        for i in range(count)
+    ]
+
+
 def compile_ours() -> None:
     """ctxeval's own sources compiled to bytecode before a timed comparison, as pip compiles
     a peer's at install. An editable install on a machine that sets PYTHONDONTWRITEBYTECODE

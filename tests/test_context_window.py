@@ -592,14 +592,14 @@ def test_the_counter_keeps_one_pool_for_the_run_and_closes_it(
     async def main() -> None:
         counter = TokenCounter(server.url)
         first = await counter.count(slots, request, None, timeout=5)
-        pool = counter._client
+        pool = counter._pool.current
         second = await counter.count(slots, request, None, timeout=5)
-        assert counter._client is pool is not None  # one pool for every count
+        assert counter._pool.current is pool is not None  # one pool for every count
         assert first == second
         assert first is not None
         assert first.tokens == 7
         await counter.aclose()
-        assert counter._client is None
+        assert counter._pool.current is None
 
     anyio.run(main, backend=backend)  # aiohttp on asyncio, httpx on trio
     assert len(server.post_route_requests) == 2

@@ -79,7 +79,7 @@ def used_client(backend: str, config: LLMConfig) -> tuple[str | None, dict[str, 
     async def main() -> tuple[str | None, dict[str, Any]]:
         transport = OpenAITransport(config, max_connections=3)
         await transport.complete(None, {"model": "x", "messages": []})  # type: ignore[arg-type]
-        name, client = transport.client_name, transport._client
+        name, client = transport.client_name, transport._pool.current
         facts: dict[str, Any] = {}
         if name == "aiohttp":
             session = client._session  # type: ignore[union-attr]

@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 import attrs
 
-from .http_clients import HTTPClient, load_client, make_client
+from .http_clients import LoopClient
 from .slots import ServerAPI, ServerSlots, as_is, server_urls
 
 __all__ = ["COUNTING_SERVERS", "TEMPLATE_TOKENS", "Counted", "TokenCounter", "can_count"]
@@ -73,7 +73,7 @@ class TokenCounter:
 
     def __init__(self, endpoint: str) -> None:
         self.endpoint = endpoint
-        self._client: HTTPClient | None = None
+        self._pool = LoopClient(endpoint, max_connections=_CONNECTIONS, http2=False, say=as_is)
 
     async def count(
         self,
@@ -91,13 +91,8 @@ class TokenCounter:
         base, root = server_urls(self.endpoint)
         messages: Sequence[Mapping[str, Any]] = request.get("messages") or ()
         with anyio.move_on_after(timeout):
-            if self._client is None or not self._client.usable_here():
-                await load_client(self.endpoint, http2=False)
-            if self._client is None or not self._client.usable_here():  # (checked again)
-                self._client = make_client(
-                    self.endpoint, max_connections=_CONNECTIONS, http2=False, say=as_is
-                )
-            api = ServerAPI(self._client, headers or {}, limit=_ANSWER_LIMIT)
+            client = self._pool.here() or await self._pool.get()
+            api = ServerAPI(client, headers or {}, limit=_ANSWER_LIMIT)
             if slots.kind == "vllm":
                 return await _vllm(api, root, request.get("model"), messages)
             if slots.kind == "llama.cpp":
@@ -108,9 +103,7 @@ class TokenCounter:
 
     async def aclose(self) -> None:
         """Close the connection pool, if one was made."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        await self._pool.aclose()
 
 
 async def _vllm(

@@ -29,6 +29,7 @@ import asyncio
 import importlib
 import importlib.util
 import ipaddress
+import logging
 import os
 import ssl
 import sys
@@ -46,14 +47,18 @@ __all__ = [
     "CONNECT_TIMEOUT",
     "Answer",
     "HTTPClient",
+    "LoopClient",
     "async_library",
     "choose_client",
     "env_proxy",
     "load_client",
     "make_client",
+    "open_client",
     "oversize_message",
     "ssl_context",
 ]
+
+logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection (the scheduler's timeout covers the whole attempt)."""
@@ -232,6 +237,63 @@ async def load_client(url: str, *, http2: bool) -> None:
     module = _MODULES[choose_client(url, http2=http2)]
     if module not in sys.modules:  # (one being imported by another thread is in it: the
         await anyio.to_thread.run_sync(importlib.import_module, module)  # import then waits)
+
+
+async def open_client(url: str, *, max_connections: int, http2: bool, say: Redact) -> HTTPClient:
+    """A new pool for requests to ``url`` on the running event loop (:func:`make_client`), its
+    library imported in a worker thread first (:func:`load_client`)."""
+    await load_client(url, http2=http2)
+    return make_client(url, max_connections=max_connections, http2=http2, say=say)
+
+
+class LoopClient:
+    """The one pool an object keeps for its requests to ``url``: made on the running event loop
+    at the first request (:meth:`get`), made anew when a later run's loop asks (an object kept
+    across runs; a pool serves the loop it was made on only), closed by :meth:`aclose`.
+
+    A request's path asks ``holder.here() or await holder.get()``: one check once the pool is
+    made.
+    """
+
+    __slots__ = ("_client", "_http2", "_max_connections", "_say", "url")
+
+    def __init__(self, url: str, *, max_connections: int, http2: bool, say: Redact) -> None:
+        self.url = url
+        self._max_connections = max_connections
+        self._http2 = http2
+        self._say = say
+        self._client: HTTPClient | None = None
+
+    @property
+    def current(self) -> HTTPClient | None:
+        """The pool last made (on whichever loop), or None."""
+        return self._client
+
+    def here(self) -> HTTPClient | None:
+        """The pool, if it was made on the running event loop."""
+        client = self._client
+        return client if client is not None and client.usable_here() else None
+
+    async def get(self) -> HTTPClient:
+        """The pool for the running event loop, made now if there is none (its library
+        imported in a worker thread first: :func:`load_client`)."""
+        await load_client(self.url, http2=self._http2)
+        client = self._client  # (another request may have made it meanwhile)
+        if client is not None and client.usable_here():
+            return client
+        if client is not None:
+            logger.debug("%s: a new %s client for this event loop", self.url, client.name)
+        client = make_client(
+            self.url, max_connections=self._max_connections, http2=self._http2, say=self._say
+        )
+        self._client = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the pool, if one was made (on the loop it was made on)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
 
 def make_client(url: str, *, max_connections: int, http2: bool, say: Redact) -> HTTPClient:

@@ -79,9 +79,8 @@ from .config import LLMConfig
 from .http_clients import (
     CONNECT_TIMEOUT,
     Answer,
-    HTTPClient,
+    LoopClient,
     load_client,
-    make_client,
     ssl_context,
 )
 from .parsing import redact
@@ -158,8 +157,9 @@ class OpenAITransport:
         self.endpoint = config.endpoint.rstrip("/")
         self.url = self.endpoint + "/chat/completions"
         self._key = config.openai_key()
-        self._max_connections = max_connections
-        self._client: HTTPClient | None = None
+        self._pool = LoopClient(
+            self.endpoint, max_connections=max_connections, http2=config.http2, say=self._say
+        )
         auth = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         self._headers = _merged(auth, config.extra_headers)
         """Sent with every request: the key, then ``extra_headers``."""
@@ -180,7 +180,8 @@ class OpenAITransport:
     @property
     def client_name(self) -> str | None:
         """The HTTP client in use (``aiohttp`` or ``httpx``); None before the first request."""
-        return None if self._client is None else self._client.name
+        client = self._pool.current
+        return None if client is None else client.name
 
     async def ready(self, ctx: RunContext) -> None:
         """Checked once per run, before the first request (see :meth:`check_ready`); the HTTP
@@ -207,29 +208,6 @@ class OpenAITransport:
                     install="pip install 'httpx[http2]'",
                 ) from None
 
-    def _client_here(self) -> HTTPClient | None:
-        """The run's client, if it was made on the running event loop."""
-        client = self._client
-        return client if client is not None and client.usable_here() else None
-
-    async def _new_client(self) -> HTTPClient:
-        """The run's client, made on the running event loop at the first request (its
-        library imported in a worker thread then: :func:`~ctxeval_llm.http_clients.load_client`)."""
-        await load_client(self.endpoint, http2=self.config.http2)
-        client = self._client  # (another request may have made it meanwhile)
-        if client is not None and client.usable_here():
-            return client
-        if client is not None:  # made on another run's loop (a transport kept across runs)
-            logger.debug("%s: a new %s client for this event loop", self.endpoint, client.name)
-        client = make_client(
-            self.endpoint,
-            max_connections=self._max_connections,
-            http2=self.config.http2,
-            say=self._say,
-        )
-        self._client = client
-        return client
-
     async def complete(self, ctx: RunContext, request: Mapping[str, Any]) -> Completion:
         """Send ``request`` once (streamed or not: see the module); the answer, or the
         :class:`ctxeval.CallError` of its kind."""
@@ -238,7 +216,7 @@ class OpenAITransport:
         streamed = stream and "stream" not in payload  # (a request's own choice stands)
         if streamed:
             payload = {**payload, **_STREAMED}
-        answer = await (self._client_here() or await self._new_client()).request(
+        answer = await (self._pool.here() or await self._pool.get()).request(
             "POST", self.url, orjson.dumps(payload), self._json_headers,
             self.config.max_response_bytes,
         )  # fmt: skip
@@ -302,7 +280,7 @@ class OpenAITransport:
             url, content = str(built.url), built.read()
             made = {k: v for k, v in built.headers.items() if k not in _BUILT_BY_THE_CLIENT}
             headers = _merged(self._headers, made)
-        answer = await (self._client_here() or await self._new_client()).request(
+        answer = await (self._pool.here() or await self._pool.get()).request(
             method, url, content, headers, limit or self.config.max_response_bytes
         )
         if not 200 <= answer.status < 300:
@@ -449,9 +427,7 @@ class OpenAITransport:
 
     async def aclose(self) -> None:
         """Close the connection pool (on the run's event loop)."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._pool.aclose()
 
 
 def _is_event_stream(answer: Answer) -> bool:

@@ -42,7 +42,7 @@ import orjson
 
 from ctxeval.plugin import CallError
 
-from .http_clients import HTTPClient, load_client, make_client
+from .http_clients import HTTPClient, open_client
 from .window import server_context
 
 __all__ = ["ServerAPI", "ServerSlots", "as_is", "is_local", "server_slots", "server_urls"]
@@ -110,8 +110,7 @@ class ServerSlots:
         base, root = server_urls(self.endpoint)
         with anyio.move_on_after(_PROBE_TIMEOUT):  # all probes together: then not capped
             # the client the requests use (aiohttp on asyncio, httpx elsewhere), its own pool
-            await load_client(self.endpoint, http2=False)
-            client = make_client(self.endpoint, max_connections=1, http2=False, say=as_is)
+            client = await open_client(self.endpoint, max_connections=1, http2=False, say=as_is)
             try:
                 await self._ask(ServerAPI(client, headers, limit=_PROBE_LIMIT), base, root)
             finally:
