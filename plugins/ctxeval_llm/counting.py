@@ -33,6 +33,7 @@ import anyio
 import attrs
 
 from .http_clients import LoopClient
+from .parsing import whole_number
 from .slots import ServerAPI, ServerSlots, as_is, server_urls
 
 __all__ = ["COUNTING_SERVERS", "TEMPLATE_TOKENS", "Counted", "TokenCounter", "can_count"]
@@ -113,7 +114,7 @@ async def _vllm(
     if isinstance(model, str):
         body["model"] = model
     answer = await api.post(f"{root}/tokenize", body)
-    count = _count(answer.get("count") if isinstance(answer, dict) else None)
+    count = whole_number(answer.get("count") if isinstance(answer, dict) else None, least=0)
     if count is None:
         return None
     return Counted(
@@ -154,7 +155,7 @@ async def _llama_cpp_python(
     api: ServerAPI, root: str, messages: Sequence[Mapping[str, Any]]
 ) -> Counted | None:
     answer = await api.post(f"{root}/extras/tokenize/count", {"input": _text(messages)})
-    count = _count(answer.get("count") if isinstance(answer, dict) else None)
+    count = whole_number(answer.get("count") if isinstance(answer, dict) else None, least=0)
     if count is None:
         return None
     return Counted(
@@ -171,7 +172,3 @@ def _text(messages: Sequence[Mapping[str, Any]]) -> str:
 def _listed(answer: Any) -> int | None:
     tokens = answer.get("tokens") if isinstance(answer, dict) else None
     return len(tokens) if isinstance(tokens, list) else None
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -1,4 +1,5 @@
-"""Reading a model's answer: tolerant JSON extraction, then strict validation."""
+"""Reading what a model or a server answers: tolerant JSON extraction, then strict validation;
+whole numbers from a server's JSON."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from ctxeval.plugin import MalformedOutputError
 
-__all__ = ["parse_json", "redact"]
+__all__ = ["parse_json", "redact", "whole_number"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|(?:key|token)-[A-Za-z0-9_\-]{12,})")
@@ -40,3 +41,11 @@ def redact(text: str, *secrets: str | None) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return _KEY_LIKE.sub("***", text)
+
+
+def whole_number(value: Any, *, least: int = 1) -> int | None:
+    """``value`` when a server's JSON gave an integer of at least ``least`` (a bool is not
+    one), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+        return value
+    return None

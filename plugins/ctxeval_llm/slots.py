@@ -43,6 +43,7 @@ import orjson
 from ctxeval.plugin import CallError
 
 from .http_clients import HTTPClient, open_client
+from .parsing import whole_number
 from .window import server_context
 
 __all__ = ["ServerAPI", "ServerSlots", "as_is", "is_local", "server_slots", "server_urls"]
@@ -212,10 +213,6 @@ class ServerAPI:
             return None
 
 
-def _positive(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
 def _owned_by(data: Any) -> str | None:
     """Who owns the models ``/v1/models`` lists, when all say the same."""
     models = data.get("data") if isinstance(data, dict) else None
@@ -229,7 +226,7 @@ def _owned_by(data: Any) -> str | None:
 def _max_model_len(data: Any) -> int | None:
     """vLLM's ``max_model_len`` of the (smallest) model ``/v1/models`` lists."""
     models = data.get("data") if isinstance(data, dict) else None
-    found = [_positive(m.get("max_model_len")) for m in models or [] if isinstance(m, dict)]
+    found = [whole_number(m.get("max_model_len")) for m in models or [] if isinstance(m, dict)]
     sizes = [n for n in found if n is not None]
     return min(sizes) if sizes else None
 
@@ -237,7 +234,7 @@ def _max_model_len(data: Any) -> int | None:
 def _ollama_context(data: Any) -> int | None:
     """The (smallest) ``context_length`` of the models Ollama's ``/api/ps`` lists as loaded."""
     models = data.get("models") if isinstance(data, dict) else None
-    found = [_positive(m.get("context_length")) for m in models or [] if isinstance(m, dict)]
+    found = [whole_number(m.get("context_length")) for m in models or [] if isinstance(m, dict)]
     sizes = [n for n in found if n is not None]
     return min(sizes) if sizes else None
 

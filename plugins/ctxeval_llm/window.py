@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ctxeval.plugin import BadRequestError, CallError, RunContext
 
 from .config import LLMConfig
+from .parsing import whole_number
 from .prompts import Prompt
 
 if TYPE_CHECKING:
@@ -95,8 +96,8 @@ def known_window(config: LLMConfig) -> tuple[int, str] | None:
 
     for name in (config.model, config.model.split("/", 1)[-1]):
         entry = table_entry(name)
-        tokens = entry.get("max_input_tokens") if isinstance(entry, dict) else None
-        if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+        tokens = whole_number(entry.get("max_input_tokens") if isinstance(entry, dict) else None)
+        if tokens is not None:
             return tokens, f"max_input_tokens of {name!r} in litellm's model table"
     return None
 
@@ -121,7 +122,7 @@ def server_context(listing: Any) -> int | None:
         found.append(listing.get("n_ctx"))
     elif isinstance(listing, list):
         found = [s.get("n_ctx") for s in listing if isinstance(s, Mapping)]
-    sizes = [n for n in found if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+    sizes = [n for n in map(whole_number, found) if n is not None]
     return min(sizes) if sizes else None
 
 
@@ -136,8 +137,8 @@ def served_window(slots: ServerSlots) -> tuple[int, str] | None:
     """A local server's own window and where it was found, from its
     :class:`~ctxeval_llm.slots.ServerSlots` (``context_window``: llama.cpp's ``n_ctx``, vLLM's
     ``max_model_len``, Ollama's ``context_length``), or None when it did not say."""
-    size = slots.context_window
-    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+    size = whole_number(slots.context_window)
+    if size is None:
         return None
     kind = slots.kind
     source = _SERVER_SOURCES.get(kind) if isinstance(kind, str) else None
