@@ -176,6 +176,20 @@ def test_server_context_reads_props_and_slots() -> None:
     assert server_context("nonsense") is None
 
 
+def test_a_server_s_counts_are_whole_numbers_not_bools_or_strings() -> None:
+    from ctxeval_llm.parsing import whole_number
+    from ctxeval_llm.slots import _total_slots
+
+    assert whole_number(4) == 4
+    assert whole_number(0) is None  # a size: at least 1
+    assert whole_number(0, least=0) == 0  # a count of tokens may be 0
+    for bad in (True, False, "4", 4.0, None, -1, [4]):
+        assert whole_number(bad) is None, bad
+    assert _total_slots({"total_slots": 2}) == 2
+    assert _total_slots({"total_slots": True}) is None  # not one slot
+    assert _total_slots({"total_slots": "2"}) is None
+
+
 @pytest.mark.parametrize(
     ("kind", "source"),
     [

@@ -247,8 +247,7 @@ def _model_ids(data: Any) -> list[str] | None:
 
 
 def _total_slots(data: Any) -> int | None:
-    slots = data.get("total_slots") if isinstance(data, dict) else None
-    return slots if isinstance(slots, int) and slots > 0 else None
+    return whole_number(data.get("total_slots") if isinstance(data, dict) else None)
 
 
 def _listed_slots(data: Any) -> int | None:
