@@ -343,6 +343,48 @@ def test_concurrent_first_requests_probe_the_output_mode_once(backend: str) -> N
         assert sum(r.usage.requests for r in ev.results) == len(sent)
 
 
+LLAMA_CPP_PYTHON_MODELS = {
+    "object": "list",
+    "data": [{"id": "/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
+}  # what llama-cpp-python's server lists
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_recognised_llama_cpp_python_server_is_never_sent_what_it_refuses(
+    backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The slot probe recognised the server: the first request is already in the mode it
+    takes (JSON mode with the schema), not a json_schema request it answers with a 500."""
+    with FakeOpenAI(
+        Judge(verdicts={"c": 1}), accepts=("json_object",),
+        routes={"/v1/models": LLAMA_CPP_PYTHON_MODELS},
+    ) as server, caplog.at_level("INFO", logger="ctxeval_llm.client"):  # fmt: skip
+        llm = LLMConfig(model="openai/x", api_base=server.url)
+        ev = anyio.run(
+            lambda: ctxeval.aevaluate(samples(6), ["context_precision"], llm=llm),
+            backend=backend,
+        )
+        assert all(r.status is Status.OK for r in ev.results)
+        assert server.statuses == [200] * len(server.requests)  # nothing refused
+        assert set(_modes(server.requests)) == {"json_object_schema"}
+        assert sum(r.usage.requests for r in ev.results) == len(server.requests)
+    judges = {j["output_mode"] for r in ev.results for j in r.details["provenance"]["judges"]}
+    assert judges == {"json_object_schema"}
+    assert "is llama-cpp-python: asking in JSON mode with the schema" in caplog.text
+
+
+def test_a_recognised_server_that_refuses_its_known_mode_still_steps_down() -> None:
+    """What a server is known to take is where the ladder starts, not a promise: a build
+    that refuses it steps down as any server does."""
+    with FakeOpenAI(
+        Judge(verdicts={"c": 1}), accepts=(), routes={"/v1/models": LLAMA_CPP_PYTHON_MODELS}
+    ) as server:
+        llm = LLMConfig(model="openai/x", api_base=server.url)
+        ev = ctxeval.evaluate(samples(3), ["context_precision"], llm=llm)
+        assert all(r.status is Status.OK for r in ev.results)
+        assert _modes(server.requests) == ["json_object_schema", "json_object"] + ["guided"] * 3
+
+
 def test_a_malformed_answer_is_asked_again_with_a_repair_turn() -> None:
     judge = Judge(verdicts={"c": 1})
     seen: list[dict[str, Any]] = []

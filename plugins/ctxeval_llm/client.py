@@ -6,11 +6,13 @@ naming ``response_format`` or ``json_schema``, or a 500 naming ``response_format
 llama-cpp-python answers) gets, step by step, JSON mode with the schema given in
 ``response_format`` (llama-cpp-python enforces it by grammar), plain JSON mode, the server's
 own constrained-decoding fields (vLLM ``guided_json``, llama.cpp ``json_schema``), and at last
-the schema in the prompt only. Until one mode has been answered, one request at a time probes
-the endpoint (the others wait, outside their time budget), so a refusal steps down once, not
-once per concurrent request; a refusal of a mode already left behind is not a step. The mode in
-use is in each row's provenance (``output_mode``). Whatever the mode, the schema is also
-written in the prompt from the second step on, and the answer is validated strictly.
+the schema in the prompt only; a local server the slot probe recognised as llama-cpp-python
+starts at the second step, without a refused request. Until one mode has been answered, one
+request at a time probes the endpoint (the others wait, outside their time budget), so a
+refusal steps down once, not once per concurrent request; a refusal of a mode already left
+behind is not a step. The mode in use is in each row's provenance (``output_mode``). Whatever
+the mode, the schema is also written in the prompt from the second step on, and the answer is
+validated strictly.
 
 Requests to a local server that says how many it computes at once (llama.cpp's slots,
 llama-cpp-python's one at a time; :mod:`ctxeval_llm.slots`) are held to that number here,
@@ -76,6 +78,10 @@ _DESCRIBED: dict[Mode, str] = {
     "guided": "the server's constrained-decoding fields (guided_json, json_schema)",
     "prompt": "the schema in the prompt only",
 }
+_KNOWN_START: dict[str, Mode] = {"llama-cpp-python": "json_object_schema"}
+"""Where a server the slot probe recognised (its ``kind``: :mod:`ctxeval_llm.slots`) starts
+the ladder: llama-cpp-python answers ``json_schema`` with HTTP 500 and enforces a schema given
+with ``json_object``."""
 _REJECTION_WORDS = (
     "response_format", "json_schema", "json_object", "structured output", "guided_json",
     "schema", "extra", "unrecognized", "unexpected", "not permitted", "unknown field",
@@ -115,6 +121,19 @@ class OutputMode:
                 return
             self._probe.release()  # confirmed while this one waited: go on with the others
         yield
+
+    def start_for(self, kind: str, resource: str) -> None:
+        """Before the first request: start where a server of ``kind`` (a local server the
+        slot probe recognised) is known to take the schema, without a refused request to
+        learn it. Once a request has been refused or answered, what it showed stands."""
+        start = _KNOWN_START.get(kind)
+        if start is None or self.confirmed or self.refusals or self.mode != "json_schema":
+            return
+        self.mode = start
+        logger.info(
+            "%s is %s: asking in %s (it refuses %s)",
+            resource, kind, _DESCRIBED[start], _DESCRIBED["json_schema"],
+        )  # fmt: skip
 
     def answered(self, mode: Mode) -> None:
         """A request in ``mode`` got an answer: the mode is the endpoint's."""
@@ -378,6 +397,8 @@ async def _ask(
 
     slots = bound.slots
     limiter = await slots.limiter(bound.auth)
+    if not output.confirmed and slots.kind is not None:  # (the probe has recognised it)
+        output.start_for(slots.kind, bound.resource)
     if bound.local:  # the window, once the server said its own, and its own count if needed
         await _check_local_window(bound, ctx, prompt, canonical, limiter)
     resource, timeout = bound.resource, config.timeout
