@@ -8,6 +8,10 @@ Scenarios (200 samples x 5 retrieved chunks by default):
   ``Retry-After: 1`` beyond that;
 * precision with 20% 429 and 10% 500 answers.
 
+The precision scenarios at a plain server also time a third client, the floor: a bare aiohttp
+session sending as many requests at the same concurrency, its imports and request bodies made
+before its clock starts; *wall / floor* is each tool's time over it, in the same run.
+
 For each: requests sent, wall time, client CPU per request, the physical limit
 ``ceil(requests / 16) x latency`` (of ctxeval's requests; for the capped provider
 ``ceil(verdicts / 8) x latency``, its refusals being instant), and rows lost (ragas turns failures
@@ -57,6 +61,21 @@ print(json.dumps({"wall": wall, "cpu": cpu, "rows": len(ev.results),
 """
 
 
+FLOOR_RUN = r"""
+import json, sys
+sys.path.insert(0, sys.argv[4])
+from llm_throughput import bare_run
+url, data, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3])
+samples = [json.loads(line) for line in open(data, encoding="utf-8")]
+wall, cpu, sent = bare_run(url, samples, concurrency)
+print(json.dumps({"wall": wall, "cpu": cpu, "rows": len(samples), "lost": 0}))
+"""
+FLOOR = "bare aiohttp (floor)"
+"""The precision scenarios' third row: the same number of requests (ctxeval's bodies) from a
+bare aiohttp session at the same concurrency, imports and bodies made before its clock starts
+(``llm_throughput.bare_run``): what this server and machine allow a client, in the same run."""
+
+
 def stats(url: str) -> dict:
     with urllib.request.urlopen(url.removesuffix("/v1") + "/stats") as response:
         return json.loads(response.read())
@@ -84,6 +103,8 @@ def scenario(name, metric, latency, data, ours, ragas, concurrency, repeat, serv
             str(ragas), str(HERE / "peers" / "ragas_llm.py"), url, metric, str(data), str(concurrency)
         ],
     }  # fmt: skip
+    if metric == "precision" and not server_args:  # (a faulty server fails a bare client)
+        commands[FLOOR] = [ours, "-c", FLOOR_RUN, url, str(data), str(concurrency), str(HERE)]
     runs: dict[str, list[dict]] = {tool: [] for tool in commands}
     try:
         for _ in range(repeat):
@@ -148,9 +169,9 @@ def main() -> None:
         f"median of {args.repeat}\n"
     )
     print(
-        "| scenario | latency | tool | requests | wall (s) | limit (s) | wall / limit | CPU / request (ms) | rows lost |"
+        "| scenario | latency | tool | requests | wall (s) | limit (s) | wall / limit | wall / floor | CPU / request (ms) | rows lost |"
     )
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for (name, latency, concurrency, results), key in zip(rows, keys, strict=True):
         limit = None
         server_args = list(SCENARIOS[key][3])
@@ -159,19 +180,21 @@ def main() -> None:
             limit = math.ceil(args.samples * args.chunks / min(cap, concurrency)) * latency
         elif "requests" in results.get("ctxeval", {}):
             limit = math.ceil(results["ctxeval"]["requests"] / concurrency) * latency
+        floor = results.get(FLOOR, {}).get("wall")
         for tool, r in results.items():
             if "error" in r:
                 print(
-                    f"| {name} | {latency * 1000:.0f} ms | {tool} | failed: {r['error'][:80]!r} | | | | | |"
+                    f"| {name} | {latency * 1000:.0f} ms | {tool} | failed: {r['error'][:80]!r} | | | | | | |"
                 )
                 continue
             per = r["cpu"] / max(1, r["requests"]) * 1000
             ratio = f"{r['wall'] / limit:.2f}x" if limit else ""
+            to_floor = f"{r['wall'] / floor:.2f}x" if floor else ""
             lost = f"{r['lost']:g}"
             if r["lost_range"][0] != r["lost_range"][1]:
                 lost += f" ({r['lost_range'][0]}-{r['lost_range'][1]})"
             print(
-                f"| {name} | {latency * 1000:.0f} ms | {tool} | {r['requests']:g} | {r['wall']:.2f} | {limit or 0:.2f} | {ratio} | {per:.2f} | {lost} |"
+                f"| {name} | {latency * 1000:.0f} ms | {tool} | {r['requests']:g} | {r['wall']:.2f} | {limit or 0:.2f} | {ratio} | {to_floor} | {per:.2f} | {lost} |"
             )
     print("\n" + json.dumps(rows))
 
