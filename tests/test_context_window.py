@@ -517,14 +517,18 @@ def test_vllm_counts_the_messages_with_its_chat_template(server: FakeOpenAI) -> 
     assert LONG in body["messages"][-1]["content"]
 
 
+LLAMA_CPP_PYTHON_MODELS = {
+    "object": "list",
+    "data": [{"id": "/models/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
+}
+"""What llama-cpp-python's server lists at ``/v1/models`` (how the slot probe knows it)."""
+
+
 def test_llama_cpp_python_counts_while_the_run_holds_its_one_slot(server: FakeOpenAI) -> None:
     """Its one model is behind one lock, and a request waiting for it interrupts a streamed
     answer: the count is asked with no request of the run's in flight."""
     window = _between(server)
-    server.routes["/v1/models"] = {
-        "object": "list",
-        "data": [{"id": "/models/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
-    }
+    server.routes["/v1/models"] = LLAMA_CPP_PYTHON_MODELS
     in_flight: list[int] = []
 
     def count(body: dict[str, Any]) -> dict[str, Any]:
@@ -537,6 +541,26 @@ def test_llama_cpp_python_counts_while_the_run_holds_its_one_slot(server: FakeOp
     assert [r.status for r in ev.results] == [Status.OK] * 8, [r.reason for r in ev.results]
     assert in_flight == [0, 0, 0, 0]  # four long prompts counted, each with nothing in flight
     assert server.peak_in_flight == 1
+
+
+def test_the_server_counts_the_prompt_as_it_is_sent(server: FakeOpenAI) -> None:
+    """llama-cpp-python is asked in JSON mode with the schema written in the prompt: its count
+    is of that prompt, the schema included, not of the first mode's body."""
+    window = _between(server)
+    server.routes["/v1/models"] = LLAMA_CPP_PYTHON_MODELS
+    counted: list[str] = []
+
+    def count(body: dict[str, Any]) -> dict[str, Any]:
+        counted.append(body["input"])
+        return {"count": len(body["input"].split())}
+
+    server.post_routes["/extras/tokenize/count"] = count
+    (row,) = run([LONG_SAMPLE], ["context_sufficiency"], llm(server, context_window=window)).results
+    assert row.status is Status.OK, row.reason
+    (text,) = counted
+    (sent,) = server.requests
+    assert sent["response_format"]["type"] == "json_object"  # the schema is in the prompt
+    assert all(message["content"] in text for message in sent["messages"])
 
 
 def test_a_failed_count_leaves_the_estimates_verdict(server: FakeOpenAI) -> None:

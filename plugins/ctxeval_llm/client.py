@@ -400,7 +400,7 @@ async def _ask(
     if not output.confirmed and slots.kind is not None:  # (the probe has recognised it)
         output.start_for(slots.kind, bound.resource)
     if bound.local:  # the window, once the server said its own, and its own count if needed
-        await _check_local_window(bound, ctx, prompt, canonical, limiter)
+        await _check_local_window(bound, ctx, prompt, variables, canonical, limiter)
     resource, timeout = bound.resource, config.timeout
     if output.confirmed and limiter is None:  # the usual case, once the first answer came
         raw, answer = await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
@@ -418,6 +418,7 @@ async def _check_local_window(
     bound: BoundLLM,
     ctx: RunContext,
     prompt: Prompt,
+    variables: Mapping[str, Any],
     request: Mapping[str, Any],
     limiter: anyio.CapacityLimiter | None,
 ) -> None:
@@ -425,7 +426,11 @@ async def _check_local_window(
     (:mod:`ctxeval_llm.slots`): against the configured window, else the server's own, else
     the provider's table; a prompt the estimate refuses is counted by the server's tokenizer
     when it has one (:mod:`ctxeval_llm.counting`), holding one of the server's slots (on
-    llama-cpp-python, a request waiting for its model interrupts a streamed answer)."""
+    llama-cpp-python, a request waiting for its model interrupts a streamed answer).
+
+    ``request`` is the body in the first output mode (the estimate counts the schema in any
+    mode); the server counts the body in the run's mode, as it will be sent (from the second
+    step on the schema is written in the prompt)."""
     config = bound.config
     configured = config.context_window is not None
     window = bound.window if configured else served_window(bound.slots) or bound.window
@@ -435,8 +440,12 @@ async def _check_local_window(
     if can_count(bound.slots):
         endpoint = config.endpoint
         counter = ctx.shared(f"ctxeval_llm.counter:{endpoint}", lambda: TokenCounter(endpoint))
+        mode = bound.output.mode
+        sent = request
+        if mode != bound.first_mode:
+            sent = request_body(config, prompt, variables, mode)
         async with limiter or nullcontext():
-            counted = await counter.count(bound.slots, request, bound.auth, timeout=config.timeout)
+            counted = await counter.count(bound.slots, sent, bound.auth, timeout=config.timeout)
     check_fits(ctx, config, prompt, request, window, counted)
 
 
