@@ -25,7 +25,7 @@ from ctxeval_llm.window import (
     served_window,
     server_context,
 )
-from fakes.openai_server import FakeOpenAI, Reply, scripted_judge
+from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply, scripted_judge
 
 FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.02, jitter=0.0)
 LONG = "The Eiffel Tower is in Paris. " * 400  # 12 000 bytes: ~4 000 tokens by the estimate
@@ -515,13 +515,6 @@ def test_vllm_counts_the_messages_with_its_chat_template(server: FakeOpenAI) -> 
     assert body["model"] == "fake-judge"
     assert body["add_generation_prompt"] is True
     assert LONG in body["messages"][-1]["content"]
-
-
-LLAMA_CPP_PYTHON_MODELS = {
-    "object": "list",
-    "data": [{"id": "/models/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
-}
-"""What llama-cpp-python's server lists at ``/v1/models`` (how the slot probe knows it)."""
 
 
 def test_llama_cpp_python_counts_while_the_run_holds_its_one_slot(server: FakeOpenAI) -> None:

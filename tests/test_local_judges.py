@@ -13,7 +13,7 @@ from ctxeval import SQLiteCache, Status
 from ctxeval_llm import LLMConfig
 from ctxeval_llm.plugins import in_text
 from ctxeval_llm.slots import _listed_slots, _llama_cpp_python, _total_slots, is_local
-from fakes.openai_server import FakeOpenAI, Reply
+from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply
 from llm_judge import Judge
 
 KEY = "sk-test-local"
@@ -104,10 +104,8 @@ def test_what_each_server_says_of_its_slots() -> None:
     assert _total_slots({"total_slots": 4, "model_path": "m.gguf"}) == 4
     assert _total_slots({"total_slots": 0}) is None
     assert _listed_slots([{"id": 0}, {"id": 1}]) == 2
-    llama_cpp_python = {"data": [{"id": "/m.gguf", "object": "model", "owned_by": "me",
-                                  "permissions": []}]}  # fmt: skip
     vllm = {"data": [{"id": "Qwen", "owned_by": "vllm", "permissions": [{"id": "p"}]}]}
-    assert _llama_cpp_python(llama_cpp_python) == 1
+    assert _llama_cpp_python(LLAMA_CPP_PYTHON_MODELS) == 1
     assert _llama_cpp_python(vllm) is None
 
 

@@ -23,7 +23,7 @@ from ctxeval._calls.limits import Gate
 from ctxeval.cli import main
 from ctxeval.plugin import Completion, MissingCredentialsError, RunContext
 from ctxeval_llm import LLMConfig
-from fakes.openai_server import FakeOpenAI, Reply
+from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply
 from fakes.proxy import ForwardProxy
 from llm_judge import Judge
 
@@ -341,12 +341,6 @@ def test_concurrent_first_requests_probe_the_output_mode_once(backend: str) -> N
         assert sent[0] == "json_schema"
         assert set(sent[1:]) == {"json_object_schema"}
         assert sum(r.usage.requests for r in ev.results) == len(sent)
-
-
-LLAMA_CPP_PYTHON_MODELS = {
-    "object": "list",
-    "data": [{"id": "/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
-}  # what llama-cpp-python's server lists
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -30,7 +30,7 @@ from ctxeval_llm import LLMConfig
 from ctxeval_llm.errors import ResponseTooLargeError
 from ctxeval_llm.openai_http import HTTPCompletion, OpenAITransport, streams
 from ctxeval_llm.slots import ServerSlots
-from fakes.openai_server import FakeOpenAI, Reply
+from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply
 from llama_process import serving
 from llm_judge import Judge
 
@@ -316,10 +316,6 @@ OLLAMA_PS = {
          "context_length": 4096},
     ]
 }  # fmt: skip
-LLAMA_CPP_PYTHON_MODELS = {
-    "object": "list",
-    "data": [{"id": "/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
-}
 OLLAMA_MODELS = {
     "object": "list",
     "data": [{"id": "qwen2.5:7b", "object": "model", "created": 0, "owned_by": "library"}],
@@ -364,9 +360,7 @@ async def test_llama_cpp_and_llama_cpp_python_are_still_capped() -> None:
         server.props = {"total_slots": 3, "default_generation_settings": {"n_ctx": 8192}}
         slots = await _discovered(server)
     assert (slots.kind, slots.slots, slots.context_window) == ("llama.cpp", 3, 8192)
-    listing = {"data": [{"id": "/m.gguf", "object": "model", "owned_by": "me",
-                         "permissions": []}]}  # fmt: skip
-    with FakeOpenAI(routes={"/v1/models": listing}) as server:
+    with FakeOpenAI(routes={"/v1/models": LLAMA_CPP_PYTHON_MODELS}) as server:
         slots = await _discovered(server)
     assert (slots.kind, slots.slots, slots.models) == ("llama-cpp-python", 1, ["/m.gguf"])
 

@@ -127,7 +127,7 @@ class OutputMode:
         slot probe recognised) is known to take the schema, without a refused request to
         learn it. Once a request has been refused or answered, what it showed stands."""
         start = _KNOWN_START.get(kind)
-        if start is None or self.confirmed or self.refusals or self.mode != "json_schema":
+        if start is None or self.confirmed or self.mode != "json_schema":  # (or stepped down)
             return
         self.mode = start
         logger.info(

@@ -82,7 +82,7 @@ import attrs
 from ctxeval._judge_server.answers import answer as judge_answer
 from ctxeval._judge_server.wire import completion_body, count_tokens
 
-__all__ = ["FakeOpenAI", "Reply", "fake_embedding", "scripted_judge"]
+__all__ = ["LLAMA_CPP_PYTHON_MODELS", "FakeOpenAI", "Reply", "fake_embedding", "scripted_judge"]
 
 
 @attrs.frozen
@@ -110,6 +110,13 @@ class Reply:
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
+
+LLAMA_CPP_PYTHON_MODELS: dict[str, Any] = {
+    "object": "list",
+    "data": [{"id": "/m.gguf", "object": "model", "owned_by": "me", "permissions": []}],
+}
+"""What llama-cpp-python's server lists at ``/v1/models`` (how the slot probe knows it): give
+it as ``routes={"/v1/models": LLAMA_CPP_PYTHON_MODELS}``."""
 
 
 def scripted_judge(request: dict[str, Any]) -> str:
