@@ -10,7 +10,13 @@ Nor does it share state with the rest of the machine: the command line keeps its
 ``$XDG_CACHE_HOME/ctxeval/llm.sqlite`` (default ``~/.cache``), one file for every run of every
 user session, where a test could be answered from an earlier run's answers (another fake server
 that had the same port) or wait on another session's lock. The session gets a cache folder of
-its own instead, in which everything else of the real one (pip's, Chromium's...) is linked.
+its own instead, in which everything else of the real one (pip's, Chromium's...) is linked;
+with ``-n`` (pytest-xdist), so does each worker.
+
+With ``-n``, the README's command, tests run on one worker per core. Tests marked
+``xdist_group`` run on one worker, one after the other (``--dist loadgroup``, in
+``pyproject.toml``): ``"ray"`` (one local Ray cluster at a time: each claims the machine's
+cores) and ``"llama"`` (a real model on CPU: one computing at a time).
 """
 
 from __future__ import annotations

@@ -35,12 +35,12 @@ def data_with_a_bad_line(tmp_path: Path) -> Path:
 
 
 def test_a_bad_line_says_what_lenient_does_and_lenient_tells_it_once(tmp_path: Path) -> None:
-    data = data_with_a_bad_line(tmp_path)
-    done = cli("evaluate", str(data), "-m", "id_mrr")
+    data = data_with_a_bad_line(tmp_path).name  # as typed where it is (a path is never cut)
+    done = cli("evaluate", data, "-m", "id_mrr", cwd=tmp_path)
     assert done.returncode == 2
     assert f"{data}:3: not valid JSON" in done.stderr
     assert "pass --lenient" in done.stderr
-    done = cli("evaluate", str(data), "-m", "id_mrr", "--lenient")
+    done = cli("evaluate", data, "-m", "id_mrr", "--lenient", cwd=tmp_path)
     assert done.returncode == 1  # a bad row is an error row: not a clean run
     said = " ".join((done.stdout + done.stderr).split())  # (lines wrapped at the width)
     assert said.count(f"{data}:3: not valid JSON") == 1, said

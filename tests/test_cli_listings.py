@@ -160,7 +160,8 @@ def test_compare_command_at_80_columns(
             for i in range(20)
         ]  # fmt: skip
         (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
-        folders.append(str(folder))
+        folders.append(name)  # as typed in the folder that holds them (a path is never cut)
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["compare", *folders]) == 0
     lines = check_lines(capsys.readouterr().out)

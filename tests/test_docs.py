@@ -84,7 +84,15 @@ def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@pytest.mark.parametrize(("page", "line", "code"), list(examples()), ids=lambda v: str(v)[:40])
+def cases() -> Iterator[object]:
+    """The examples as parameters; one that uses Ray runs on the test worker that runs
+    ``tests/test_ray.py`` (one local Ray cluster at a time, see ``conftest.py``)."""
+    for page, line, code in examples():
+        ray = re.search(r"\bray\b", code, re.IGNORECASE) is not None
+        yield pytest.param(page, line, code, marks=[pytest.mark.xdist_group("ray")] if ray else [])
+
+
+@pytest.mark.parametrize(("page", "line", "code"), list(cases()), ids=lambda v: str(v)[:40])
 def test_doc_example_runs(
     page: str, line: int, code: str, tmp_path: Path, llm_server: FakeOpenAI, example_plugin: Path
 ) -> None:

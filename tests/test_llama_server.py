@@ -32,7 +32,7 @@ from ctxeval import Status
 from ctxeval_llm import LLMConfig
 from llama_process import serving
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.xdist_group("llama")]
 """A real model on CPU: about 40 requests here. On the 2-core machine shared with another suite
 and a busy loop, they took over 300 s (the default timeout) once; the test asserts plumbing,
 never speed."""

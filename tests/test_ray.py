@@ -28,7 +28,7 @@ from ctxeval_ray.budget import ACTOR_NAME_PREFIX
 from fakes.openai_server import FakeOpenAI
 from llm_judge import Judge
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")

@@ -443,6 +443,7 @@ def _evaluations(counter: Path) -> list[int]:
     return [int(line) for line in counter.read_text().split()]
 
 
+@pytest.mark.xdist_group("llama")  # one real model computing at a time (see conftest.py)
 @pytest.mark.timeout(1200)  # a real model on CPU, on cores other jobs may share: never speed
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 def test_llama_cpp_python_stops_an_abandoned_streamed_request(
