@@ -128,6 +128,46 @@ def test_a_missing_litellm_exits_2_with_the_install_command(tmp_path: Path) -> N
     assert "Traceback" not in done.stderr
 
 
+def test_a_broken_aiohttp_stops_the_run_with_what_to_do(tmp_path: Path) -> None:
+    """aiohttp installed but not importable (a wheel for another Python, a missing shared
+    library): the run stops before any request with exit 2, naming the reinstall and the
+    httpx switch, and the switch works (before, every row was an ImportError row)."""
+    data = write_data(tmp_path, 6)
+    broken = tmp_path / "site" / "aiohttp"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text(
+        'raise ImportError("libaiohttp.so: cannot open shared object file")\n'
+    )
+    path = os.pathsep.join([str(broken.parent), os.environ.get("PYTHONPATH", "")])
+    with FakeOpenAI(Judge(verdicts={"c": 1})) as server:
+
+        def run(*extra: str, **env: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m",
+                 "context_precision", "--model", "openai/fake-judge", "--api-base", server.url,
+                 "--out", str(tmp_path / "run"), "-q", *extra],
+                capture_output=True, text=True, timeout=120,
+                env={**os.environ, "PYTHONPATH": path, "OPENAI_API_KEY": KEY,
+                     "COLUMNS": "300", **env},
+            )  # fmt: skip
+
+        done = run()
+        assert done.returncode == 2, done.stderr
+        said = " ".join(done.stderr.split())
+        assert "aiohttp is installed but cannot be imported" in said
+        assert "libaiohttp.so" in said
+        assert "pip install --force-reinstall aiohttp" in said
+        assert "CTXEVAL_HTTP_CLIENT=httpx" in said
+        assert "Traceback" not in done.stderr
+        assert server.count == 0  # nothing was sent
+
+        done = run("--resume", CTXEVAL_HTTP_CLIENT="httpx")  # as the message says
+        assert done.returncode == 0, done.stderr
+        rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").open()]
+        assert [r["status"] for r in rows if r["metric"] == "context_precision"] == ["ok"] * 6
+        assert server.count == 6
+
+
 # --- fail fast: on the first answer that shows it --------------------------------------------
 
 

@@ -40,7 +40,7 @@ from typing import Protocol
 
 import anyio
 
-from ctxeval.plugin import ConfigError
+from ctxeval.plugin import ConfigError, UnusableLLMError
 
 __all__ = [
     "CLIENT_VARIABLE",
@@ -236,7 +236,21 @@ async def load_client(url: str, *, http2: bool) -> None:
     :func:`make_client` on a path where the client may be new."""
     module = _MODULES[choose_client(url, http2=http2)]
     if module not in sys.modules:  # (one being imported by another thread is in it: the
-        await anyio.to_thread.run_sync(importlib.import_module, module)  # import then waits)
+        try:  # import then waits)
+            await anyio.to_thread.run_sync(importlib.import_module, module)
+        except ImportError as error:  # installed but broken: no request can be sent
+            raise UnusableLLMError(unimportable(module, error)) from error
+
+
+def unimportable(module: str, error: ImportError) -> str:
+    """What a run says when the HTTP client library it picked is installed but cannot be
+    imported (a wheel built for another Python, a missing shared library)."""
+    other = f"; or send with httpx instead: {CLIENT_VARIABLE}=httpx" if module == "aiohttp" else ""
+    return (
+        f"the HTTP client library {module} is installed but cannot be imported "
+        f"({type(error).__name__}: {error}): reinstall it, "
+        f"pip install --force-reinstall {module}{other}"
+    )
 
 
 async def open_client(url: str, *, max_connections: int, http2: bool, say: Redact) -> HTTPClient:
