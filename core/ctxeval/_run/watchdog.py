@@ -380,13 +380,19 @@ def _inside_call(frame: FrameType | None, calls: Frames) -> bool:
 def _cancels_the_run(handler: Any) -> bool:
     """Whether ``handler`` is asyncio's or trio's own Ctrl-C handling, which cancels the run
     (and then raises ``KeyboardInterrupt``) once the loop gets control back."""
-    runner = getattr(asyncio, "Runner", None)  # (Python 3.11+)
-    method = getattr(handler, "func", None)  # asyncio.Runner's is a partial of _on_sigint
-    if runner is not None and getattr(method, "__func__", None) is getattr(
-        runner, "_on_sigint", ()
-    ):
+    method = getattr(getattr(handler, "func", None), "__func__", None)  # a Runner's handler
+    if method is not None and method in _runner_handlers():  # is a partial of its _on_sigint
         return True
     return bool(
         getattr(handler, "__module__", "") == "trio._core._ki"
         and getattr(handler, "__qualname__", "") == "KIManager.install.<locals>.handler"
     )
+
+
+def _runner_handlers() -> list[Any]:
+    """``Runner._on_sigint`` of the runners that run asyncio: ``asyncio.Runner`` (Python
+    3.11+) and anyio's backport of it, which anyio's asyncio backend uses on Python 3.10."""
+    runners = [getattr(asyncio, "Runner", None)]
+    backend = sys.modules.get("anyio._backends._asyncio")  # (imported by a run on asyncio)
+    runners.append(getattr(backend, "Runner", None))
+    return [r._on_sigint for r in runners if r is not None and hasattr(r, "_on_sigint")]
