@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import anyio
@@ -154,6 +155,24 @@ def test_evaluate_inside_a_running_asyncio_loop() -> None:
 
     inside = asyncio.run(handler())
     assert inside.results == plain.results
+    assert [r.score for r in inside.results] == [0.5, 1 / 3]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_evaluate_inside_a_running_loop_without_sniffio(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """anyio 4 no longer installs sniffio: a plain install has none. The running loop is
+    still found (it was taken as "no loop", and anyio.run crashed inside the host's loop)."""
+    import anyio
+
+    samples = [SEED_ID_PRECISION, SEED_ID_RECALL]
+
+    async def handler() -> ctxeval.Evaluation:
+        monkeypatch.setitem(sys.modules, "sniffio", None)  # `import sniffio` now fails
+        return ctxeval.evaluate(samples, metrics=["id_based_context_precision"])
+
+    inside = anyio.run(handler, backend=backend)
     assert [r.score for r in inside.results] == [0.5, 1 / 3]
 
 

@@ -58,6 +58,7 @@ What is here:
   error of its kind: the one table a transport uses), :func:`request_not_sent` (a transport
   cancelled before its request left says so: the attempt is not counted in ``usage.requests``);
 * helpers: :func:`cache_key` (the key of an LLM answer in the run's cache),
+  :func:`current_async_library` (``"asyncio"``, ``"trio"`` or None, without sniffio),
   :func:`normalize_entity`, :func:`normalize_words`.
 """
 
@@ -66,6 +67,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxeval import policy
+from ctxeval._calls.async_library import current_async_library
 from ctxeval._calls.cache import cache_key
 from ctxeval._calls.failures import Kind, classify, error_for_status, retry_after_of, status_of
 from ctxeval._calls.limits import Limits
@@ -283,6 +285,7 @@ __all__ = [
     "cache_key",
     "classify",
     "compose",
+    "current_async_library",
     "error_for_status",
     "get_embedder",
     "get_extractor",

@@ -9,7 +9,7 @@ implementations:
 * :class:`~ctxeval_llm.httpx_transport.HttpxClient` on trio, for HTTP/2, and behind a proxy
   that is not a plain ``http://`` one (``https://``, ``socks5://``).
 
-:func:`choose_client` picks one from the running async library (sniffio, as anyio asks it),
+:func:`choose_client` picks one from the running async library (``current_async_library``),
 once per run; :func:`load_client` imports it in a worker thread the first time, not on the
 event loop (aiohttp's import loads the system's certificates: 0.1 to 0.2 s that would hold
 every task of the loop, a host application's too). Both
@@ -25,7 +25,6 @@ on asyncio): for comparing them, or working around one.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import importlib.util
 import ipaddress
@@ -40,7 +39,7 @@ from typing import Protocol
 
 import anyio
 
-from ctxeval.plugin import ConfigError, UnusableLLMError
+from ctxeval.plugin import ConfigError, UnusableLLMError, current_async_library
 
 __all__ = [
     "CLIENT_VARIABLE",
@@ -208,20 +207,8 @@ def _matches(pattern: str, scheme: str, host: str, port: int | None) -> bool:
 
 
 def async_library() -> str | None:
-    """``asyncio``, ``trio``, ... : the async library running this code (sniffio, as anyio
-    asks it), or None outside of one."""
-    try:
-        import sniffio
-    except ImportError:  # no sniffio, so no trio (which needs it): asyncio or nothing
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return None
-        return "asyncio"
-    try:
-        return sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        return None
+    """``asyncio``, ``trio``: the async library running this code, or None outside of one."""
+    return current_async_library()
 
 
 _MODULES = {"aiohttp": "aiohttp", "httpx": "httpx"}

@@ -14,6 +14,8 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
+from ctxeval._calls.async_library import current_async_library
+
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
@@ -51,20 +53,10 @@ def _only_interrupts(group: BaseExceptionGroup[BaseException]) -> bool:
     return rest is None and interrupts is not None
 
 
-def _loop_running_in_this_thread() -> bool:
-    try:
-        import sniffio
-
-        sniffio.current_async_library()
-    except Exception:
-        return False
-    return True
-
-
 def run_sync(func: Callable[[], Awaitable[T]], *, backend: Backend = "asyncio") -> T:
     """Run ``func()`` to completion from synchronous code, whether or not an event loop is
     running in this thread (then in a worker thread with a loop of its own)."""
-    if not _loop_running_in_this_thread():
+    if current_async_library() is None:
         return run_to_completion(func, backend=backend)
     outcome: dict[str, Any] = {}
 
