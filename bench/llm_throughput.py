@@ -57,7 +57,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import ctxeval
 from ctxeval_llm import LLMConfig
-from ctxeval_llm.http_clients import CLIENT_VARIABLE
+from ctxeval_llm.http_choice import CLIENT_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = r"""

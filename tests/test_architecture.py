@@ -1,31 +1,83 @@
 """The tree shows the architecture (DESIGN.md §1): no import circle among the modules of
-core/ctxeval, counting every import (top level, under ``TYPE_CHECKING``, inside functions),
-and a dozen public names at most at its top."""
+core/ctxeval, of each plugin package under plugins/, nor over core and plugins together,
+counting every import (top level, under ``TYPE_CHECKING``, inside functions, and a module named
+by a string to ``importlib.import_module``/``__import__``), but the ones :data:`ALLOWED_UPWARD`
+names; and a dozen public names at most at the top of core."""
 
 from __future__ import annotations
 
 import ast
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
-CORE = Path(__file__).resolve().parents[1] / "core" / "ctxeval"
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "core" / "ctxeval"
+PLUGINS = sorted(path for path in (ROOT / "plugins").iterdir() if (path / "__init__.py").is_file())
 MAX_PUBLIC_NAMES = 12
 
+ALLOWED_UPWARD = {
+    ("ctxeval._results.evaluation", "ctxeval._output.folder"): (
+        "docs/decisions/0008-a-house-in-layers.md: Evaluation.write, the public shim of "
+        "ctxeval._output.folder.write_evaluation"
+    ),
+}
+"""The imports that may run back up, each justified by the decision record it names. Such an
+import is exempt only as an ``import`` statement inside a function: at module level, or as a
+module named by a string, it counts like any other."""
 
-def module_graph(root: Path) -> dict[str, set[str]]:
-    """Each module of the package at ``root`` (dotted name) and the package's modules it
-    imports, every ``import`` statement counted wherever it is."""
+
+class Import(NamedTuple):
+    """One import of a module of the graph: where, of what, and how."""
+
+    source: str
+    target: str
+    line: int
+    how: str  # "module" (top level or TYPE_CHECKING), "function" (inside one), "string"
+
+
+def _modules(roots: tuple[Path, ...]) -> dict[str, tuple[Path, bool]]:
     modules: dict[str, tuple[Path, bool]] = {}
-    for path in root.rglob("*.py"):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        is_package = parts[-1] == "__init__"
-        if is_package:
-            parts = parts[:-1]
-        modules[".".join(parts)] = (path, is_package)
-    graph: dict[str, set[str]] = {}
+    for root in roots:
+        for path in root.rglob("*.py"):
+            parts = list(path.relative_to(root.parent).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts = parts[:-1]
+            modules[".".join(parts)] = (path, is_package)
+    return modules
+
+
+def _nodes(node: ast.AST, in_function: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node below ``node``, with whether it stands inside a function."""
+    for child in ast.iter_child_nodes(node):
+        inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+        yield child, inner
+        yield from _nodes(child, inner)
+
+
+def _named_by_string(node: ast.Call) -> str | None:
+    """The module an ``import_module("x")`` / ``__import__("x")`` call names, if a literal."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if called not in ("import_module", "__import__") or not node.args:
+        return None
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
+def imports(*roots: Path) -> list[Import]:
+    """Every import, among the modules of the packages at ``roots``, of one by another."""
+    modules = _modules(roots)
+    found: list[Import] = []
     for name, (path, is_package) in modules.items():
         base = name.split(".") if is_package else name.split(".")[:-1]
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node, in_function in _nodes(tree):
+            how = "function" if in_function else "module"
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     prefix = base[: len(base) - (node.level - 1)]
@@ -35,10 +87,28 @@ def module_graph(root: Path) -> dict[str, set[str]]:
                 candidates = [target, *(f"{target}.{alias.name}" for alias in node.names)]
             elif isinstance(node, ast.Import):
                 candidates = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Call) and (named := _named_by_string(node)):
+                candidates, how = [named], "string"
             else:
                 continue
-            found.update(c for c in candidates if c in modules and c != name)
-        graph[name] = found
+            found.extend(
+                Import(name, c, getattr(node, "lineno", 0), how)
+                for c in candidates
+                if c in modules and c != name
+            )
+    return found
+
+
+def module_graph(
+    *roots: Path, allowed: frozenset[tuple[str, str]] = frozenset()
+) -> dict[str, set[str]]:
+    """Each module of the packages at ``roots`` (dotted name) and their modules it imports,
+    every import counted wherever it is, but an ``allowed`` edge made inside a function."""
+    graph: dict[str, set[str]] = {name: set() for name in _modules(roots)}
+    for edge in imports(*roots):
+        if edge.how == "function" and (edge.source, edge.target) in allowed:
+            continue
+        graph[edge.source].add(edge.target)
     return graph
 
 
@@ -92,6 +162,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def _shown(found: list[list[str]]) -> str:
+    return "\n".join(" <-> ".join(cycle) for cycle in found)
+
+
 def public_names(root: Path) -> list[str]:
     """The public modules and packages at the top of ``root``: ``*.py`` files and folders with
     Python files whose name does not start with ``_`` (``__init__``/``__main__`` not counted;
@@ -107,13 +181,35 @@ def public_names(root: Path) -> list[str]:
     return sorted(names)
 
 
+ALLOWED = frozenset(ALLOWED_UPWARD)
+
+
 def test_no_import_cycle_in_core() -> None:
-    graph = module_graph(CORE)
+    graph = module_graph(CORE, allowed=ALLOWED)
     assert "ctxeval._plugins.registry" in graph  # the graph is the package's
     found = cycles(graph)
-    assert not found, "import circles among core modules:\n" + "\n".join(
-        " <-> ".join(cycle) for cycle in found
-    )
+    assert not found, "import circles among core modules:\n" + _shown(found)
+
+
+def test_no_import_cycle_in_each_plugin_package() -> None:
+    assert {path.name for path in PLUGINS} >= {"ctxeval_llm", "ctxeval_ids"}
+    for package in PLUGINS:
+        found = cycles(module_graph(package))
+        assert not found, f"import circles in {package.name}:\n" + _shown(found)
+
+
+def test_no_import_cycle_over_core_and_plugins() -> None:
+    graph = module_graph(CORE, *PLUGINS, allowed=ALLOWED)
+    assert "ctxeval_llm" in graph
+    assert "ctxeval.plugin" in graph
+    found = cycles(graph)
+    assert not found, "import circles over core and plugins:\n" + _shown(found)
+
+
+def test_each_allowed_upward_import_is_one_inside_a_function() -> None:
+    edges = [e for e in imports(CORE) if (e.source, e.target) in ALLOWED]
+    assert {(e.source, e.target) for e in edges} == set(ALLOWED), "drop a gone edge"
+    assert all(e.how == "function" for e in edges), edges
 
 
 def test_a_dozen_public_names_at_most_at_the_top() -> None:
@@ -135,6 +231,67 @@ def test_a_planted_cycle_is_caught(tmp_path: Path) -> None:
     (package / "fine.py").write_text("import pkg.top\n")
     found = cycles(module_graph(package))
     assert found == [["pkg._low.a", "pkg._low.b", "pkg.top"]]
+
+
+def test_a_module_named_by_a_string_is_an_import(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("import pkg.b\n")
+    (package / "b.py").write_text(
+        "import importlib\n\ndef f():\n    return importlib.import_module('pkg.a')\n"
+    )
+    (package / "c.py").write_text("def g():\n    return __import__('pkg.b')\n")
+    graph = module_graph(package)
+    assert graph["pkg.b"] == {"pkg.a"}
+    assert graph["pkg.c"] == {"pkg.b"}
+    assert cycles(graph) == [["pkg.a", "pkg.b"]]
+
+
+def _copy(source: Path, to: Path) -> Path:
+    target = to / source.name
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("assets", "data", "*.pyc"))
+    return target
+
+
+def test_a_planted_import_module_string_in_results_is_caught(tmp_path: Path) -> None:
+    core = _copy(CORE, tmp_path)
+    assert not cycles(module_graph(core, allowed=ALLOWED))
+    totals = core / "_results" / "totals.py"
+    totals.write_text(
+        totals.read_text(encoding="utf-8")
+        + "\n\ndef _planted():\n"
+        + '    return __import__("importlib").import_module("ctxeval._output.folder")\n',
+        encoding="utf-8",
+    )
+    found = cycles(module_graph(core, allowed=ALLOWED))
+    assert any("ctxeval._results.totals" in cycle for cycle in found), found
+
+
+def test_the_allowed_edge_made_by_a_string_is_not_exempt(tmp_path: Path) -> None:
+    core = _copy(CORE, tmp_path)
+    evaluation = core / "_results" / "evaluation.py"
+    evaluation.write_text(
+        evaluation.read_text(encoding="utf-8")
+        + "\n\ndef _planted():\n"
+        + '    return importlib.import_module("ctxeval._output.folder")\n',
+        encoding="utf-8",
+    )
+    found = cycles(module_graph(core, allowed=ALLOWED))
+    assert any("ctxeval._results.evaluation" in cycle for cycle in found), found
+
+
+def test_a_planted_cycle_inside_plugins_is_caught(tmp_path: Path) -> None:
+    llm = _copy(ROOT / "plugins" / "ctxeval_llm", tmp_path)
+    assert not cycles(module_graph(llm))
+    config = llm / "config.py"
+    config.write_text(
+        config.read_text(encoding="utf-8") + "\n\ndef _planted():\n    import ctxeval_llm\n",
+        encoding="utf-8",
+    )
+    found = cycles(module_graph(llm))
+    assert any("ctxeval_llm.config" in cycle for cycle in found), found
+    assert cycles(module_graph(CORE, llm, allowed=ALLOWED)), "the joint graph misses it"
 
 
 def test_too_many_public_names_are_counted(tmp_path: Path) -> None:

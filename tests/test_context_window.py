@@ -17,13 +17,13 @@ import ctxeval
 from ctxeval import RetryPolicy, Status
 from ctxeval.cli import main
 from ctxeval_llm import LLMConfig, prompts
+from ctxeval_llm.slots import server_context
 from ctxeval_llm.window import (
     ContextWindowError,
     check_prompt,
     estimate_tokens,
     known_window,
     served_window,
-    server_context,
 )
 from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply, scripted_judge
 

@@ -23,7 +23,7 @@ from ctxeval import MetricResult, Sample
 from ctxeval._plugins.base import BaseDeterministicMetric
 from ctxeval._results.evaluation import Evaluation
 from ctxeval._run import api, fastpath
-from ctxeval_llm import LLMConfig, http_clients
+from ctxeval_llm import LLMConfig, http_choice
 from fakes.openai_server import FakeOpenAI
 from llm_judge import Judge
 
@@ -170,7 +170,7 @@ async def test_the_http_client_library_is_imported_in_a_worker_thread(
     # stall every task of a host application; a stand-in notes the thread importing it
     marker = "fakes.import_marker"
     monkeypatch.delitem(sys.modules, marker, raising=False)
-    monkeypatch.setattr(http_clients, "_MODULES", {"aiohttp": marker, "httpx": marker})
+    monkeypatch.setattr(http_choice, "_MODULES", {"aiohttp": marker, "httpx": marker})
     sample = {"id": "s", "user_input": "q", "reference": "r", "retrieved_contexts": ["c", "d"]}
     with FakeOpenAI(Judge(verdicts={"c": 1, "d": 0})) as server:
         llm = LLMConfig(model="openai/x", api_base=server.url, api_key="sk-test-0000")

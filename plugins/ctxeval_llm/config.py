@@ -11,6 +11,8 @@ import attrs
 
 from ctxeval.plugin import ChatTransport, ConfigError, Price, PricedLLMProvider, validators
 
+from .pricing import price_of
+
 __all__ = ["LLMConfig", "resolve_llm"]
 
 TransportName = Literal["auto", "openai", "litellm"]
@@ -214,10 +216,8 @@ class LLMConfig:
         if self.price_per_million_tokens is not None:
             return self.price_per_million_tokens
         provider = self.provider
-        if provider is None:
-            from .provider import AutoProvider
-
-            provider = AutoProvider()
+        if provider is None:  # provider "auto" (ctxeval_llm.provider): litellm's table
+            return price_of(self.model)
         if not isinstance(provider, PricedLLMProvider):
             return None
         price = provider.price(self.model)

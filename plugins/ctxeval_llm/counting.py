@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 import attrs
 
-from .http_clients import LoopClient
+from .http_choice import LoopClient
 from .parsing import whole_number
 from .slots import ServerAPI, ServerSlots, as_is, server_urls
 

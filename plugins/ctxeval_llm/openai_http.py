@@ -76,13 +76,8 @@ from ctxeval.plugin import (
 )
 
 from .config import LLMConfig
-from .http_clients import (
-    CONNECT_TIMEOUT,
-    Answer,
-    LoopClient,
-    load_client,
-    ssl_context,
-)
+from .http_choice import LoopClient, load_client
+from .http_clients import CONNECT_TIMEOUT, Answer, ssl_context
 from .parsing import redact
 from .slots import is_local, server_slots
 

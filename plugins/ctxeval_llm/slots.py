@@ -42,11 +42,19 @@ import orjson
 
 from ctxeval.plugin import CallError
 
-from .http_clients import HTTPClient, open_client
+from .http_choice import open_client
+from .http_clients import HTTPClient
 from .parsing import whole_number
-from .window import server_context
 
-__all__ = ["ServerAPI", "ServerSlots", "as_is", "is_local", "server_slots", "server_urls"]
+__all__ = [
+    "ServerAPI",
+    "ServerSlots",
+    "as_is",
+    "is_local",
+    "server_context",
+    "server_slots",
+    "server_urls",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -263,6 +271,21 @@ def _llama_cpp_python(data: Any) -> int | None:
         for m in models
     )
     return 1 if same else None
+
+
+def server_context(listing: Any) -> int | None:
+    """``n_ctx`` of one slot, from llama.cpp's ``/props`` (``default_generation_settings``)
+    or ``/slots`` (the smallest of the slots'), or None when the listing has none."""
+    found: list[Any] = []
+    if isinstance(listing, Mapping):
+        settings = listing.get("default_generation_settings")
+        if isinstance(settings, Mapping):
+            found.append(settings.get("n_ctx"))
+        found.append(listing.get("n_ctx"))
+    elif isinstance(listing, list):
+        found = [s.get("n_ctx") for s in listing if isinstance(s, Mapping)]
+    sizes = [n for n in map(whole_number, found) if n is not None]
+    return min(sizes) if sizes else None
 
 
 def server_slots(ctx: Any, endpoint: str) -> ServerSlots:

@@ -56,7 +56,6 @@ __all__ = [
     "known_window",
     "raise_if_overflow",
     "served_window",
-    "server_context",
 ]
 
 BYTES_PER_TOKEN = 3
@@ -109,21 +108,6 @@ def _provider_table_applies(config: LLMConfig) -> bool:
         return False  # another provider (a gateway): litellm's table may not be its models'
     chosen = config.chosen_transport()
     return chosen == "litellm" or (chosen == "openai" and config.is_openai_default_endpoint)
-
-
-def server_context(listing: Any) -> int | None:
-    """``n_ctx`` of one slot, from llama.cpp's ``/props`` (``default_generation_settings``)
-    or ``/slots`` (the smallest of the slots'), or None when the listing has none."""
-    found: list[Any] = []
-    if isinstance(listing, Mapping):
-        settings = listing.get("default_generation_settings")
-        if isinstance(settings, Mapping):
-            found.append(settings.get("n_ctx"))
-        found.append(listing.get("n_ctx"))
-    elif isinstance(listing, list):
-        found = [s.get("n_ctx") for s in listing if isinstance(s, Mapping)]
-    sizes = [n for n in map(whole_number, found) if n is not None]
-    return min(sizes) if sizes else None
 
 
 _SERVER_SOURCES = {

@@ -9,7 +9,6 @@ writes the run folder ``ctxeval evaluate --out`` writes.
 from __future__ import annotations
 
 import collections
-import importlib
 import json
 import math
 import os
@@ -494,15 +493,14 @@ class Evaluation:
                 a package that is not installed (nothing is written).
             OSError: a file could not be written (the files begun are removed).
         """
-        # The run folder's writers are a layer above this module (they import Evaluation), so
-        # their module is imported by name when first called, as the plugin registry imports
-        # a writer's module from its entry point, not by an import statement: the layers stay
-        # ordered (this module imports nothing of ctxeval._output; tests/test_architecture.py).
-        folder_module = importlib.import_module("ctxeval._output.folder")
-        paths: dict[str, Path] = folder_module.write_evaluation(
+        # The one import that runs back up (docs/decisions/0008-a-house-in-layers.md): the
+        # run folder is written by ctxeval._output.folder.write_evaluation, a layer above this
+        # module; this public method only hands over to it, imported when first called.
+        from ctxeval._output.folder import write_evaluation
+
+        return write_evaluation(
             self, folder, formats=formats, overwrite=overwrite, title=title, data=data
         )
-        return paths
 
     def to_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write one JSON object per row (``results.jsonl`` format); returns the path."""
