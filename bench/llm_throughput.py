@@ -57,7 +57,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import ctxeval
 from ctxeval_llm import LLMConfig
-from ctxeval_llm.http_choice import CLIENT_VARIABLE
+from ctxeval_llm._http.choice import CLIENT_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = r"""
@@ -108,7 +108,7 @@ def client_used(url: str, client: str) -> str:
         return transport
     import anyio
 
-    from ctxeval_llm.openai_http import OpenAITransport
+    from ctxeval_llm._transports.openai_compatible import OpenAITransport
 
     config = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench", stream=STREAM)
 
@@ -152,8 +152,8 @@ def bare_run(
     import aiohttp
     import orjson
 
-    from ctxeval_llm.client import request_body
-    from ctxeval_llm.prompts import USEFULNESS
+    from ctxeval_llm._ask.client import request_body
+    from ctxeval_llm.judges.prompts import USEFULNESS
 
     config = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
     bodies = [

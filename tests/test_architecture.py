@@ -84,7 +84,10 @@ def imports(*roots: Path) -> list[Import]:
                     target = ".".join(prefix + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                candidates = [target, *(f"{target}.{alias.name}" for alias in node.names)]
+                candidates = [  # a submodule imported by name, else the names' module
+                    f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target
+                    for alias in node.names
+                ]
             elif isinstance(node, ast.Import):
                 candidates = [alias.name for alias in node.names]
             elif isinstance(node, ast.Call) and (named := _named_by_string(node)):

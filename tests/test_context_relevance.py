@@ -19,7 +19,7 @@ from ctxeval import RetryPolicy, Status
 from ctxeval._calls.cache import MemoryCache
 from ctxeval._judge_server.answers import answer, prompt_kind
 from ctxeval_llm import LLMConfig, prompts
-from ctxeval_llm.plugins import ContextRelevance, SharedJudgements, doc_id_of, relevance_score
+from ctxeval_llm.judges import ContextRelevance, SharedJudgements, doc_id_of, relevance_score
 from fakes.openai_server import FakeOpenAI, scripted_judge
 from llm_judge import Judge, prompt_name, user_text
 

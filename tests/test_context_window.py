@@ -17,14 +17,14 @@ import ctxeval
 from ctxeval import RetryPolicy, Status
 from ctxeval.cli import main
 from ctxeval_llm import LLMConfig, prompts
-from ctxeval_llm.slots import server_context
-from ctxeval_llm.window import (
+from ctxeval_llm._ask.window import (
     ContextWindowError,
     check_prompt,
     estimate_tokens,
     known_window,
     served_window,
 )
+from ctxeval_llm._local.slots import server_context
 from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply, scripted_judge
 
 FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.02, jitter=0.0)
@@ -177,8 +177,8 @@ def test_server_context_reads_props_and_slots() -> None:
 
 
 def test_a_server_s_counts_are_whole_numbers_not_bools_or_strings() -> None:
-    from ctxeval_llm.parsing import whole_number
-    from ctxeval_llm.slots import _total_slots
+    from ctxeval_llm._local.slots import _total_slots
+    from ctxeval_llm._parsing import whole_number
 
     assert whole_number(4) == 4
     assert whole_number(0) is None  # a size: at least 1
@@ -345,7 +345,7 @@ def test_the_estimate_is_bytes_over_three_plus_the_messages() -> None:
 def test_a_prompts_fixed_parts_are_made_once_and_not_kept_by_a_changed_copy() -> None:
     import attrs
 
-    from ctxeval_llm.prompts import USEFULNESS
+    from ctxeval_llm.judges.prompts import USEFULNESS
 
     variables = {"question": "q?", "answer": "a.", "context": "c."}
     for with_schema in (True, False):
@@ -410,7 +410,7 @@ def test_the_command_line_refuses_a_window_below_one(
     assert server.requests == []
 
 
-# --- near the edge: the local server's own count (ctxeval_llm.counting) -----------------------
+# --- near the edge: the local server's own count (ctxeval_llm._local.counting) ---------------
 #
 # The estimate (bytes / 3) says the long prompt does not fit; the fake servers' tokenizer (one
 # token a word: about 5 bytes a token here) says it does. A window between the two is refused
@@ -581,8 +581,8 @@ def test_a_prompt_the_estimate_lets_through_is_not_counted(server: FakeOpenAI) -
      (None, False)],
 )  # fmt: skip
 def test_which_servers_are_asked_to_count(kind: str | None, counts: bool) -> None:
-    from ctxeval_llm.counting import can_count
-    from ctxeval_llm.slots import ServerSlots
+    from ctxeval_llm._local.counting import can_count
+    from ctxeval_llm._local.slots import ServerSlots
 
     slots = ServerSlots("http://127.0.0.1:8080/v1")
     slots.kind = kind
@@ -612,8 +612,8 @@ def test_the_counter_keeps_one_pool_for_the_run_and_closes_it(
 ) -> None:
     import anyio
 
-    from ctxeval_llm.counting import TokenCounter
-    from ctxeval_llm.slots import ServerSlots
+    from ctxeval_llm._local.counting import TokenCounter
+    from ctxeval_llm._local.slots import ServerSlots
 
     server.post_routes["/tokenize"] = lambda body: {"count": 7, "max_model_len": 9, "tokens": []}
     slots = ServerSlots(server.url)

@@ -29,7 +29,7 @@ import pytest
 import ctxeval
 from ctxeval import Status
 from ctxeval_llm import LLMConfig
-from ctxeval_llm.litellm_http import (
+from ctxeval_llm._http.litellm_client import (
     CURRENT_CALL,
     BoundedStream,
     BoundedTransport,
@@ -37,7 +37,7 @@ from ctxeval_llm.litellm_http import (
     ResponseTooLarge,
     bounded_client,
 )
-from ctxeval_llm.litellm_transport import LitellmTransport
+from ctxeval_llm._transports.via_litellm import LitellmTransport
 from fakes.openai_server import FakeOpenAI, Reply
 from fakes.proxy import ForwardProxy
 from llm_judge import Judge, user_text
@@ -189,7 +189,7 @@ def test_a_provider_litellm_serves_with_its_own_client_is_named_once(
     bound cannot hold there, and a warning says so (once)."""
     transport = LitellmTransport(LLMConfig(model="azure/x", api_key=KEY, transport="litellm"))
     transport._provider = "azure"
-    with caplog.at_level(logging.WARNING, logger="ctxeval_llm.litellm_transport"):
+    with caplog.at_level(logging.WARNING, logger="ctxeval_llm._transports.via_litellm"):
         assert transport._bounded() is None
         assert transport._bounded() is None
     [warning] = [r.getMessage() for r in caplog.records]

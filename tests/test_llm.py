@@ -464,7 +464,7 @@ def test_price_table_read_from_litellms_file_and_a_damaged_one_is_no_price(
     import importlib.util
     from types import SimpleNamespace
 
-    from ctxeval_llm import pricing
+    from ctxeval_llm import _pricing as pricing
 
     real = importlib.util.find_spec("litellm")
     assert real is not None
@@ -486,7 +486,7 @@ def test_price_table_read_from_litellms_file_and_a_damaged_one_is_no_price(
         fake = SimpleNamespace(submodule_search_locations=[str(tmp_path)])
         monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: fake)
         pricing.price_table.cache_clear()
-        with caplog.at_level("WARNING", logger="ctxeval_llm.pricing"):
+        with caplog.at_level("WARNING", logger="ctxeval_llm._pricing"):
             assert pricing.price_table() == {}
         assert pricing.price_of("gpt-x") is None  # never a made-up number
         assert "could not read litellm's price table" in caplog.text
@@ -497,8 +497,8 @@ def test_price_table_read_from_litellms_file_and_a_damaged_one_is_no_price(
 
 
 def test_a_model_the_table_never_names_is_priced_without_parsing_it() -> None:
-    from ctxeval_llm import pricing
-    from ctxeval_llm.window import known_window
+    from ctxeval_llm import _pricing as pricing
+    from ctxeval_llm._ask.window import known_window
 
     pricing.price_table.cache_clear()
     pricing._mentioned.cache_clear()

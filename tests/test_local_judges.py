@@ -11,8 +11,8 @@ import pytest
 import ctxeval
 from ctxeval import SQLiteCache, Status
 from ctxeval_llm import LLMConfig
-from ctxeval_llm.plugins import in_text
-from ctxeval_llm.slots import _listed_slots, _llama_cpp_python, _total_slots, is_local
+from ctxeval_llm._local.slots import _listed_slots, _llama_cpp_python, _total_slots, is_local
+from ctxeval_llm.judges._metrics import in_text
 from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply
 from llm_judge import Judge
 

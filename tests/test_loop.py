@@ -23,7 +23,8 @@ from ctxeval import MetricResult, Sample
 from ctxeval._plugins.base import BaseDeterministicMetric
 from ctxeval._results.evaluation import Evaluation
 from ctxeval._run import api, fastpath
-from ctxeval_llm import LLMConfig, http_choice
+from ctxeval_llm import LLMConfig
+from ctxeval_llm._http import choice as http_choice
 from fakes.openai_server import FakeOpenAI
 from llm_judge import Judge
 

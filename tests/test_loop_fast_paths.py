@@ -1,5 +1,5 @@
 """The asyncio fast paths of an LLM request and their anyio twins (trio): an attempt's clock
-and deadline (ctxeval._calls.deadline) and a row's fan-out (ctxeval_llm.fanout). Each test
+and deadline (ctxeval._calls.deadline) and a row's fan-out (ctxeval_llm._ask.fanout). Each test
 runs on both backends and asks the same of both."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from ctxeval._calls.deadline import AttemptClock
-from ctxeval_llm.fanout import at_once
+from ctxeval_llm._ask.fanout import at_once
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup

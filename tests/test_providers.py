@@ -392,7 +392,7 @@ def test_a_recognised_llama_cpp_python_server_is_never_sent_what_it_refuses(
     with FakeOpenAI(
         Judge(verdicts={"c": 1}), accepts=("json_object",),
         routes={"/v1/models": LLAMA_CPP_PYTHON_MODELS},
-    ) as server, caplog.at_level("INFO", logger="ctxeval_llm.client"):  # fmt: skip
+    ) as server, caplog.at_level("INFO", logger="ctxeval_llm._ask.client"):  # fmt: skip
         llm = LLMConfig(model="openai/x", api_base=server.url)
         ev = anyio.run(
             lambda: ctxeval.aevaluate(samples(6), ["context_precision"], llm=llm),

@@ -125,7 +125,7 @@ def body(path: Path) -> list[str]:
 
 
 def doc_ids(sample: dict[str, Any]) -> list[str]:
-    from ctxeval_llm.plugins import doc_id_of
+    from ctxeval_llm.judges import doc_id_of
 
     ids = sample.get("retrieved_context_ids")
     return list(ids) if ids else [doc_id_of(c) for c in sample["retrieved_contexts"]]

@@ -27,9 +27,9 @@ import pytest
 import ctxeval
 from ctxeval import ServiceError, Status
 from ctxeval_llm import LLMConfig
-from ctxeval_llm.errors import ResponseTooLargeError
-from ctxeval_llm.openai_http import HTTPCompletion, OpenAITransport, streams
-from ctxeval_llm.slots import ServerSlots
+from ctxeval_llm._http.errors import ResponseTooLargeError
+from ctxeval_llm._local.slots import ServerSlots
+from ctxeval_llm._transports.openai_compatible import HTTPCompletion, OpenAITransport, streams
 from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply
 from llama_process import serving
 from llm_judge import Judge

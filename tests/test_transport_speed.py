@@ -30,9 +30,9 @@ import pytest
 import ctxeval
 from ctxeval import RetryPolicy, Status
 from ctxeval_llm import LLMConfig
-from ctxeval_llm.http_choice import CLIENT_VARIABLE, choose_client
-from ctxeval_llm.http_clients import env_proxy
-from ctxeval_llm.openai_http import OpenAITransport
+from ctxeval_llm._http.base import env_proxy
+from ctxeval_llm._http.choice import CLIENT_VARIABLE, choose_client
+from ctxeval_llm._transports.openai_compatible import OpenAITransport
 from fakes.openai_server import FakeOpenAI, Reply
 from fakes.proxy import ForwardProxy
 from llm_judge import Judge

@@ -15,8 +15,21 @@ made; litellm only when a non-OpenAI-compatible provider is used. The providers
 (``ctxeval.llms`` group) are in :mod:`ctxeval_llm.provider`.
 """
 
+from __future__ import annotations
+
+from types import ModuleType
+
 from ctxeval.plugin import ChatTransport, Completion
 
 from .config import LLMConfig
 
 __all__ = ["ChatTransport", "Completion", "LLMConfig"]
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``ctxeval_llm.prompts``: the prompt texts, now :mod:`ctxeval_llm.judges.prompts`."""
+    if name == "prompts":
+        from .judges import prompts
+
+        return prompts
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

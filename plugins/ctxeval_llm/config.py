@@ -11,7 +11,7 @@ import attrs
 
 from ctxeval.plugin import ChatTransport, ConfigError, Price, PricedLLMProvider, validators
 
-from .pricing import price_of
+from ._pricing import price_of
 
 __all__ = ["LLMConfig", "resolve_llm"]
 

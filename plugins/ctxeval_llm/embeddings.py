@@ -54,10 +54,10 @@ from ctxeval.plugin import (
     validators,
 )
 
+from ._parsing import redact
+from ._transports.choice import transport_for
+from ._transports.openai_compatible import OpenAITransport
 from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig
-from .openai_http import OpenAITransport
-from .parsing import redact
-from .transport import transport_for
 
 __all__ = ["OpenAIEmbedder"]
 

@@ -13,8 +13,8 @@ import attrs
 
 from ctxeval.plugin import Price
 
+from ._pricing import price_of
 from .config import LLMConfig
-from .pricing import price_of
 
 __all__ = ["AutoProvider"]
 

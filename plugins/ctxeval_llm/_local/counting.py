@@ -32,8 +32,9 @@ from typing import Any
 import anyio
 import attrs
 
-from .http_choice import LoopClient
-from .parsing import whole_number
+from ctxeval_llm._http.choice import LoopClient
+from ctxeval_llm._parsing import whole_number
+
 from .slots import ServerAPI, ServerSlots, as_is, server_urls
 
 __all__ = ["COUNTING_SERVERS", "TEMPLATE_TOKENS", "Counted", "TokenCounter", "can_count"]

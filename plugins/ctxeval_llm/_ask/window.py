@@ -37,14 +37,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxeval.plugin import BadRequestError, CallError, RunContext
-
-from .config import LLMConfig
-from .parsing import whole_number
-from .prompts import Prompt
+from ctxeval_llm._parsing import whole_number
+from ctxeval_llm.config import LLMConfig
+from ctxeval_llm.judges.prompts import Prompt
 
 if TYPE_CHECKING:
-    from .counting import Counted
-    from .slots import ServerSlots
+    from ctxeval_llm._local.counting import Counted
+    from ctxeval_llm._local.slots import ServerSlots
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -91,7 +90,7 @@ def known_window(config: LLMConfig) -> tuple[int, str] | None:
         return config.context_window, "context_window, as configured"
     if not _provider_table_applies(config):
         return None
-    from .pricing import table_entry
+    from ctxeval_llm._pricing import table_entry
 
     for name in (config.model, config.model.split("/", 1)[-1]):
         entry = table_entry(name)
@@ -102,7 +101,7 @@ def known_window(config: LLMConfig) -> tuple[int, str] | None:
 
 
 def _provider_table_applies(config: LLMConfig) -> bool:
-    from .provider import AutoProvider
+    from ctxeval_llm.provider import AutoProvider
 
     if config.provider is not None and not isinstance(config.provider, AutoProvider):
         return False  # another provider (a gateway): litellm's table may not be its models'

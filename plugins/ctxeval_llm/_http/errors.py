@@ -14,9 +14,8 @@ from ctxeval.plugin import (
     retry_after_of,
     status_of,
 )
-
-from .config import LLMConfig
-from .parsing import redact
+from ctxeval_llm._parsing import redact
+from ctxeval_llm.config import LLMConfig
 
 __all__ = ["ResponseTooLargeError", "as_call_error"]
 

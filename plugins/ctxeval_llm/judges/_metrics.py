@@ -50,12 +50,12 @@ from ctxeval.plugin import (
     temperature_option,
     validators,
 )
+from ctxeval_llm._ask.client import Mode, ask, bound_llm, output_mode, request_body
+from ctxeval_llm._ask.fanout import at_once
+from ctxeval_llm._local.slots import server_slots
+from ctxeval_llm.config import LLMConfig, resolve_llm
 
 from . import prompts
-from .client import Mode, ask, bound_llm, output_mode, request_body
-from .config import LLMConfig, resolve_llm
-from .fanout import at_once
-from .slots import server_slots
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 import attrs
 import httpx
 
-from .http_clients import CONNECT_TIMEOUT, ssl_context
+from .base import CONNECT_TIMEOUT, ssl_context
 
 __all__ = [
     "CURRENT_CALL",

@@ -29,8 +29,7 @@ from ctxeval.plugin import (
     request_not_sent,
 )
 
-from .errors import ResponseTooLargeError
-from .http_clients import (
+from .base import (
     CONNECT_TIMEOUT,
     Answer,
     Redact,
@@ -38,6 +37,7 @@ from .http_clients import (
     oversize_message,
     ssl_context,
 )
+from .errors import ResponseTooLargeError
 
 if TYPE_CHECKING:
     import httpx

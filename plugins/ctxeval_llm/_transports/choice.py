@@ -35,11 +35,11 @@ from ctxeval.plugin import (
     MalformedOutputError,
     RunContext,
 )
+from ctxeval_llm._http.errors import as_call_error
+from ctxeval_llm.config import LLMConfig
 
-from .config import LLMConfig
-from .errors import as_call_error
-from .litellm_transport import LitellmTransport
-from .openai_http import OpenAITransport
+from .openai_compatible import OpenAITransport
+from .via_litellm import LitellmTransport
 
 __all__ = ["CallableTransport", "transport_for"]
 

@@ -44,9 +44,9 @@ from ctxeval.plugin import (
     __version__,
     error_for_status,
 )
+from ctxeval_llm.config import LLMConfig
 
-from .config import LLMConfig
-from .openai_http import OpenAITransport
+from .openai_compatible import OpenAITransport
 
 __all__ = ["BATCH_STORE", "Batcher", "custom_id"]
 

@@ -49,15 +49,15 @@ from ctxeval.plugin import (
     Usage,
     cache_key,
 )
+from ctxeval_llm._local.counting import TokenCounter, can_count
+from ctxeval_llm._local.slots import is_local, server_slots
+from ctxeval_llm._parsing import parse_json, redact
+from ctxeval_llm._transports.batch import Batcher
+from ctxeval_llm._transports.choice import held_transport
+from ctxeval_llm._transports.openai_compatible import HTTPCompletion, OpenAITransport
+from ctxeval_llm.config import LLMConfig, resolve_llm
+from ctxeval_llm.judges.prompts import Prompt
 
-from .batch import Batcher
-from .config import LLMConfig, resolve_llm
-from .counting import TokenCounter, can_count
-from .openai_http import HTTPCompletion, OpenAITransport
-from .parsing import parse_json, redact
-from .prompts import Prompt
-from .slots import is_local, server_slots
-from .transport import held_transport
 from .window import check_fits, estimate_fits, known_window, raise_if_overflow, served_window
 
 __all__ = ["BoundLLM", "LLMClient", "OutputMode", "ask", "bound_llm", "client_for", "output_mode"]

@@ -74,12 +74,11 @@ from ctxeval.plugin import (
     error_for_status,
     retry_after_of,
 )
-
-from .config import LLMConfig
-from .http_choice import LoopClient, load_client
-from .http_clients import CONNECT_TIMEOUT, Answer, ssl_context
-from .parsing import redact
-from .slots import is_local, server_slots
+from ctxeval_llm._http.base import CONNECT_TIMEOUT, Answer, ssl_context
+from ctxeval_llm._http.choice import LoopClient, load_client
+from ctxeval_llm._local.slots import is_local, server_slots
+from ctxeval_llm._parsing import redact
+from ctxeval_llm.config import LLMConfig
 
 __all__ = ["CONNECT_TIMEOUT", "HTTPCompletion", "OpenAITransport", "ssl_context", "streams"]
 

@@ -35,8 +35,8 @@ from ctxeval.plugin import (
     request_not_sent,
 )
 
+from .base import CONNECT_TIMEOUT, Answer, Redact, env_proxy, oversize_message, ssl_context
 from .errors import ResponseTooLargeError
-from .http_clients import CONNECT_TIMEOUT, Answer, Redact, env_proxy, oversize_message, ssl_context
 
 if TYPE_CHECKING:
     import aiohttp

@@ -31,9 +31,9 @@ import anyio
 
 from ctxeval.plugin import ConfigError, UnusableLLMError
 
-from .aiohttp_transport import AiohttpClient
-from .http_clients import HTTPClient, Redact, async_library, env_proxy
-from .httpx_transport import HttpxClient
+from .aiohttp_client import AiohttpClient
+from .base import HTTPClient, Redact, async_library, env_proxy
+from .httpx_client import HttpxClient
 
 __all__ = [
     "CLIENT_VARIABLE",

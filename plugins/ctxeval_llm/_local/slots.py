@@ -41,10 +41,9 @@ import anyio
 import orjson
 
 from ctxeval.plugin import CallError
-
-from .http_choice import open_client
-from .http_clients import HTTPClient
-from .parsing import whole_number
+from ctxeval_llm._http.base import HTTPClient
+from ctxeval_llm._http.choice import open_client
+from ctxeval_llm._parsing import whole_number
 
 __all__ = [
     "ServerAPI",

@@ -36,11 +36,10 @@ from ctxeval.plugin import (
     RunContext,
     ServiceError,
 )
-
-from .config import LLMConfig
-from .errors import ResponseTooLargeError, as_call_error
-from .parsing import redact
-from .slots import is_local
+from ctxeval_llm._http.errors import ResponseTooLargeError, as_call_error
+from ctxeval_llm._local.slots import is_local
+from ctxeval_llm._parsing import redact
+from ctxeval_llm.config import LLMConfig
 
 __all__ = [
     "HTTP_HANDLER_ROUTES",
@@ -156,7 +155,10 @@ class LitellmTransport:
             }
         arguments.setdefault("max_retries", 0)
         arguments.setdefault("num_retries", 0)
-        from .litellm_http import CURRENT_CALL, CallRecord  # (httpx: at the first request)
+        from ctxeval_llm._http.litellm_client import (  # (httpx: at the first request)
+            CURRENT_CALL,
+            CallRecord,
+        )
 
         client = self._bounded()
         if client is not None:
@@ -198,7 +200,7 @@ class LitellmTransport:
         whose answers are cut at ``max_response_bytes``; None where litellm would not use it."""
         if self._http is not None:
             return self._client
-        from .litellm_http import bounded_client
+        from ctxeval_llm._http.litellm_client import bounded_client
 
         config = self.config
         provider = self._provider
@@ -257,7 +259,7 @@ class LitellmTransport:
         return openai.AsyncOpenAI(api_key=key, base_url=base, http_client=http, max_retries=0)
 
     def _too_large(self, refused: Exception) -> ResponseTooLargeError:
-        from .litellm_http import ResponseTooLarge
+        from ctxeval_llm._http.litellm_client import ResponseTooLarge
 
         config = self.config
         message = f"{config.model} at {refused}"
@@ -282,7 +284,7 @@ def _truthy(value: str | None) -> bool:
 def _refusal_in(exc: BaseException) -> Exception | None:
     """The bounded client's refusal somewhere under ``exc`` (litellm and the openai SDK wrap
     it), or None."""
-    from .litellm_http import ResponseTooLarge, UnreadableEncoding
+    from ctxeval_llm._http.litellm_client import ResponseTooLarge, UnreadableEncoding
 
     seen: set[int] = set()
     current: BaseException | None = exc
