@@ -215,6 +215,74 @@ def test_each_allowed_upward_import_is_one_inside_a_function() -> None:
     assert all(e.how == "function" for e in edges), edges
 
 
+LLM_FLOORS = (
+    ("the face", ("ctxeval_llm",)),
+    ("judges and the embedder", ("ctxeval_llm.judges", "ctxeval_llm.embeddings")),
+    ("asking", ("ctxeval_llm._ask",)),
+    ("transports", ("ctxeval_llm._transports",)),
+    ("local servers", ("ctxeval_llm._local",)),
+    ("HTTP", ("ctxeval_llm._http",)),
+    (
+        "settings",
+        (
+            "ctxeval_llm.config",
+            "ctxeval_llm.provider",
+            "ctxeval_llm._pricing",
+            "ctxeval_llm._parsing",
+        ),
+    ),
+)
+"""The floors of ``ctxeval_llm``, top first (docs/decisions/0008): a module imports only from
+its own floor or the floors below it."""
+
+
+def _floor(module: str) -> int | None:
+    """The floor of ``module``: the one whose longest name is ``module`` or a package of it
+    (the face is ``ctxeval_llm``'s ``__init__`` alone)."""
+    best: tuple[int, int] | None = None
+    for number, (_, prefixes) in enumerate(LLM_FLOORS):
+        for prefix in prefixes:
+            inside = number > 0 and module.startswith(prefix + ".")
+            if (module == prefix or inside) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), number)
+    return None if best is None else best[1]
+
+
+def upward_imports(package: Path) -> list[str]:
+    """The imports of the LLM plugin at ``package`` that run from a floor to a higher one."""
+    found = []
+    for edge in imports(package):
+        source, target = _floor(edge.source), _floor(edge.target)
+        assert source is not None, f"{edge.source} stands on no floor of LLM_FLOORS"
+        assert target is not None, f"{edge.target} stands on no floor of LLM_FLOORS"
+        if target < source:
+            found.append(
+                f"{edge.source}:{edge.line} ({LLM_FLOORS[source][0]}) imports "
+                f"{edge.target} ({LLM_FLOORS[target][0]})"
+            )
+    return found
+
+
+def test_the_llm_plugin_imports_only_downward() -> None:
+    package = ROOT / "plugins" / "ctxeval_llm"
+    assert {_floor(name) for name in _modules((package,))} == set(range(len(LLM_FLOORS)))
+    found = upward_imports(package)
+    assert not found, "imports that run back up in ctxeval_llm:\n" + "\n".join(found)
+
+
+def test_an_upward_import_in_the_llm_plugin_is_caught(tmp_path: Path) -> None:
+    llm = _copy(ROOT / "plugins" / "ctxeval_llm", tmp_path)
+    base = llm / "_http" / "base.py"
+    base.write_text(
+        base.read_text(encoding="utf-8")
+        + "\n\ndef _planted():\n    from ctxeval_llm._ask.client import ask\n",
+        encoding="utf-8",
+    )
+    found = upward_imports(llm)
+    assert len(found) == 1
+    assert found[0].startswith("ctxeval_llm._http.base:"), found
+
+
 def test_a_dozen_public_names_at_most_at_the_top() -> None:
     names = public_names(CORE)
     assert "plugin" in names

@@ -104,7 +104,7 @@ class LLMConfig:
             that would not fit (estimated: UTF-8 bytes / 3, plus ``max_tokens``) is not sent:
             its row is an ``error`` that says so. Default: the provider's known window
             (litellm's model table; a local llama.cpp server's ``n_ctx``), else unknown (not
-            checked before sending): see :mod:`ctxeval_llm.window`.
+            checked before sending): see :mod:`ctxeval_llm._ask.window`.
         timeout: seconds one request may take (default: the run's ``timeout``).
         transport: ``"openai"`` (httpx, to an OpenAI-compatible endpoint: OpenAI, vLLM,
             Ollama, llama.cpp, LM Studio, a gateway), ``"litellm"`` (any provider litellm
@@ -122,10 +122,10 @@ class LLMConfig:
         stream: stream the ``openai`` transport's answers: ``"auto"`` (the default) for a local
             endpoint (a loopback, private or ``.local`` host) only, True always, False never.
             A server stops computing an answer whose client hung up (a timeout, a cancelled
-            run) only when it streams it: see :mod:`ctxeval_llm.openai_http`.
+            run) only when it streams it: see :mod:`ctxeval_llm._transports.openai_compatible`.
         batch: send the run's requests through the Batch API (``/v1/files`` +
             ``/v1/batches``; half the price at OpenAI; answers within the provider's 24 h
-            window): see :mod:`ctxeval_llm.batch`. OpenAI-compatible endpoints only.
+            window): see :mod:`ctxeval_llm._transports.batch`. OpenAI-compatible endpoints only.
         batch_linger: seconds without a new request before the collected ones go up.
         batch_poll_interval: seconds between two looks at a batch's status.
         batch_max_requests: lines per batch file at most (OpenAI: 50 000).

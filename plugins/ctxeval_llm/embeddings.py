@@ -2,9 +2,10 @@
 
 Registered as entry point ``openai`` of the ``ctxeval.embedders`` group; the ``embedding``
 matcher (and any plugin) gets it with ``get_embedder("openai", model=...)``. It reuses the LLM
-plugin's HTTP machinery: the same :class:`~ctxeval_llm.openai_http.OpenAITransport` (one httpx
-pool per run and endpoint, proxies, system CA store, body size limit, the one table that
-classifies failures), and every request goes through the run context's call service (the
+plugin's HTTP machinery: the same
+:class:`~ctxeval_llm._transports.openai_compatible.OpenAITransport` (one httpx pool per run
+and endpoint, proxies, system CA store, body size limit, the one table that classifies
+failures), and every request goes through the run context's call service (the
 shared limits of its resource, timeouts, retries on 429/5xx/timeouts within the deadline, none
 on 400/401; a refused key or an unknown model stops the run at once with one message).
 
@@ -360,12 +361,12 @@ class _Collector:
     """One run's texts to embed at one endpoint, gathered across rows and sent in full batches.
 
     The first row that finds texts pending and no collector at work collects for everyone
-    (as the Batch API mode's collector does, :mod:`ctxeval_llm.batch`): it sends every full
-    batch at once, and the rest once no text has come for ``linger`` seconds; the other rows
-    wait for their vectors. A text asked while pending or on its way is not asked again. A
-    failed request fails the rows waiting for its texts (a later row asks again); a collector
-    cancelled (its row's time limit) puts its texts back for the next one. Vectors are kept
-    only until every row that asked for them has them: the cache keeps them beyond.
+    (as the Batch API mode's collector does, :mod:`ctxeval_llm._transports.batch`): it sends
+    every full batch at once, and the rest once no text has come for ``linger`` seconds; the
+    other rows wait for their vectors. A text asked while pending or on its way is not asked
+    again. A failed request fails the rows waiting for its texts (a later row asks again); a
+    collector cancelled (its row's time limit) puts its texts back for the next one. Vectors
+    are kept only until every row that asked for them has them: the cache keeps them beyond.
     """
 
     def __init__(self, embedder: OpenAIEmbedder) -> None:

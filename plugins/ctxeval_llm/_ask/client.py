@@ -15,7 +15,7 @@ the mode, the schema is also written in the prompt from the second step on, and 
 validated strictly.
 
 Requests to a local server that says how many it computes at once (llama.cpp's slots,
-llama-cpp-python's one at a time; :mod:`ctxeval_llm.slots`) are held to that number here,
+llama-cpp-python's one at a time; :mod:`ctxeval_llm._local.slots`) are held to that number here,
 outside their time budget, so that a queue on the server does not eat their timeout.
 
 A malformed answer is asked again with a repair turn (the answer and what was wrong with it),
@@ -49,6 +49,7 @@ from ctxeval.plugin import (
     Usage,
     cache_key,
 )
+from ctxeval_llm._ask.prompt import Prompt
 from ctxeval_llm._local.counting import TokenCounter, can_count
 from ctxeval_llm._local.slots import is_local, server_slots
 from ctxeval_llm._parsing import parse_json, redact
@@ -56,7 +57,6 @@ from ctxeval_llm._transports.batch import Batcher
 from ctxeval_llm._transports.choice import held_transport
 from ctxeval_llm._transports.openai_compatible import HTTPCompletion, OpenAITransport
 from ctxeval_llm.config import LLMConfig, resolve_llm
-from ctxeval_llm.judges.prompts import Prompt
 
 from .window import check_fits, estimate_fits, known_window, raise_if_overflow, served_window
 
@@ -79,7 +79,7 @@ _DESCRIBED: dict[Mode, str] = {
     "prompt": "the schema in the prompt only",
 }
 _KNOWN_START: dict[str, Mode] = {"llama-cpp-python": "json_object_schema"}
-"""Where a server the slot probe recognised (its ``kind``: :mod:`ctxeval_llm.slots`) starts
+"""Where a server the slot probe recognised (its ``kind``: :mod:`ctxeval_llm._local.slots`) starts
 the ladder: llama-cpp-python answers ``json_schema`` with HTTP 500 and enforces a schema given
 with ``json_object``."""
 _REJECTION_WORDS = (
@@ -422,10 +422,10 @@ async def _check_local_window(
     request: Mapping[str, Any],
     limiter: anyio.CapacityLimiter | None,
 ) -> None:
-    """:func:`~ctxeval_llm.window.check_fits` for a local server, once it has been asked
-    (:mod:`ctxeval_llm.slots`): against the configured window, else the server's own, else
+    """:func:`~ctxeval_llm._ask.window.check_fits` for a local server, once it has been asked
+    (:mod:`ctxeval_llm._local.slots`): against the configured window, else the server's own, else
     the provider's table; a prompt the estimate refuses is counted by the server's tokenizer
-    when it has one (:mod:`ctxeval_llm.counting`), holding one of the server's slots (on
+    when it has one (:mod:`ctxeval_llm._local.counting`), holding one of the server's slots (on
     llama-cpp-python, a request waiting for its model interrupts a streamed answer).
 
     ``request`` is the body in the first output mode (the estimate counts the schema in any

@@ -8,7 +8,7 @@ leaving room for the answer (``max_tokens``). The window comes from:
 2. the provider's known window: ``max_input_tokens`` in litellm's bundled model table (read
    offline, without importing litellm), for a model reached through litellm or at OpenAI's own
    endpoint with the ``auto`` provider;
-3. a local server's own, found with its slots (:mod:`ctxeval_llm.slots`): llama.cpp's
+3. a local server's own, found with its slots (:mod:`ctxeval_llm._local.slots`): llama.cpp's
    ``n_ctx`` (``GET /props`` or ``GET /slots``), vLLM's ``max_model_len``, Ollama's
    ``context_length`` of the loaded model; it is checked once the server has been asked (at
    the first request not answered from the cache), and before the provider's table (the
@@ -25,7 +25,7 @@ estimate is the prompt's UTF-8 bytes / 3, plus a few tokens per message, which i
 the tokens of English text for common tokenizers (about 4 characters a token). A prompt near
 the edge would therefore be refused although it fits. So a prompt the estimate refuses is
 counted by the judge's own tokenizer when the judge is a local server that has one (llama.cpp,
-llama-cpp-python, vLLM: :mod:`ctxeval_llm.counting`), and refused only if that count says so;
+llama-cpp-python, vLLM: :mod:`ctxeval_llm._local.counting`), and refused only if that count says so;
 elsewhere the estimate decides, and the message says it is an estimate.
 """
 
@@ -37,9 +37,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxeval.plugin import BadRequestError, CallError, RunContext
+from ctxeval_llm._ask.prompt import Prompt
 from ctxeval_llm._parsing import whole_number
 from ctxeval_llm.config import LLMConfig
-from ctxeval_llm.judges.prompts import Prompt
 
 if TYPE_CHECKING:
     from ctxeval_llm._local.counting import Counted
@@ -118,8 +118,8 @@ _SERVER_SOURCES = {
 
 def served_window(slots: ServerSlots) -> tuple[int, str] | None:
     """A local server's own window and where it was found, from its
-    :class:`~ctxeval_llm.slots.ServerSlots` (``context_window``: llama.cpp's ``n_ctx``, vLLM's
-    ``max_model_len``, Ollama's ``context_length``), or None when it did not say."""
+    :class:`~ctxeval_llm._local.slots.ServerSlots` (``context_window``: llama.cpp's ``n_ctx``,
+    vLLM's ``max_model_len``, Ollama's ``context_length``), or None when it did not say."""
     size = whole_number(slots.context_window)
     if size is None:
         return None
@@ -165,7 +165,7 @@ def check_fits(
 ) -> None:
     """:func:`check_prompt` against ``window`` (its size in tokens, and where it comes from);
     by the server's own count of the prompt when given one
-    (:meth:`ctxeval_llm.counting.TokenCounter.count`), else by the estimate."""
+    (:meth:`ctxeval_llm._local.counting.TokenCounter.count`), else by the estimate."""
     size, source = window
     if counted is None:
         tokens = estimate_tokens(request.get("messages") or (), prompt.schema_json)

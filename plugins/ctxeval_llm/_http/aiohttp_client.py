@@ -6,10 +6,10 @@ first request and closed on it when the run ends:
 * a connection pool of the resource's ``max_concurrency`` connections, kept alive across
   requests (an idle one for 4 s: less than the 5 s after which uvicorn, under vLLM, closes it);
 * the environment's proxy resolved once, as httpx's ``trust_env`` does
-  (:func:`~ctxeval_llm.http_clients.env_proxy`; credentials in the proxy URL are sent as
+  (:func:`~ctxeval_llm._http.base.env_proxy`; credentials in the proxy URL are sent as
   ``Proxy-Authorization``), instead of aiohttp's own ``trust_env``, which looks the
   environment and ``~/.netrc`` up in a worker thread for every request;
-* certificates checked against the system's store (:func:`~ctxeval_llm.http_clients.ssl_context`);
+* certificates checked against the system's store (:func:`~ctxeval_llm._http.base.ssl_context`);
 * no cookies kept, no redirects followed, no timeout but the connect one (the scheduler times
   each attempt), no retry of a POST;
 * the body read as it comes and cut at ``max_response_bytes``;

@@ -6,7 +6,7 @@ the :class:`HTTPClient` protocol they follow, and the limits both honour: the an
 attempt), no retries (the scheduler owns them), and a cancelled request closes its connection
 (the server sees the client hang up).
 
-Which client a run gets, and its making, is :mod:`ctxeval_llm.http_choice`'s.
+Which client a run gets, and its making, is :mod:`ctxeval_llm._http.choice`'s.
 """
 
 from __future__ import annotations

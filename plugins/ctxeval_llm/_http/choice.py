@@ -1,19 +1,19 @@
 """The HTTP clients under the ``openai`` transport, and which one a run gets.
 
-One protocol, :class:`~ctxeval_llm.http_clients.HTTPClient` (one request in, an
-:class:`~ctxeval_llm.http_clients.Answer` out, ``aclose()``), two implementations:
+One protocol, :class:`~ctxeval_llm._http.base.HTTPClient` (one request in, an
+:class:`~ctxeval_llm._http.base.Answer` out, ``aclose()``), two implementations:
 
-* :class:`~ctxeval_llm.aiohttp_transport.AiohttpClient` on asyncio: about a tenth of httpx's
+* :class:`~ctxeval_llm._http.aiohttp_client.AiohttpClient` on asyncio: about a tenth of httpx's
   CPU per request, which is what a fast local server (vLLM answering thousands of short
   judgements a second) needs from its client;
-* :class:`~ctxeval_llm.httpx_transport.HttpxClient` on trio, for HTTP/2, and behind a proxy
+* :class:`~ctxeval_llm._http.httpx_client.HttpxClient` on trio, for HTTP/2, and behind a proxy
   that is not a plain ``http://`` one (``https://``, ``socks5://``).
 
 :func:`choose_client` picks one from the running async library (``current_async_library``),
 once per run; :func:`load_client` imports it in a worker thread the first time, not on the
 event loop (aiohttp's import loads the system's certificates: 0.1 to 0.2 s that would hold
 every task of the loop, a host application's too). Both honour the same limits
-(:mod:`ctxeval_llm.http_clients`).
+(:mod:`ctxeval_llm._http.base`).
 
 ``CTXEVAL_HTTP_CLIENT=httpx`` (or ``aiohttp``) forces a client where it can run (aiohttp only
 on asyncio): for comparing them, or working around one.

@@ -8,7 +8,7 @@ ends:
   requests), optional HTTP/2 (``LLMConfig(http2=True)``, needs ``h2``);
 * ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` honoured (httpx's
   ``trust_env``), and certificates checked against the system's store
-  (:func:`~ctxeval_llm.http_clients.ssl_context`);
+  (:func:`~ctxeval_llm._http.base.ssl_context`);
 * no timeout of its own beyond connecting (the scheduler times each attempt), no retries (the
   scheduler owns them), no redirects;
 * answers read as a stream and cut at ``max_response_bytes``; a cancelled request closes its

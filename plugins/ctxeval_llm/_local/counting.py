@@ -1,6 +1,6 @@
 """A local server's own count of a prompt's tokens, for a prompt the estimate says is too long.
 
-Before a request is sent, its size is estimated (:mod:`ctxeval_llm.window`: UTF-8 bytes / 3),
+Before a request is sent, its size is estimated (:mod:`ctxeval_llm._ask.window`: UTF-8 bytes / 3),
 which is more than the tokens of English text for common tokenizers. A prompt near the edge of
 the judge's window would therefore be refused although it fits. When the judge is a local
 server with a tokenizer endpoint, such a prompt is counted by the server itself, and refused
@@ -13,7 +13,7 @@ only when the count says so:
 * llama-cpp-python's server: ``POST /extras/tokenize/count`` of the messages' text, plus
   :data:`TEMPLATE_TOKENS` a message (it has no endpoint for its chat template). Its one model
   is behind one lock, and a request that waits for it interrupts a streamed answer in progress:
-  the count is asked while the run holds the server's one slot (:mod:`ctxeval_llm.slots`);
+  the count is asked while the run holds the server's one slot (:mod:`ctxeval_llm._local.slots`);
 * vLLM: ``POST /tokenize`` with the messages (``add_generation_prompt``): exact, its chat
   template applied.
 

@@ -85,7 +85,7 @@ class ServerSlots:
         """Where it was found (``/props``, ``/slots``, ``/v1/models``)."""
         self.n_ctx: int | None = None
         """The context window of one slot, when the server said (llama.cpp's ``n_ctx`` in
-        ``/props`` or ``/slots``; read by :mod:`ctxeval_llm.window`)."""
+        ``/props`` or ``/slots``; read by :mod:`ctxeval_llm._ask.window`)."""
         self.models: list[str] | None = None
         """The models the server lists at ``/v1/models`` (a local server names the file it
         loaded there, whatever model name the requests give)."""

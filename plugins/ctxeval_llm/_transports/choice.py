@@ -4,10 +4,12 @@ first request.
 A transport is a :class:`ctxeval.plugin.ChatTransport`: a request in, a
 :class:`ctxeval.plugin.Completion` out, ``aclose()`` at the end. The built-in ones:
 
-* ``openai`` (:class:`~ctxeval_llm.openai_http.OpenAITransport`): to any OpenAI-compatible
-  endpoint, on aiohttp under asyncio and httpx under trio (the client is chosen on the run's
-  event loop at its first request: :func:`ctxeval_llm.http_clients.choose_client`);
-* ``litellm`` (:class:`~ctxeval_llm.litellm_transport.LitellmTransport`): every other provider;
+* ``openai`` (:class:`~ctxeval_llm._transports.openai_compatible.OpenAITransport`): to any
+  OpenAI-compatible endpoint, on aiohttp under asyncio and httpx under trio (the client is
+  chosen on the run's event loop at its first request:
+  :func:`ctxeval_llm._http.choice.choose_client`);
+* ``litellm`` (:class:`~ctxeval_llm._transports.via_litellm.LitellmTransport`): every other
+  provider;
 * :class:`CallableTransport`: a bring-your-own async callable (``llm=my_function``).
 
 A ``ChatTransport`` object of your own (a company gateway's, say) goes in

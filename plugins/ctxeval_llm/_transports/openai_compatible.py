@@ -1,6 +1,6 @@
 """The ``openai`` transport: chat completions to an OpenAI-compatible endpoint.
 
-One HTTP client per run and endpoint (:mod:`ctxeval_llm.http_clients`), made on the run's
+One HTTP client per run and endpoint (:mod:`ctxeval_llm._http.base`), made on the run's
 event loop at the first request and closed when the run ends: aiohttp on asyncio, httpx on
 trio (and for HTTP/2, or a proxy other than ``http://``). Either way:
 
@@ -27,7 +27,7 @@ the request when the client disconnects), llama.cpp's ``llama-server`` (it cance
 connection closed) and Ollama (its request context ends) stop a whole request too, so they are
 not streamed by ``"auto"``: a whole answer costs the client less CPU (a streamed one is a chunk
 per token, each read and parsed: about 0.2 ms more per request), which matters against a fast
-batching server. Which server it is comes from :mod:`ctxeval_llm.slots`, asked before the
+batching server. Which server it is comes from :mod:`ctxeval_llm._local.slots`, asked before the
 first request; a local server not recognised (LM Studio, others) is streamed. Hosted APIs are
 not streamed.
 
@@ -103,15 +103,15 @@ class HTTPCompletion(Completion):
 
 
 STOPS_WHOLE_REQUESTS = frozenset({"vllm", "llama.cpp", "ollama"})
-"""The local servers (:attr:`ctxeval_llm.slots.ServerSlots.kind`) known to stop computing a
+"""The local servers (:attr:`ctxeval_llm._local.slots.ServerSlots.kind`) known to stop computing a
 whole (not streamed) request whose client hung up: ``"auto"`` does not stream to them."""
 
 
 def streams(config: LLMConfig, server: str | None = None) -> bool:
     """Whether the ``openai`` transport streams ``config``'s requests: ``stream=True``;
     ``"auto"`` for a local endpoint (a loopback, private or ``.local`` host: a server on the
-    user's own hardware) unless its ``server`` (the kind :mod:`ctxeval_llm.slots` found) stops
-    a whole request whose client hung up by itself; never with ``stream=False``."""
+    user's own hardware) unless its ``server`` (the kind :mod:`ctxeval_llm._local.slots` found)
+    stops a whole request whose client hung up by itself; never with ``stream=False``."""
     if config.stream == "auto":
         return is_local(config.endpoint) and server not in STOPS_WHOLE_REQUESTS
     return bool(config.stream)

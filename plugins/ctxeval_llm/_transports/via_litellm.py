@@ -7,7 +7,7 @@ retries are switched off: the scheduler owns retries. Before the first request,
 whether the provider's key is set, so a run that cannot succeed stops before sending anything.
 
 Answers are cut at ``max_response_bytes`` here too: litellm is handed, with each request, a
-client of ctxeval's whose reading is bounded (:mod:`ctxeval_llm.litellm_http`; litellm's own
+client of ctxeval's whose reading is bounded (:mod:`ctxeval_llm._http.litellm_client`; litellm's own
 clients read an answer whole, a gzip bomb inflated included): an ``openai.AsyncOpenAI`` on the
 ``openai/`` route, litellm's ``AsyncHTTPHandler`` on the routes of :data:`HTTP_HANDLER_ROUTES`.
 An answer past the bound fails its row at once (:class:`ResponseTooLargeError`, not retried:

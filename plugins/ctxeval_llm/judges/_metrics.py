@@ -57,7 +57,7 @@ from ctxeval_llm.config import LLMConfig, resolve_llm
 
 from . import prompts
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("ctxeval_llm.judges")
 
 
 __all__ = [
