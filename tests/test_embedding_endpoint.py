@@ -266,6 +266,21 @@ def samples(count: int) -> list[dict[str, Any]]:
     ]
 
 
+def test_extra_headers_are_checked_as_the_llm_config_checks_them() -> None:
+    """A header value with CR or LF would smuggle a second header into every request, and a
+    name with a space or a colon is no header name: both refused when the embedder is made."""
+    for bad, said in (
+        ({"X-Route": "blue\r\nX-Injected: 1"}, "printable ASCII on one line"),
+        ({"X-Route": "blue\nmore"}, "printable ASCII on one line"),
+        ({"X Route": "blue"}, "not a valid HTTP header name"),
+        ({"X-Route:": "blue"}, "not a valid HTTP header name"),
+    ):
+        with pytest.raises(ctxeval.ConfigError, match=said):
+            OpenAIEmbedder(model="m", api_base="http://127.0.0.1:9/v1", extra_headers=bad)
+    fine = OpenAIEmbedder(model="m", api_base="http://127.0.0.1:9/v1", extra_headers={"X-A": "b"})
+    assert dict(fine.extra_headers) == {"X-A": "b"}
+
+
 def test_a_run_sums_the_usage_of_its_rows(server: FakeOpenAI) -> None:
     metric = BestContextSimilarity(embedder=embedder(server))
     evaluation = ctxeval.evaluate(samples(20), [metric], retry=FAST)

@@ -59,15 +59,17 @@ def _to_stream(value: Any) -> Any:
     raise ConfigError(f"stream must be 'auto', true or false; got {value!r}")
 
 
-def _no_secret(value: object) -> str:
+def no_secret(value: object) -> str:
+    """A secret field's repr: ``'***'`` (``None`` when unset); the embedder's too."""
     return "None" if value is None else "'***'"
 
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
-def _to_headers(value: Any) -> Any:
-    """``extra_headers`` as a dict of str to str (None: no header)."""
+def to_headers(value: Any) -> Any:
+    """``extra_headers`` as a dict of str to str (None: no header), each name a valid HTTP
+    header name and each value printable ASCII on one line; the embedder's too."""
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(
@@ -153,7 +155,7 @@ class LLMConfig:
 
     model: str = attrs.field(validator=attrs.validators.instance_of(str))
     api_base: str | None = None
-    api_key: str | None = attrs.field(default=None, repr=_no_secret)
+    api_key: str | None = attrs.field(default=None, repr=no_secret)
     temperature: float = attrs.field(default=0.0, validator=validators.non_negative_number)
     max_tokens: int = attrs.field(default=1024, validator=validators.positive_int)
     context_window: int | None = attrs.field(
@@ -175,7 +177,7 @@ class LLMConfig:
     batch_max_requests: int = attrs.field(default=50_000, validator=validators.positive_int)
     batch_max_bytes: int = attrs.field(default=190 * 1024 * 1024, validator=validators.positive_int)
     extra: Mapping[str, Any] = attrs.field(factory=dict)
-    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_to_headers, repr=False)
+    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=to_headers, repr=False)
     completion: Callable[[dict[str, Any]], Awaitable[Any]] | None = attrs.field(
         default=None, repr=False, eq=False
     )

@@ -55,19 +55,16 @@ from ctxeval.plugin import (
     validators,
 )
 
+from ._ask.fanout import at_once
 from ._parsing import redact
 from ._transports.choice import transport_for
 from ._transports.openai_compatible import OpenAITransport
-from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig
+from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig, no_secret, to_headers
 
 __all__ = ["OpenAIEmbedder"]
 
 CACHE_VERSION = "embedding/1"
 """Part of every cache key: a change of the stored form makes new keys."""
-
-
-def _no_secret(value: object) -> str:
-    return "None" if value is None else "'***'"
 
 
 def _to_price(value: Any) -> Price | None:
@@ -82,16 +79,6 @@ def _to_price(value: Any) -> Price | None:
         "price_per_million_tokens must be USD per million input tokens (a number, e.g. 0.02) "
         f"or a ctxeval.plugin.Price; got {value!r}"
     )
-
-
-def _headers(value: Any) -> Mapping[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ConfigError(f"extra_headers must be a mapping of str to str, got {type(value)}")
-    return dict(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -124,14 +111,14 @@ class OpenAIEmbedder:
 
     model: str = attrs.field(validator=validators.text)
     api_base: str | None = None
-    api_key: str | None = attrs.field(default=None, repr=_no_secret)
+    api_key: str | None = attrs.field(default=None, repr=no_secret)
     batch_size: int = attrs.field(default=128, validator=validators.positive_int)
     dimensions: int | None = attrs.field(
         default=None, validator=validators.optional(validators.positive_int)
     )
     timeout: float | None = attrs.field(default=None, validator=validators.optional_positive_number)
     extra_headers: Mapping[str, str] = attrs.field(
-        factory=dict, converter=_headers, repr=False, eq=False
+        factory=dict, converter=to_headers, repr=False, eq=False
     )
     max_response_bytes: int = attrs.field(
         default=DEFAULT_MAX_RESPONSE_BYTES, validator=validators.positive_int
@@ -242,8 +229,6 @@ class OpenAIEmbedder:
     ) -> list[list[np.ndarray[Any, Any]]]:
         """The vectors of each batch, the requests sent at once (the run's limits pace them);
         the first failure cancels the rest and is raised (a run-stopping one first)."""
-        import anyio
-
         config = self._config
         if config.is_openai_default_endpoint and not config.openai_key():
             raise MissingCredentialsError(
@@ -256,19 +241,18 @@ class OpenAIEmbedder:
         results: list[list[np.ndarray[Any, Any]] | None] = [None] * len(batches)
         failures: list[BaseException] = []
 
-        async def one(number: int, scope: anyio.CancelScope) -> None:
+        async def one(number: int) -> None:
             try:
                 results[number] = await self._send(batches[number], transport, ctx)
             except Exception as exc:
                 failures.append(exc)
-                scope.cancel()
+                raise
 
-        if len(batches) == 1:
-            results[0] = await self._send(batches[0], transport, ctx)
-        else:
-            async with anyio.create_task_group() as group:
-                for number in range(len(batches)):
-                    group.start_soon(one, number, group.cancel_scope)
+        try:  # (the fan-out of a judge's requests: a failure cancels the others)
+            await at_once(one, [(number,) for number in range(len(batches))], "ctxeval_llm: embed")
+        except Exception:  # the failures (in a group when several ran), kept by one()
+            if not failures:
+                raise
         if failures:
             stopping = [exc for exc in failures if isinstance(exc, UnusableLLMError)]
             raise (stopping or failures)[0]

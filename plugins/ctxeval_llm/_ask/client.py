@@ -60,7 +60,7 @@ from ctxeval_llm.config import LLMConfig, resolve_llm
 
 from .window import check_fits, estimate_fits, known_window, raise_if_overflow, served_window
 
-__all__ = ["BoundLLM", "LLMClient", "OutputMode", "ask", "bound_llm", "client_for", "output_mode"]
+__all__ = ["BoundLLM", "OutputMode", "ask", "bound_llm", "output_mode"]
 
 logger = logging.getLogger(__name__)
 
@@ -202,33 +202,6 @@ def request_body(
     return body
 
 
-class LLMClient:
-    """One LLM configuration, asked through the run's transport for it."""
-
-    def __init__(self, config: LLMConfig) -> None:
-        self.config = config
-
-    def request(self, prompt: Prompt, variables: Mapping[str, Any]) -> dict[str, Any]:
-        """The request body as first sent (the configured output mode)."""
-        return request_body(self.config, prompt, variables, _first_mode(self.config))
-
-    async def ask(
-        self,
-        ctx: RunContext,
-        prompt: Prompt,
-        variables: Mapping[str, Any],
-        *,
-        expect: int | None = None,
-    ) -> Any:
-        """The checked answer to ``prompt`` (from the cache when it has one).
-
-        ``expect`` is the number of items the answer must list, where the prompt asks for one
-        per item. A malformed answer raises :class:`ctxeval.MalformedOutputError`, which the
-        scheduler retries a few times.
-        """
-        return await bound_llm(ctx, self.config).ask(ctx, prompt, variables, expect=expect)
-
-
 class BoundLLM:
     """One ``llm`` setting as a run uses it: what each of its requests needs, worked out at
     its first (the configuration, its resource name and price, the context window known
@@ -278,7 +251,12 @@ class BoundLLM:
         *,
         expect: int | None = None,
     ) -> Any:
-        """The checked answer to ``prompt`` (see :meth:`LLMClient.ask`)."""
+        """The checked answer to ``prompt`` (from the cache when it has one).
+
+        ``expect`` is the number of items the answer must list, where the prompt asks for one
+        per item. A malformed answer raises :class:`ctxeval.MalformedOutputError`, which the
+        scheduler retries a few times.
+        """
         return await _ask(self, ctx, prompt, variables, expect)
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
@@ -295,7 +273,7 @@ def bound_llm(ctx: RunContext, llm: Any) -> BoundLLM:
     found = bindings.get(id(given))
     if found is None or found.given is not given:
         if len(bindings) >= _MAX_BINDINGS:  # a setting made anew for each row (a plugin's
-            bindings.clear()  # LLMClient(LLMConfig(...)) per row): not one kept per row
+            bindings.clear()  # LLMConfig(...) made per row): not one kept per row
         found = bindings[id(given)] = BoundLLM(given, resolve_llm(given), ctx)
     return found
 
@@ -311,7 +289,7 @@ async def _ask(
     variables: Mapping[str, Any],
     expect: int | None,
 ) -> Any:
-    """:meth:`LLMClient.ask` (see there)."""
+    """:meth:`BoundLLM.ask` (see there)."""
     config = bound.config
     # a panel's repeated judgement (ctxeval.plugin.JudgeContext): its own temperature and
     # its own cache entry (and, in a batch, its own line)
@@ -572,11 +550,6 @@ BATCH_PRICE = 0.5
 """The share of the normal price a batch request costs (OpenAI's Batch API: half)."""
 
 
-def client_for(llm: Any, ctx: RunContext) -> LLMClient:
-    """The client for a plugin's ``llm`` option, or else the run's ``llm=``."""
-    return LLMClient(bound_llm(ctx, llm).config)
-
-
 async def ask(
     ctx: RunContext,
     llm: Any,
@@ -585,5 +558,6 @@ async def ask(
     *,
     expect: int | None = None,
 ) -> Any:
-    """Shortcut: ``client_for(llm, ctx).ask(ctx, prompt, variables, expect=expect)``."""
+    """The checked answer to ``prompt`` from a plugin's ``llm`` option, or else the run's
+    ``llm=``: :meth:`BoundLLM.ask` of :func:`bound_llm`."""
     return await bound_llm(ctx, llm).ask(ctx, prompt, variables, expect=expect)

@@ -28,15 +28,10 @@ from contextvars import ContextVar
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from ctxeval.plugin import (
-    CallTimeoutError,
-    ConnectionFailedError,
-    ServiceError,
-    request_not_sent,
-)
+from ctxeval.plugin import request_not_sent
 
-from .base import CONNECT_TIMEOUT, Answer, Redact, env_proxy, oversize_message, ssl_context
-from .errors import ResponseTooLargeError
+from .base import CONNECT_TIMEOUT, Answer, Redact, env_proxy, ssl_context
+from .errors import ResponseTooLargeError, aiohttp_error, oversize_message
 
 if TYPE_CHECKING:
     import aiohttp
@@ -155,22 +150,8 @@ class AiohttpClient:
                 response.close()  # drop the connection: the rest of the answer is not read
                 raise
             response.release()
-        except aiohttp.ClientHttpProxyError as exc:
-            raise ConnectionFailedError(self._say(f"proxy error for {url}: {exc}")) from None
-        except aiohttp.ClientProxyConnectionError as exc:
-            raise ConnectionFailedError(self._say(f"proxy error for {url}: {exc}")) from None
-        except aiohttp.ClientConnectorError as exc:  # refused, DNS, certificates
-            raise ConnectionFailedError(self._say(f"cannot connect to {url}: {exc}")) from None
-        except aiohttp.ConnectionTimeoutError:
-            raise ConnectionFailedError(
-                f"cannot connect to {url}: no connection within {CONNECT_TIMEOUT:g} s"
-            ) from None
-        except aiohttp.ServerTimeoutError as exc:
-            raise CallTimeoutError(self._say(f"{url}: {type(exc).__name__}")) from None
-        except aiohttp.ClientError as exc:  # reset, closed, malformed HTTP
-            raise ServiceError(
-                self._say(f"{url}: {type(exc).__name__}: {exc or 'connection lost'}")
-            ) from None
+        except aiohttp.ClientError as exc:
+            raise aiohttp_error(aiohttp, exc, url, self._say) from None
         return Answer(response.status, response.headers, body)
 
     async def _read(self, response: aiohttp.ClientResponse, url: str, limit: int) -> bytes:

@@ -1,10 +1,10 @@
 """What the HTTP clients under the ``openai`` transport share: the :class:`Answer` they give,
 the :class:`HTTPClient` protocol they follow, and the limits both honour: the answer cut at
-``max_response_bytes`` (:func:`oversize_message`), the proxies of the environment as httpx's
-``trust_env`` reads them (:func:`env_proxy`), certificates checked against the system's store
-(:func:`ssl_context`), no redirects, no timeout but the connect one (the scheduler times each
-attempt), no retries (the scheduler owns them), and a cancelled request closes its connection
-(the server sees the client hang up).
+``max_response_bytes`` (:mod:`ctxeval_llm._http.errors` says so), the proxies of the
+environment as httpx's ``trust_env`` reads them (:func:`env_proxy`), certificates checked
+against the system's store (:func:`ssl_context`), no redirects, no timeout but the connect one
+(the scheduler times each attempt), no retries (the scheduler owns them), and a cancelled
+request closes its connection (the server sees the client hang up).
 
 Which client a run gets, and its making, is :mod:`ctxeval_llm._http.choice`'s.
 """
@@ -27,7 +27,6 @@ __all__ = [
     "Redact",
     "async_library",
     "env_proxy",
-    "oversize_message",
     "ssl_context",
 ]
 
@@ -78,14 +77,6 @@ def ssl_context() -> ssl.SSLContext:
         return ssl.create_default_context()
     context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     return context
-
-
-def oversize_message(url: str, limit: int) -> str:
-    """What an answer cut at the size limit says."""
-    return (
-        f"{url}: the answer is larger than {limit} bytes (max_response_bytes); cut off; if "
-        "answers this large are expected, raise the bound: LLMConfig(max_response_bytes=...)"
-    )
 
 
 # --- proxies, as httpx's trust_env reads them -----------------------------------------------

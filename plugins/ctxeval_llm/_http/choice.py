@@ -22,7 +22,6 @@ on asyncio): for comparing them, or working around one.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 import os
 import sys
@@ -148,8 +147,8 @@ def make_client(url: str, *, max_connections: int, http2: bool, say: Redact) -> 
 def choose_client(url: str, *, http2: bool) -> str:
     """``aiohttp`` or ``httpx``, for a request to ``url`` from the running async library.
 
-    aiohttp on asyncio, unless HTTP/2 is asked for, the environment's proxy for ``url`` is not
-    a plain ``http://`` one, aiohttp is not installed, or ``CTXEVAL_HTTP_CLIENT=httpx``; httpx
+    aiohttp (a dependency) on asyncio, unless HTTP/2 is asked for, the environment's proxy for
+    ``url`` is not a plain ``http://`` one, or ``CTXEVAL_HTTP_CLIENT=httpx``; httpx
     everywhere else (trio).
     """
     forced = os.environ.get(CLIENT_VARIABLE, "auto").strip().lower() or "auto"
@@ -160,6 +159,4 @@ def choose_client(url: str, *, http2: bool) -> str:
     proxy = env_proxy(url)
     if proxy is not None and not proxy.lower().startswith("http://"):
         return "httpx"
-    if importlib.util.find_spec("aiohttp") is None:  # pragma: no cover - a dependency; an
-        return "httpx"  # install without it still works
     return "aiohttp"

@@ -22,22 +22,10 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from ctxeval.plugin import (
-    CallTimeoutError,
-    ConnectionFailedError,
-    ServiceError,
-    request_not_sent,
-)
+from ctxeval.plugin import request_not_sent
 
-from .base import (
-    CONNECT_TIMEOUT,
-    Answer,
-    Redact,
-    async_library,
-    oversize_message,
-    ssl_context,
-)
-from .errors import ResponseTooLargeError
+from .base import CONNECT_TIMEOUT, Answer, Redact, async_library, ssl_context
+from .errors import ResponseTooLargeError, httpx_error, oversize_message
 
 if TYPE_CHECKING:
     import httpx
@@ -105,22 +93,8 @@ class HttpxClient:
                 raise
             finally:
                 _SENDING.reset(sending)
-        except httpx.ConnectError as exc:
-            raise ConnectionFailedError(
-                self._say(f"cannot connect to {url}: {_why(exc)}")
-            ) from None
-        except httpx.ConnectTimeout:
-            raise ConnectionFailedError(
-                f"cannot connect to {url}: no connection within {CONNECT_TIMEOUT:g} s"
-            ) from None
-        except httpx.ProxyError as exc:
-            raise ConnectionFailedError(self._say(f"proxy error for {url}: {_why(exc)}")) from None
-        except httpx.TimeoutException as exc:
-            raise CallTimeoutError(self._say(f"{url}: {type(exc).__name__}")) from None
-        except httpx.TransportError as exc:  # reset, closed, protocol errors
-            raise ServiceError(
-                self._say(f"{url}: {type(exc).__name__}: {_why(exc) or 'connection lost'}")
-            ) from None
+        except httpx.TransportError as exc:
+            raise httpx_error(httpx, exc, url, self._say) from None
         return Answer(got.status_code, got.headers, body)
 
     @staticmethod
@@ -136,17 +110,3 @@ class HttpxClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
-
-def _why(exc: BaseException) -> str:
-    """The message of ``exc``, or of the first exception under it that has one (on trio, a
-    refused certificate is a ``ConnectError`` with no message of its own)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        text = str(current)
-        if text:
-            return text if current is exc else f"{type(current).__name__}: {text}"
-        current = current.__cause__ or current.__context__
-    return ""

@@ -32,6 +32,7 @@ import attrs
 import httpx
 
 from .base import CONNECT_TIMEOUT, ssl_context
+from .errors import oversize_message
 
 __all__ = [
     "CURRENT_CALL",
@@ -68,7 +69,9 @@ CURRENT_CALL: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVar
 
 
 class ResponseTooLarge(httpx.ReadError):
-    """An answer past the bound; reading it stopped there."""
+    """An answer past the bound; reading it stopped there. An httpx error, so that litellm and
+    the openai SDK carry it up to the transport, which makes it the one
+    :class:`~ctxeval_llm._http.errors.ResponseTooLargeError` (its message the same)."""
 
     def __init__(self, url: str, limit: int, size: int, *, declared: bool = False) -> None:
         self.url = url
@@ -80,9 +83,7 @@ class ResponseTooLarge(httpx.ReadError):
             if declared
             else f"was cut off after {size} bytes"
         )
-        super().__init__(
-            f"{url}: the answer is larger than {limit} bytes (max_response_bytes): it {how}"
-        )
+        super().__init__(oversize_message(url, limit, f": it {how}"))
 
 
 class UnreadableEncoding(httpx.DecodingError):

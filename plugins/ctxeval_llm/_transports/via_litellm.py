@@ -259,16 +259,8 @@ class LitellmTransport:
         return openai.AsyncOpenAI(api_key=key, base_url=base, http_client=http, max_retries=0)
 
     def _too_large(self, refused: Exception) -> ResponseTooLargeError:
-        from ctxeval_llm._http.litellm_client import ResponseTooLarge
-
         config = self.config
-        message = f"{config.model} at {refused}"
-        if isinstance(refused, ResponseTooLarge):
-            message += (
-                "; if answers this large are expected, raise the bound: "
-                "LLMConfig(max_response_bytes=...)"
-            )
-        return ResponseTooLargeError(redact(message, config.api_key))
+        return ResponseTooLargeError(redact(f"{config.model} at {refused}", config.api_key))
 
     async def aclose(self) -> None:
         """Close the bounded client (litellm keeps its own clients)."""

@@ -60,23 +60,6 @@ from . import prompts
 logger = logging.getLogger("ctxeval_llm.judges")
 
 
-__all__ = [
-    "ContextRelevance",
-    "ContextSufficiency",
-    "LLMContextPrecisionWithReference",
-    "LLMContextPrecisionWithoutReference",
-    "LLMContextRecall",
-    "LLMEntityExtractor",
-    "LLMEntityMatcher",
-    "LLMRelevanceJudge",
-    "SharedJudgements",
-    "StatementAttributor",
-    "SufficiencyJudge",
-    "doc_id_of",
-    "relevance_score",
-]
-
-
 def _size(prompt: prompts.Prompt, variables: dict[str, str]) -> int:
     return sum(len(m["content"]) for m in prompt.messages(variables, schema_in_prompt=False))
 
