@@ -1,0 +1,68 @@
+"""ctxeval's public names are written once (``ctxeval._PUBLIC``, one line a name; the imports
+type checkers read are held to the same names here), and each shows where it is imported
+from: ``ctxeval.Evaluation`` in reprs, pickles and tracebacks."""
+
+from __future__ import annotations
+
+import ast
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import ctxeval
+
+INIT = Path(ctxeval.__file__)
+
+
+def _typed_names() -> set[str]:
+    """The names the ``if TYPE_CHECKING:`` block of ``ctxeval/__init__.py`` imports."""
+    tree = ast.parse(INIT.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            return {
+                alias.asname or alias.name
+                for child in node.body
+                if isinstance(child, ast.ImportFrom)
+                for alias in child.names
+            }
+    raise AssertionError("no TYPE_CHECKING block in ctxeval/__init__.py")
+
+
+def test_each_public_name_is_in_the_one_map_and_typed() -> None:
+    public = set(ctxeval._PUBLIC)
+    assert set(ctxeval.__all__) == public | {"__version__"}
+    assert len(ctxeval.__all__) == len(set(ctxeval.__all__))
+    assert _typed_names() == public
+
+
+def test_dir_shows_the_public_names_only() -> None:
+    assert dir(ctxeval) == sorted(ctxeval.__all__)
+
+
+def test_the_public_names_say_they_live_in_ctxeval() -> None:
+    for name in ctxeval._PUBLIC:
+        value = getattr(ctxeval, name)
+        if name != "policy":
+            assert value.__module__ == "ctxeval", name
+    assert repr(ctxeval.Evaluation) == "<class 'ctxeval.Evaluation'>"
+    assert ctxeval.ConfigError.__module__ == "ctxeval"
+
+
+def test_a_result_and_an_evaluation_pickle_and_come_back() -> None:
+    samples = [{"id": "a", "retrieved_context_ids": ["1", "2"], "reference_context_ids": ["1"]}]
+    ev = ctxeval.evaluate(samples, metrics=["id_based_context_precision"])
+    for value in (ev, ev.results[0], ctxeval.Status.OK, ctxeval.ConfigError("x")):
+        data = pickle.dumps(value)
+        assert b"ctxeval._" not in data  # found by its public name
+        back = pickle.loads(data)
+        assert type(back) is type(value)
+    assert pickle.loads(pickle.dumps(ev)).results[0].score == ev.results[0].score
+
+
+def test_a_traceback_names_the_public_error() -> None:
+    code = "import ctxeval\nctxeval.evaluate([{'id': 'a'}], metrics=['no_such_metric'])\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "ctxeval.UnknownNameError" in done.stderr, done.stderr[-500:]
+    assert "ctxeval._errors" not in done.stderr
