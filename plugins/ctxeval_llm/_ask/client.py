@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, nullcontext
 from typing import Any, Literal, TypeGuard
 
@@ -289,34 +289,17 @@ async def _ask(
     variables: Mapping[str, Any],
     expect: int | None,
 ) -> Any:
-    """:meth:`BoundLLM.ask` (see there)."""
-    config = bound.config
-    # a panel's repeated judgement (ctxeval.plugin.JudgeContext): its own temperature and
-    # its own cache entry (and, in a batch, its own line)
-    repeat: int = 0
-    temperature: float | None = None
-    if bound.repeats(ctx):
-        repeat, temperature = ctx.repeat, ctx.temperature
-    if temperature is not None and temperature != config.temperature:
-        config = attrs.evolve(config, temperature=temperature)
-    first_mode = bound.first_mode
-    canonical = request_body(config, prompt, variables, first_mode)
+    """:meth:`BoundLLM.ask` (see there), step by step: the request as first sent, refused if
+    it cannot fit the known window; the cache; the Batch API; else each attempt through the
+    run's call service (:func:`_attempts`, :func:`_send`); the answer kept in the cache."""
+    config, repeat = _for_this_judgement(bound, ctx)
+    canonical = request_body(config, prompt, variables, bound.first_mode)
     if bound.window is not None and (config.batch or not bound.local):  # a known window:
         check_fits(ctx, config, prompt, canonical, bound.window)  # never sent if too long
     cache = ctx.cache
     key = None
     if cache is not None:
-        parts: dict[str, Any] = {
-            "model": config.model,
-            "endpoint": config.endpoint,
-            "messages": canonical["messages"],
-            "params": {k: v for k, v in canonical.items() if k not in ("messages", "model")},
-            "schema": prompt.schema,
-            "prompt": f"{prompt.name}@{prompt.version}",
-        }
-        if repeat:
-            parts["repeat"] = repeat
-        key = cache_key(**parts)
+        key = _cache_key(config, prompt, canonical, repeat)
         hit = cache.get(key)
         if hit is not None:  # free; but a run whose price is unknown stays "unknown"
             free = 0.0 if bound.price is not None else None
@@ -325,16 +308,63 @@ async def _ask(
     transport = bound.transport
     if transport is None:  # (the run's first requests: they wait for its readiness check)
         transport = bound.transport = await bound.holder.check(ctx)
+    answered = None
     if config.batch and isinstance(transport, OpenAITransport):
         line = {**canonical, "seed": repeat} if repeat else canonical
         answered = await _from_batch(bound, ctx, transport, prompt, line, expect)
-        if answered is not None:
-            raw, answer = answered
-            if cache is not None and key is not None:
-                cache.set(key, raw)
-            return answer
+    if answered is None:
+        attempt = _attempts(bound, ctx, transport, config, prompt, variables, canonical, expect)
+        answered = await _send(bound, ctx, config, prompt, variables, canonical, attempt)
+    raw, answer = answered
+    if cache is not None and key is not None:
+        cache.set(key, raw)  # the answer as the model gave it; checked again when read
+    return answer
+
+
+def _for_this_judgement(bound: BoundLLM, ctx: RunContext) -> tuple[LLMConfig, int]:
+    """The configuration and the repeat number of this judgement: a panel's repeated judgement
+    (ctxeval.plugin.JudgeContext) has its own temperature and its own cache entry (and, in a
+    batch, its own line); any other is the setting's, repeat 0."""
+    config = bound.config
+    if bound.repeats(ctx):
+        temperature = ctx.temperature
+        if temperature is not None and temperature != config.temperature:
+            config = attrs.evolve(config, temperature=temperature)
+        return config, ctx.repeat
+    return config, 0
+
+
+def _cache_key(config: LLMConfig, prompt: Prompt, canonical: Mapping[str, Any], repeat: int) -> str:
+    """The key of the answer to ``canonical`` (the request as first sent) in the run's cache."""
+    parts: dict[str, Any] = {
+        "model": config.model,
+        "endpoint": config.endpoint,
+        "messages": canonical["messages"],
+        "params": {k: v for k, v in canonical.items() if k not in ("messages", "model")},
+        "schema": prompt.schema,
+        "prompt": f"{prompt.name}@{prompt.version}",
+    }
+    if repeat:
+        parts["repeat"] = repeat
+    return cache_key(**parts)
+
+
+def _attempts(
+    bound: BoundLLM,
+    ctx: RunContext,
+    transport: ChatTransport,
+    config: LLMConfig,
+    prompt: Prompt,
+    variables: Mapping[str, Any],
+    canonical: dict[str, Any],
+    expect: int | None,
+) -> Callable[[], Awaitable[Any]]:
+    """One attempt of the request, for the run's call service to time and retry: sent in the
+    output mode the endpoint takes (a refused mode: the next one, at once), its usage counted,
+    the answer read and checked; after a malformed or cut answer, the next attempt asks with a
+    repair or a larger budget. Returns ``(raw, checked answer)``."""
     output = bound.output
-    estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
+    first_mode = bound.first_mode
     again = _Again()
 
     async def attempt() -> Any:
@@ -373,6 +403,23 @@ async def _ask(
                 again.repair = (content, problem)
             raise MalformedOutputError(problem) from None
 
+    return attempt
+
+
+async def _send(
+    bound: BoundLLM,
+    ctx: RunContext,
+    config: LLMConfig,
+    prompt: Prompt,
+    variables: Mapping[str, Any],
+    canonical: dict[str, Any],
+    attempt: Callable[[], Awaitable[Any]],
+) -> Any:
+    """``attempt`` through the run's call service (timed, retried, within the resource's
+    limits), once a local server gives a slot and its window lets the request in; the first
+    requests of an output mode not yet confirmed go one at a time. Returns what it returned."""
+    output = bound.output
+    estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
     slots = bound.slots
     limiter = await slots.limiter(bound.auth)
     if not output.confirmed and slots.kind is not None:  # (the probe has recognised it)
@@ -381,15 +428,9 @@ async def _ask(
         await _check_local_window(bound, ctx, prompt, variables, canonical, limiter)
     resource, timeout = bound.resource, config.timeout
     if output.confirmed and limiter is None:  # the usual case, once the first answer came
-        raw, answer = await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
-    else:
-        async with output.turn(), limiter or nullcontext():  # waits here are not timed
-            raw, answer = await ctx.call(
-                attempt, resource=resource, tokens=estimate, timeout=timeout
-            )
-    if cache is not None and key is not None:
-        cache.set(key, raw)  # the answer as the model gave it; checked again when read
-    return answer
+        return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
+    async with output.turn(), limiter or nullcontext():  # waits here are not timed
+        return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
 
 
 async def _check_local_window(
