@@ -11,14 +11,7 @@ from typing import Any, Protocol
 
 from ctxeval._results.results import MetricResult
 
-__all__ = ["JudgedRun", "MeanOf"]
-
-
-class MeanOf(Protocol):
-    """A metric's summary, as far as the judge reports read it."""
-
-    @property
-    def mean(self) -> float | None: ...
+__all__ = ["JudgedRun"]
 
 
 class JudgedRun(Protocol):
