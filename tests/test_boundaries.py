@@ -18,6 +18,7 @@ import pytest
 
 import ctxeval
 import ctxeval.plugin
+import ctxeval.plugin.hooks
 import ctxeval.runners
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +41,9 @@ PLUGIN_TOP_LEVELS = {
     "ctxeval_example",
 }
 PUBLIC = {
-    "ctxeval.plugin": frozenset(ctxeval.plugin.__all__),
+    # the hooks stay importable from ctxeval.plugin itself, as before their namespace
+    "ctxeval.plugin": frozenset(ctxeval.plugin.__all__) | frozenset(ctxeval.plugin.hooks.__all__),
+    "ctxeval.plugin.hooks": frozenset(ctxeval.plugin.hooks.__all__),
     "ctxeval.runners": frozenset(ctxeval.runners.__all__),
     "ctxeval": frozenset(ctxeval.__all__),
 }

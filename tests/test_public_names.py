@@ -66,3 +66,14 @@ def test_a_traceback_names_the_public_error() -> None:
     assert done.returncode != 0
     assert "ctxeval.UnknownNameError" in done.stderr, done.stderr[-500:]
     assert "ctxeval._errors" not in done.stderr
+
+
+def test_the_hooks_have_a_namespace_of_their_own_and_keep_their_old_names() -> None:
+    import ctxeval.plugin
+    from ctxeval.plugin import hooks
+
+    assert "hooks" in ctxeval.plugin.__all__
+    assert len(hooks.__all__) > 20
+    for name in hooks.__all__:
+        assert name not in ctxeval.plugin.__all__, name
+        assert getattr(ctxeval.plugin, name) is getattr(hooks, name)  # importable as before

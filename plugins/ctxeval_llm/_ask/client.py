@@ -42,13 +42,13 @@ from ctxeval.plugin import (
     Completion,
     FatalCallError,
     MalformedOutputError,
-    RepeatedJudgement,
     RunContext,
     ServiceError,
     UnusableLLMError,
     Usage,
     cache_key,
 )
+from ctxeval.plugin.hooks import RepeatedJudgement
 from ctxeval_llm._ask.prompt import Prompt
 from ctxeval_llm._local.counting import TokenCounter, can_count
 from ctxeval_llm._local.slots import is_local, server_slots

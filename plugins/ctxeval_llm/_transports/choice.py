@@ -32,11 +32,11 @@ import anyio
 from ctxeval.plugin import (
     CallError,
     ChatTransport,
-    ChecksReady,
     Completion,
     MalformedOutputError,
     RunContext,
 )
+from ctxeval.plugin.hooks import ChecksReady
 from ctxeval_llm._http.errors import as_call_error
 from ctxeval_llm.config import LLMConfig
 

@@ -1,0 +1,76 @@
+"""The optional hooks of a plugin, one runtime-checkable protocol each: a plugin has a hook or
+not, and ctxeval checks with ``isinstance`` and calls it when there. Each protocol's docstring
+says who calls the hook and when.
+
+* what a plugin class declares: :class:`HasRegistryName`, :class:`DeclaresDependencies`;
+* LLM use: :class:`NeedsLLM`, :class:`HasOwnLLM`, :class:`DescribesLLM`,
+  :class:`SpendsResource`, :class:`PricedLLM`;
+* evidence and resuming: :class:`Fingerprinted`, :class:`ReportsProvenance`,
+  :class:`MetersUsage`, :class:`RepeatedJudgement`;
+* the dry-run estimate: :class:`EstimatesExtractorCalls`, :class:`EstimatesMatcherCalls`,
+  :class:`EstimatesAttributorCalls`, :class:`EstimatesCallsByJudge`,
+  :class:`EstimatesMetricCalls`, :class:`EstimatesCallsByModel`;
+* the fast path: :class:`MembershipMatcher`, :class:`ItemwiseMatcher`,
+  :class:`MatchesBothSides`;
+* metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`;
+* transports and run-wide objects: :class:`ChecksReady`, :class:`AsyncCloseable`.
+
+``from ctxeval.plugin.hooks import NeedsLLM``; the same names stay importable from
+:mod:`ctxeval.plugin` itself, as before.
+"""
+
+from ctxeval._plugins.hooks import (
+    AsyncCloseable,
+    ChecksReady,
+    DeclaresDependencies,
+    DescribesLLM,
+    EstimatesAttributorCalls,
+    EstimatesCallsByJudge,
+    EstimatesCallsByModel,
+    EstimatesExtractorCalls,
+    EstimatesMatcherCalls,
+    EstimatesMetricCalls,
+    Fingerprinted,
+    HasOwnLLM,
+    HasPipeline,
+    HasRegistryName,
+    ItemwiseMatcher,
+    MatchesBothSides,
+    MembershipMatcher,
+    MetersUsage,
+    NeedsLLM,
+    PipelineView,
+    PricedLLM,
+    RepeatedJudgement,
+    ReportsProvenance,
+    SpendsResource,
+    TrecEvalAveraging,
+)
+
+__all__ = [
+    "AsyncCloseable",
+    "ChecksReady",
+    "DeclaresDependencies",
+    "DescribesLLM",
+    "EstimatesAttributorCalls",
+    "EstimatesCallsByJudge",
+    "EstimatesCallsByModel",
+    "EstimatesExtractorCalls",
+    "EstimatesMatcherCalls",
+    "EstimatesMetricCalls",
+    "Fingerprinted",
+    "HasOwnLLM",
+    "HasPipeline",
+    "HasRegistryName",
+    "ItemwiseMatcher",
+    "MatchesBothSides",
+    "MembershipMatcher",
+    "MetersUsage",
+    "NeedsLLM",
+    "PipelineView",
+    "PricedLLM",
+    "RepeatedJudgement",
+    "ReportsProvenance",
+    "SpendsResource",
+    "TrecEvalAveraging",
+]
