@@ -106,7 +106,6 @@ class Session:
         self._width = len(plan.metrics)
         self._positions = itertools.count()
         self._rows: list[MetricResult] = []
-        self._rows_lock = threading.Lock()
         self._lock = threading.Lock()
         self._closed = False
         self._loop: LoopThread | None = None
@@ -207,8 +206,9 @@ class Session:
         return done
 
     def _record(self, rows: Sequence[MetricResult]) -> None:
-        with self._rows_lock:
-            self._rows.extend(rows)
+        # (one list.extend of a list: atomic, with no lock for threads to queue on, on
+        # CPython with or without the GIL)
+        self._rows.extend(rows)
 
     def _running_loop(self) -> tuple[LoopThread, LoopScorer]:
         """The session's event loop and what scores in it, started on first use."""
@@ -245,8 +245,7 @@ class Session:
         """The rows scored so far, sample by sample in the order their scoring ended (metric
         by metric within a sample), as an :class:`~ctxeval.Evaluation`: its ``summary()``,
         ``trust()``, ``write()``... Also after :meth:`close`."""
-        with self._rows_lock:
-            rows = tuple(self._rows)
+        rows = tuple(self._rows)  # (atomic, as list.extend is)
         return Evaluation(rows, self.metrics, formulas=self._plan.formulas)
 
     def close(self) -> None:
