@@ -190,7 +190,10 @@ class Session:
         if isinstance(begun, list):
             await anyio.lowlevel.checkpoint()
             return begun
-        loop, scorer = self._running_loop()
+        if self._loop is None:  # (its start takes a few ms: not on the caller's loop)
+            loop, scorer = await anyio.to_thread.run_sync(self._running_loop)
+        else:
+            loop, scorer = self._running_loop()
         if loop.in_loop():  # (a metric of the session scoring with it)
             return await scorer.score(*begun)
         try:
