@@ -434,3 +434,23 @@ async def test_cancelling_ascore_cancels_the_rows_request(anyio_backend: str) ->
             assert len(session.evaluation()) == 0  # no row for a cancelled call
             rows = await session.ascore({"user_input": "q", "reference": "r"})
             assert rows[0].status is Status.ERROR  # (no retrieved_contexts: the session goes on)
+
+
+def test_the_cost_cap_makes_later_llm_rows_errors_without_a_request(server: FakeOpenAI) -> None:
+    price = (1_000_000.0, 1_000_000.0)  # one USD a token: the first request spends the cap
+    priced = llm(server, price_per_million_tokens=price)
+    with ctxeval.Session(
+        ["context_precision", "id_mrr"], llm=priced, max_cost_usd=1e-9, max_concurrency=1
+    ) as session:
+        first = session.score(llm_samples(1)[0])
+        sent = len(server.requests)
+        later = [session.score(s) for s in llm_samples(3)]
+        assert len(server.requests) == sent  # the cap is reached: no request
+        summary = session.evaluation().summary()
+    assert first[0].usage.cost_usd is not None
+    assert first[0].usage.cost_usd > 1e-9
+    for rows in later:
+        assert rows[0].status is Status.ERROR
+        assert "BudgetExceededError" in (rows[0].reason or "")
+        assert rows[1].status is Status.OK  # (the ID rows are scored all the same)
+    assert summary.usage.cost_usd == first[0].usage.cost_usd  # one meter: the session's
