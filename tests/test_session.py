@@ -454,3 +454,44 @@ def test_the_cost_cap_makes_later_llm_rows_errors_without_a_request(server: Fake
         assert "BudgetExceededError" in (rows[0].reason or "")
         assert rows[1].status is Status.OK  # (the ID rows are scored all the same)
     assert summary.usage.cost_usd == first[0].usage.cost_usd  # one meter: the session's
+
+
+def test_rows_from_many_host_loops_share_one_budget() -> None:
+    """Four threads, each with an event loop of its own (two asyncio, two trio), each awaiting
+    rows concurrently: the server never sees more than the session's 3 requests at once."""
+    samples = llm_samples(24)
+    with FakeOpenAI(scripted_judge) as reference_server:
+        expected = ctxeval.evaluate(samples, ["context_precision"], llm=llm(reference_server))
+        expected_requests = sent(reference_server)
+    scored: dict[str, list[MetricResult]] = {}
+    with (
+        FakeOpenAI(scripted_judge, latency=0.02) as server,
+        ctxeval.Session(
+            ["context_precision"], llm=llm(server), max_concurrency=3, retry=FAST
+        ) as session,
+    ):
+
+        async def host(part: list[tuple[int, dict[str, Any]]]) -> None:
+            async def one(index: int, sample: dict[str, Any]) -> None:
+                scored[str(index)] = await session.ascore({**sample, "id": str(index)})
+
+            async with anyio.create_task_group() as group:
+                for index, sample in part:
+                    group.start_soon(one, index, sample)
+
+        numbered = list(enumerate(samples))
+        threads = [
+            threading.Thread(
+                target=anyio.run, args=(host, numbered[i::4]), kwargs={"backend": backend}
+            )
+            for i, backend in enumerate(["asyncio", "trio", "asyncio", "trio"])
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert server.peak_in_flight <= 3
+        assert sent(server) == expected_requests
+    assert len(scored) == len(samples)
+    for theirs in expected.results:
+        same_rows(scored[theirs.sample_id][0], theirs)
