@@ -495,3 +495,49 @@ def test_rows_from_many_host_loops_share_one_budget() -> None:
     assert len(scored) == len(samples)
     for theirs in expected.results:
         same_rows(scored[theirs.sample_id][0], theirs)
+
+
+def test_kept_rows_are_packed_and_read_back_equal_in_order() -> None:
+    """Past COMPACT_AT rows, a session packs its rows; evaluation() reads them back equal, each
+    sample's rows together, from 8 threads."""
+    from ctxeval._session.store import COMPACT_AT
+
+    metrics = ["id_based_context_recall", "non_llm_context_recall", "nDCG@10"]
+    samples = [{**s, "id": str(i)} for i, s in enumerate(deterministic_samples(3000))]
+    assert len(samples) * len(metrics) > COMPACT_AT
+    with (
+        ctxeval.Session(metrics) as session,
+        concurrent.futures.ThreadPoolExecutor(8) as pool,
+    ):
+        scored = {rows[0].sample_id: rows for rows in pool.map(session.score, samples)}
+        kept = session.evaluation().results
+    assert len(kept) == len(samples) * len(metrics)
+    for start in range(0, len(kept), len(metrics)):
+        rows = kept[start : start + len(metrics)]
+        assert [r.metric for r in rows] == metrics
+        for mine, returned in zip(rows, scored[rows[0].sample_id], strict=True):
+            assert mine == returned
+            same_rows(mine, returned)
+
+
+def test_a_row_store_packs_as_it_goes_and_loses_nothing() -> None:
+    from ctxeval._session.store import RowStore
+
+    store = RowStore(compact_at=7)
+    details = {"provenance": {"judges": [{"model": "m", "prompts": ["p@1"]}]}, "n": 1}
+
+    def add(part: range) -> None:
+        for i in part:
+            row = MetricResult.ok(i / 10_000, details=details)
+            store.add([row.labelled(str(i), "a"), MetricResult.error("x").labelled(str(i), "b")])
+
+    threads = [threading.Thread(target=add, args=(range(i, 4000, 8),)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = store.rows()
+    assert len(rows) == len(store) == 8000
+    assert [r.metric for r in rows] == ["a", "b"] * 4000  # each sample's rows together
+    assert sorted(r.score for r in rows if r.score is not None) == [i / 10_000 for i in range(4000)]
+    assert rows[0].details == details
