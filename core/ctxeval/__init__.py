@@ -6,6 +6,7 @@ The public surface, all importable from ``ctxeval``:
 * where a run executes: ``runner=`` (see :mod:`ctxeval.runners`); the LLM answer cache
   :class:`SQLiteCache` (``evaluate(..., cache=SQLiteCache(path))``);
 * running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
+  :class:`Session` (one row at a time, from any thread or event loop, for host harnesses),
   :class:`Evaluation`, and the run's settings :class:`RunSettings` (with :class:`Limits`,
   :class:`RetryPolicy`) and its :class:`Progress` events;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`
@@ -62,6 +63,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._errors import PluginError as PluginError
     from ctxeval._errors import RateLimitError as RateLimitError
     from ctxeval._errors import ServiceError as ServiceError
+    from ctxeval._errors import SessionClosedError as SessionClosedError
     from ctxeval._errors import TransientCallError as TransientCallError
     from ctxeval._errors import UnknownNameError as UnknownNameError
     from ctxeval._errors import UnusableLLMError as UnusableLLMError
@@ -95,6 +97,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._run.rowstream import RowStream as RowStream
     from ctxeval._run.settings import RetryPolicy as RetryPolicy
     from ctxeval._run.settings import RunSettings as RunSettings
+    from ctxeval._session.session import Session as Session
 
 _PUBLIC: dict[str, str] = {
     "AuthenticationError": "ctxeval._errors",
@@ -140,6 +143,8 @@ _PUBLIC: dict[str, str] = {
     "Sample": "ctxeval._data.sample",
     "SampleStream": "ctxeval._data.loading",
     "ServiceError": "ctxeval._errors",
+    "Session": "ctxeval._session.session",
+    "SessionClosedError": "ctxeval._errors",
     "Status": "ctxeval._results.results",
     "Summary": "ctxeval._results.evaluation",
     "TransientCallError": "ctxeval._errors",
