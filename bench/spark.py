@@ -33,8 +33,8 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import ctxeval  # noqa: E402
-from ctxeval.runners import ProcessesRunner  # noqa: E402
+import ctxeval
+from ctxeval.runners import ProcessesRunner
 
 METRICS = ["id_based_context_precision", "id_ndcg_at_k"]
 SCHEMA = "id string, retrieved_context_ids array<string>, reference_context_ids array<string>"
