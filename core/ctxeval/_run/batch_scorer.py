@@ -112,6 +112,26 @@ class BatchScorer:
         rows = self.score_records(records)
         return _table(rows, kind)
 
+    def rows_per_sample(self, batch: Any) -> list[str]:
+        """Each sample's rows as one JSON array (the rows as ``results.jsonl`` writes them),
+        in the order of ``batch``: for engines whose functions give one value per input row
+        (Daft's batch functions, Spark's ``pandas_udf``)."""
+        records, _ = _records(batch)
+        width = len(self.metrics)
+        rows = self.score_records(records)
+        return [
+            "[" + ",".join(row.to_json() for row in rows[i : i + width]) + "]"
+            for i in range(0, len(rows), width)
+        ]
+
+    @staticmethod
+    def empty(kind: str = "pandas") -> Any:
+        """A table of no rows with the rows' columns and types (``"pandas"`` or ``"arrow"``):
+        what Dask's ``map_partitions`` takes as ``meta``."""
+        if kind not in ("pandas", "arrow"):
+            raise ConfigError(f"kind must be 'pandas' or 'arrow', got {kind!r}")
+        return _table([], kind)
+
     def map_batches(self, batches: Iterable[Any]) -> Iterator[Any]:
         """Each batch's rows: the form of Spark's ``mapInPandas`` and ``mapInArrow``."""
         for batch in batches:
