@@ -93,25 +93,32 @@ def test_spark_rows_equal_local_rows_on_20000_id_samples(tmp_path: Path, runner:
     )
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["divided", "shared"])
 def test_llm_rows_are_the_same_on_spark_and_the_limit_holds_across_executors(
-    runner: Any,
+    spark: Any, shared: bool
 ) -> None:
+    """2 000 LLM samples on local[2], --max-concurrency 8: never more than 8 requests in
+    flight across the executors, whether the limit is divided among them (4 each) or held by
+    the driver's budget service (each task's own gate then lets 8 through), 0 rows lost."""
     from ctxeval_llm import LLMConfig
+    from ctxeval_spark import SparkRunner
 
-    samples = _llm_samples(400)
+    samples = _llm_samples(2_000)
     judge = Judge(verdicts={CONTEXTS[0]: 1, CONTEXTS[1]: 0, CONTEXTS[2]: 1})
-    with FakeOpenAI(judge, latency=0.02) as server:
+    runner = SparkRunner(workers=2, part_size=250, shared=shared)
+    with FakeOpenAI(judge, latency=0.005) as server:
         llm = LLMConfig(model="openai/fake-judge", api_base=server.url, api_key="sk-test")
-        local = ctxeval.evaluate(samples, ["context_precision"], llm=llm, max_concurrency=8)
+        local = ctxeval.evaluate(samples[:300], ["context_precision"], llm=llm)
         sent_locally = server.count
         server.peak_in_flight = 0
         spread = ctxeval.evaluate(
             samples, ["context_precision"], llm=llm, max_concurrency=8, runner=runner
         )
-        assert server.peak_in_flight <= 8  # 4 for each of the 2 executors
-        assert server.count == 2 * sent_locally  # the same requests, once each
+        assert 4 < server.peak_in_flight <= 8
+        assert server.count - sent_locally == sent_locally * 2_000 // 300  # each once
+    assert [r.sample_id for r in spread.results] == [s["id"] for s in samples]
     assert all(r.status is ctxeval.Status.OK for r in spread.results)
-    assert [(r.sample_id, r.score, r.details) for r in spread.results] == [
+    assert [(r.sample_id, r.score, r.details) for r in spread.results[:300]] == [
         (r.sample_id, r.score, r.details) for r in local.results
     ]
 

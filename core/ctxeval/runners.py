@@ -20,8 +20,10 @@ or ``ctxeval evaluate``, is one :class:`RunPlan`, built by core, executed by a r
   (the driving process's cache object is not sent to workers; its ``path`` is).
 * :class:`SharedLimits`: the interface through which the workers of a cluster share ONE budget
   of outside calls (calls in flight, requests and tokens per minute, ``Retry-After`` pauses,
-  the cost cap): pass one as ``RunSettings(shared_limits=...)``; :class:`TokenBucket` is the
-  rate budget core's own limits are made of, for an implementation of your own.
+  the cost cap): pass one as ``RunSettings(shared_limits=...)``; :class:`BudgetLedger` is the
+  state such a budget keeps in one place (behind Ray's budget actor and Spark's budget
+  service), and :class:`TokenBucket` the rate budget core's own limits are made of, for an
+  implementation of your own.
 
 Three runners ship, registered in the entry-point group ``ctxeval.runners`` like a third
 party's: ``local`` (:class:`LocalRunner`, this process, the default), ``processes``
@@ -52,6 +54,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from ctxeval._calls.cache import SQLiteCache
+from ctxeval._calls.ledger import BudgetLedger
 from ctxeval._calls.limits import SharedLimits, TokenBucket
 from ctxeval._results.results import MetricResult
 from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
@@ -65,6 +68,7 @@ from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 __all__ = [
     "ROW_COLUMNS",
     "BatchScorer",
+    "BudgetLedger",
     "LocalRunner",
     "ProcessesRunner",
     "RowSink",

@@ -22,8 +22,12 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, ClassVar, TypeVar
 
+import attrs
+
 from ctxeval.plugin import ConfigError, Dependency, MissingExtraError
 from ctxeval.runners import RowSink, RunPlan, run_on_executor
+
+from .budget import BudgetService
 
 __all__ = ["SparkExecutor", "SparkRunner", "spark_session"]
 
@@ -77,6 +81,9 @@ class SparkRunner:
             master URL (``spark://HOST:7077``, ``yarn``, ``local[8]``).
         session: a ``SparkSession`` to use as it is (it is not stopped after the run).
         part_size: samples one task scores.
+        shared: False (the default): the run's limits of outside calls and its cost cap are
+            divided among the workers. True: the driver holds them, one budget for every task
+            whatever their number (:class:`~ctxeval_spark.budget.BudgetService`).
 
     A session the runner starts stays active for the next run of this process (Spark takes
     seconds to start); ``spark_session().stop()`` stops it.
@@ -91,6 +98,7 @@ class SparkRunner:
         master: str | None = None,
         session: Any = None,
         part_size: int = 16384,
+        shared: bool = False,
     ) -> None:
         for label, value in (("workers", workers), ("part_size", part_size)):
             if value is None and label == "workers":
@@ -104,17 +112,20 @@ class SparkRunner:
                 f"runner 'spark': master must be None (local mode) or a master URL such as "
                 f"'spark://host:7077' or 'local[4]', got {master!r}"
             )
+        if not isinstance(shared, bool):
+            raise ConfigError(f"runner 'spark': shared must be True or False, got {shared!r}")
         if importlib.util.find_spec("pyspark") is None:
             raise MissingExtraError("the runner 'spark' needs pyspark", install=INSTALL)
         self.workers = workers
         self.master = master
         self.session = session
         self.part_size = part_size
+        self.shared = shared
 
     def __repr__(self) -> str:
         return (
             f"SparkRunner(workers={self.workers}, master={self.master!r}, "
-            f"part_size={self.part_size})"
+            f"part_size={self.part_size}, shared={self.shared})"
         )
 
     async def run(self, plan: RunPlan, samples: Iterable[Any] | Any, sink: RowSink) -> None:
@@ -125,6 +136,10 @@ class SparkRunner:
         context = session.sparkContext
         workers = self.workers or max(1, int(context.defaultParallelism))
         executor = SparkExecutor(context, max_jobs=2 * workers + 1)
+        budget = _budget(plan, context) if self.shared else None
+        if budget is not None:  # the driver holds the limits and the cap for every task
+            settings = attrs.evolve(plan.settings, shared_limits=budget.limits(), max_cost_usd=None)
+            plan = attrs.evolve(plan, settings=settings)
         try:
             await run_on_executor(
                 plan,
@@ -137,6 +152,22 @@ class SparkRunner:
             )
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
+            if budget is not None:
+                logger.debug("budget: %s", budget.stats())
+                budget.close()
+
+
+def _budget(plan: RunPlan, context: Any) -> BudgetService:
+    """The run's one budget, served on the driver where the tasks reach it."""
+    settings = plan.settings
+    master = str(context.master)
+    host = "127.0.0.1" if master.startswith("local") else context.getConf().get("spark.driver.host")
+    return BudgetService(
+        settings.resource_limits,
+        max_cost_usd=settings.max_cost_usd,
+        lease_seconds=(settings.timeout or 3600.0) + 5.0,
+        host=host or "127.0.0.1",
+    )
 
 
 class SparkExecutor(Executor):
