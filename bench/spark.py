@@ -53,11 +53,50 @@ def write_jsonl(path: Path, n: int, *, ids: bool) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
+def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
+    """The batch scorer in ``ray.data.map_batches`` against the ``ray`` runner, on the same
+    file, rows consumed by the driver in both."""
+    import ray.data
+
+    from ctxeval.runners import BatchScorer
+    from ctxeval_ray import RayRunner, ray_init
+
+    ray_init(num_cpus=workers)
+    runner = RayRunner(workers=workers)
+    scorer = BatchScorer.build(METRICS, workers=workers)
+    times: dict[str, list[float]] = {"ray runner": [], "map_batches(BatchScorer)": []}
+    for _ in range(repeat):
+        started = time.perf_counter()
+        ctxeval.evaluate(ctxeval.load_samples(path), METRICS, runner=runner)
+        times["ray runner"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        rows = ray.data.read_json(str(path), lines=True).map_batches(
+            scorer,
+            batch_format="pyarrow",
+            batch_size=4096,
+            concurrency=workers,
+            num_cpus=0.25,
+        )
+        count = sum(batch.num_rows for batch in rows.iter_batches(batch_format="pyarrow"))
+        times["map_batches(BatchScorer)"].append(time.perf_counter() - started)
+        assert count == 2 * sum(1 for _ in path.open())
+    base = min(times["ray runner"])
+    for name, values in times.items():
+        best = min(values)
+        print(
+            f"{name:26} best {best:7.2f} s, median {statistics.median(values):7.2f} s, "
+            f"{best / base:.2f}x the ray runner"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--ray", action="store_true", help="also: BatchScorer in Ray Data against the ray runner"
+    )
     args = parser.parse_args()
     from ctxeval_spark import SparkRunner, evaluate_frame, spark_session
 
@@ -75,12 +114,14 @@ def main() -> None:
         "spark": SparkRunner(workers=args.workers),
     }
     times: dict[str, list[float]] = {name: [] for name in [*runners, "evaluate_frame"]}
+    driver_cpu: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(args.repeat):
         kept = {}
         for name, runner in runners.items():
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             evaluation = ctxeval.evaluate(ctxeval.load_samples(data), METRICS, runner=runner)
             times[name].append(time.perf_counter() - started)
+            driver_cpu[name].append(time.process_time() - cpu)
             if repeat == 0 and name in ("local", "spark"):
                 kept[name] = [(r.sample_id, r.metric, r.score) for r in evaluation.results]
             del evaluation
@@ -99,7 +140,14 @@ def main() -> None:
     for name, values in times.items():
         best = min(values)
         print(f"{name:16} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x")
+    print("\nthe driving process's own CPU (reading, collecting, ordering the rows) per run:")
+    for name, values in driver_cpu.items():
+        wall = statistics.median(times[name])
+        cpu = statistics.median(values)
+        print(f"  {name:10} {cpu:6.2f} s of {wall:6.2f} s wall ({cpu / wall:.0%})")
     spark.stop()
+    if args.ray:
+        ray_side_by_side(with_ids, args.workers, args.repeat)
     shutil.rmtree(folder, ignore_errors=True)
     sys.exit(0)
 

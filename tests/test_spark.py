@@ -227,6 +227,9 @@ def test_the_batch_scorer_takes_pandas_and_arrow_and_pickles() -> None:
         row["details"] for row in expected
     ]
     scorer.close()
+    lean = BatchScorer.build(IDS, details=False)(pa.Table.from_pylist(samples))
+    assert lean.column("score").to_pylist() == [row["score"] for row in expected]
+    assert lean.column("details").null_count == len(expected)
     with pytest.raises(ctxeval.DataError, match="needs an 'id'"):
         scorer(pd.DataFrame([_id_sample(1, with_id=False)]))
     with pytest.raises(ctxeval.DataError, match="pandas DataFrame or a pyarrow Table"):

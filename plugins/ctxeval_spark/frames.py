@@ -29,6 +29,7 @@ def evaluate_frame(
     output: str | os.PathLike[str] | None = None,
     mode: str = "errorifexists",
     cache_path: str | os.PathLike[str] | None = None,
+    details: bool = True,
     **overrides: Any,
 ) -> Any:
     """Score the samples of the Spark DataFrame ``frame`` with ``metrics``, in Spark.
@@ -45,7 +46,8 @@ def evaluate_frame(
     ``workers`` tasks (default: the frame's number of partitions), as the cost cap is.
     Other keyword arguments are :func:`ctxeval.evaluate`'s settings (``max_concurrency=``,
     ``timeout=``, ``max_cost_usd=``...); ``cache_path`` is a SQLite LLM cache the tasks of a
-    machine share.
+    machine share; ``details=False`` leaves each row's evidence out (the ``details`` column
+    null): writing it is most of the time of a deterministic metric's rows.
     """
     columns = list(getattr(frame, "columns", None) or [])
     if not hasattr(frame, "mapInPandas"):
@@ -61,7 +63,13 @@ def evaluate_frame(
     if workers is None:
         workers = max(1, frame.rdd.getNumPartitions())
     scorer = BatchScorer.build(
-        metrics, llm=llm, settings=settings, workers=workers, cache_path=cache_path, **overrides
+        metrics,
+        llm=llm,
+        settings=settings,
+        workers=workers,
+        cache_path=cache_path,
+        details=details,
+        **overrides,
     )
     shared = frame.sparkSession.sparkContext.broadcast(scorer)  # one scorer per process
     rows = frame.mapInArrow(_Batches(shared), ROW_SCHEMA)
