@@ -28,6 +28,7 @@ PLUGIN_PACKAGES = {
     "ctxeval_spacy": ROOT / "plugins" / "ctxeval_spacy",
     "ctxeval_ray": ROOT / "plugins" / "ctxeval_ray",
     "ctxeval_embed": ROOT / "plugins" / "ctxeval_embed",
+    "ctxeval_spark": ROOT / "plugins" / "ctxeval_spark",
     "ctxeval.builtin": ROOT / "core" / "ctxeval" / "builtin",
     "ctxeval_example": ROOT / "examples" / "ctxeval-example-plugin" / "src" / "ctxeval_example",
 }
@@ -38,6 +39,7 @@ PLUGIN_TOP_LEVELS = {
     "ctxeval_spacy",
     "ctxeval_ray",
     "ctxeval_embed",
+    "ctxeval_spark",
     "ctxeval_example",
 }
 PUBLIC = {

@@ -86,10 +86,15 @@ def example_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def cases() -> Iterator[object]:
     """The examples as parameters; one that uses Ray runs on the test worker that runs
-    ``tests/test_ray.py`` (one local Ray cluster at a time, see ``conftest.py``)."""
+    ``tests/test_ray.py`` (one local Ray cluster at a time, see ``conftest.py``), one that
+    uses Spark on the one that runs ``tests/test_spark.py``."""
     for page, line, code in examples():
         ray = re.search(r"\bray\b", code, re.IGNORECASE) is not None
-        yield pytest.param(page, line, code, marks=[pytest.mark.xdist_group("ray")] if ray else [])
+        spark = re.search(r"\bctxeval_spark\b", code) is not None
+        group = "ray" if ray else "spark" if spark else None
+        yield pytest.param(
+            page, line, code, marks=[pytest.mark.xdist_group(group)] if group else []
+        )
 
 
 @pytest.mark.parametrize(("page", "line", "code"), list(cases()), ids=lambda v: str(v)[:40])

@@ -10,12 +10,20 @@ or ``ctxeval evaluate``, is one :class:`RunPlan`, built by core, executed by a r
 * :class:`RowSink`: where a runner hands the rows it scored. Core keeps the rest: the journal,
   the order of the rows, the check that no sample id is scored twice, the progress, the cost
   cap and the :class:`~ctxeval.Evaluation`.
+* :func:`run_on_executor`: a run spread over any :class:`concurrent.futures.Executor` whose
+  workers can import ctxeval (what the ``processes`` and ``spark`` runners are made of);
+* :class:`BatchScorer`: the engine-neutral batch scorer, a picklable callable that takes a
+  batch of samples (a pandas DataFrame or a pyarrow Table) and gives its rows as a table of
+  the same kind (:data:`ROW_COLUMNS`): for Spark ``mapInPandas``, Ray Data ``map_batches``,
+  Dask ``map_partitions`` and Daft;
 * :class:`SQLiteCache`: the LLM answer cache, a file the workers of one machine can share
   (the driving process's cache object is not sent to workers; its ``path`` is).
 * :class:`SharedLimits`: the interface through which the workers of a cluster share ONE budget
   of outside calls (calls in flight, requests and tokens per minute, ``Retry-After`` pauses,
-  the cost cap): pass one as ``RunSettings(shared_limits=...)``; :class:`TokenBucket` is the
-  rate budget core's own limits are made of, for an implementation of your own.
+  the cost cap): pass one as ``RunSettings(shared_limits=...)``; :class:`BudgetLedger` is the
+  state such a budget keeps in one place (behind Ray's budget actor and Spark's budget
+  service), and :class:`TokenBucket` the rate budget core's own limits are made of, for an
+  implementation of your own.
 
 Three runners ship, registered in the entry-point group ``ctxeval.runners`` like a third
 party's: ``local`` (:class:`LocalRunner`, this process, the default), ``processes``
@@ -46,16 +54,21 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from ctxeval._calls.cache import SQLiteCache
+from ctxeval._calls.ledger import BudgetLedger
 from ctxeval._calls.limits import SharedLimits, TokenBucket
 from ctxeval._results.results import MetricResult
+from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
 from ctxeval._run.execute import get_runner
 from ctxeval._run.local import LocalRunner, score_locally
 from ctxeval._run.plan import RunPlan
-from ctxeval._run.processes import ProcessesRunner
+from ctxeval._run.processes import ProcessesRunner, run_on_executor
 from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
 __all__ = [
+    "ROW_COLUMNS",
+    "BatchScorer",
+    "BudgetLedger",
     "LocalRunner",
     "ProcessesRunner",
     "RowSink",
@@ -66,6 +79,7 @@ __all__ = [
     "SharedLimits",
     "TokenBucket",
     "get_runner",
+    "run_on_executor",
     "score_part",
 ]
 

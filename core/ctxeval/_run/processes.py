@@ -30,7 +30,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -50,7 +50,7 @@ from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.settings import RunSettings
 from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
-__all__ = ["ProcessesRunner"]
+__all__ = ["ProcessesRunner", "divided_settings", "run_on_executor"]
 
 _BYTES_PER_SAMPLE = 256
 """A JSONL file is cut into parts of ``part_size`` times this many bytes."""
@@ -90,39 +90,64 @@ class ProcessesRunner:
 
     async def run(self, plan: RunPlan, samples: Iterable[Any] | Any, sink: RowSink) -> None:
         """Score ``samples`` in the worker processes and hand the rows to ``sink``."""
-        if hasattr(samples, "__aiter__"):
-            raise ConfigError(
-                "runner 'processes' reads samples from a file or an iterable, not an async "
-                "iterable; use the local runner for an async source"
-            )
-        worker_plan = plan.for_workers(**_divided(plan.settings, self.workers))
-        previous = _by_sample(plan.previous)  # a resume: each part gets its own rows only
-        if previous:
-            worker_plan = attrs.evolve(worker_plan, previous={})
-        digests = sink.journaled
-        pending: deque[Future[_Done]] = deque()
         pool = ProcessPoolExecutor(
             max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
         )
-        part = 0
         try:
-            for first, payload in _parts(
-                samples, self.part_size, by_lines=not previous, lenient=plan.settings.lenient
-            ):
-                part_plan = worker_plan
-                if previous:
-                    part_plan = attrs.evolve(
-                        worker_plan, previous=_previous_of(previous, first, payload[1])
-                    )
-                pending.append(pool.submit(_score_part, part_plan, first, payload, digests))
-                if len(pending) > 2 * self.workers:  # two parts queued per worker at most
-                    part = await _deliver(pending.popleft(), sink, part)
-            while pending:
-                part = await _deliver(pending.popleft(), sink, part)
+            await run_on_executor(
+                plan, samples, sink, pool, workers=self.workers, part_size=self.part_size
+            )
         finally:
-            for future in pending:
-                future.cancel()
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def run_on_executor(
+    plan: RunPlan,
+    samples: Iterable[Any] | Any,
+    sink: RowSink,
+    executor: Executor,
+    *,
+    workers: int,
+    part_size: int = 8192,
+    runner: str = "processes",
+) -> None:
+    """Score ``samples`` in parts of ``part_size`` on ``executor`` (any
+    :class:`concurrent.futures.Executor` whose workers can import ctxeval: a process pool,
+    Dask's ``client.get_executor()``, the Spark plugin's executor) and hand the rows to
+    ``sink`` in input order, as the ``processes`` runner does.
+
+    The run's limits and cost cap are divided among ``workers`` (give ``shared_limits=`` in
+    the settings to share them instead); at most two parts per worker wait at a time, so the
+    input is read as the work goes. The executor is the caller's to shut down."""
+    if hasattr(samples, "__aiter__"):
+        raise ConfigError(
+            f"runner {runner!r} reads samples from a file or an iterable, not an async "
+            "iterable; use the local runner for an async source"
+        )
+    worker_plan = plan.for_workers(**divided_settings(plan.settings, workers))
+    previous = _by_sample(plan.previous)  # a resume: each part gets its own rows only
+    if previous:
+        worker_plan = attrs.evolve(worker_plan, previous={})
+    digests = sink.journaled
+    pending: deque[Future[_Done]] = deque()
+    part = 0
+    try:
+        for first, payload in _parts(
+            samples, part_size, by_lines=not previous, lenient=plan.settings.lenient
+        ):
+            part_plan = worker_plan
+            if previous:
+                part_plan = attrs.evolve(
+                    worker_plan, previous=_previous_of(previous, first, payload[1])
+                )
+            pending.append(executor.submit(_score_part, part_plan, first, payload, digests))
+            if len(pending) > 2 * workers:  # two parts queued per worker at most
+                part = await _deliver(pending.popleft(), sink, part)
+        while pending:
+            part = await _deliver(pending.popleft(), sink, part)
+    finally:
+        for future in pending:
+            future.cancel()
 
 
 async def _deliver(future: Future[_Done], sink: RowSink, part: int) -> int:
@@ -241,7 +266,7 @@ def _blank_lines(data: bytes, first_line: int) -> int:
     return blank
 
 
-def _divided(settings: RunSettings, workers: int) -> dict[str, Any]:
+def divided_settings(settings: RunSettings, workers: int) -> dict[str, Any]:
     """Settings for each of ``workers`` workers so that together they keep the run's limits
     and cost cap (nothing to divide when the limits are shared)."""
     if settings.shared_limits is not None or workers == 1:

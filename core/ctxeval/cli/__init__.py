@@ -160,8 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--runner",
         metavar="NAME",
         help="where the run executes: local (this process, the default), processes (every "
-        "core of this machine), ray (a Ray cluster, pip install 'ctxeval[ray]'), or a "
-        "runner plugin's name (see: ctxeval plugins)",
+        "core of this machine), ray (a Ray cluster, pip install 'ctxeval[ray]'), spark "
+        "(Spark tasks, pip install 'ctxeval[spark]'), or a runner plugin's name (see: "
+        "ctxeval plugins)",
     )
     ev.add_argument(
         "--workers",
@@ -178,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
         "in), or a local one when no ADDRESS is given",
     )
     ev.add_argument("--ray-workers", type=int, metavar="N", help=argparse.SUPPRESS)
+    ev.add_argument(
+        "--master",
+        metavar="URL",
+        help="--runner spark on the Spark master at URL (spark://HOST:7077, yarn, local[8]); "
+        "default: local mode with --workers tasks",
+    )
     ev.add_argument(
         "--max-cost",
         type=float,

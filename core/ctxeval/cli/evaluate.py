@@ -417,6 +417,11 @@ def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
     options: dict[str, Any] = {} if workers is None else {"workers": workers}
     if name == "ray" and args.ray not in (None, "local"):
         options["address"] = args.ray
+    master = getattr(args, "master", None)
+    if master is not None:
+        if name != "spark":
+            raise UsageError(f"--master goes with --runner spark, not --runner {name}")
+        options["master"] = master
     return get_runner(name, **options)
 
 

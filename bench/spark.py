@@ -1,0 +1,156 @@
+"""The ``spark`` runner and ``evaluate_frame`` against the ``local`` and ``processes`` runners,
+side by side in one run (pyspark in local mode, ``local[W]``).
+
+Writes N ID samples (as bench/runners.py: 10 retrieved and 4 reference ids, one sample in
+three without an id) to a JSONL file, starts Spark once (its start-up is reported apart), then
+times, alternating ``--repeat`` times:
+
+* ``local``: ``ctxeval.evaluate(load_samples(path), metrics)`` in this process;
+* ``processes``: the same with ``runner=ProcessesRunner(workers=W)``;
+* ``spark``: the same with ``runner=SparkRunner(workers=W)`` (rows back to the driver, in
+  order, as every runner);
+* ``evaluate_frame``: ``spark.read.json(path)`` scored by the executors and written as Parquet
+  by them (the rows stay in Spark).
+
+Prints best and median wall times and each one's ratio to ``local``; the first repeat checks
+that the spark runner's rows equal the local ones (scores per sample and metric).
+
+    python bench/spark.py [--samples 1000000] [--workers 2] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import ctxeval
+from ctxeval.runners import ProcessesRunner
+
+METRICS = ["id_based_context_precision", "id_ndcg_at_k"]
+SCHEMA = "id string, retrieved_context_ids array<string>, reference_context_ids array<string>"
+
+
+def write_jsonl(path: Path, n: int, *, ids: bool) -> None:
+    rng = random.Random(7)
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(n):
+            row: dict[str, object] = {
+                "retrieved_context_ids": [f"d{x}" for x in rng.sample(range(50), 10)],
+                "reference_context_ids": [f"d{x}" for x in rng.sample(range(50), 4)],
+            }
+            if ids or i % 3:
+                row["id"] = f"q{i}"
+            handle.write(json.dumps(row) + "\n")
+
+
+def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
+    """The batch scorer in ``ray.data.map_batches`` against the ``ray`` runner, on the same
+    file, rows consumed by the driver in both."""
+    import ray.data
+
+    from ctxeval.runners import BatchScorer
+    from ctxeval_ray import RayRunner, ray_init
+
+    ray_init(num_cpus=workers)
+    runner = RayRunner(workers=workers)
+    scorer = BatchScorer.build(METRICS, workers=workers)
+    times: dict[str, list[float]] = {"ray runner": [], "map_batches(BatchScorer)": []}
+    for _ in range(repeat):
+        started = time.perf_counter()
+        ctxeval.evaluate(ctxeval.load_samples(path), METRICS, runner=runner)
+        times["ray runner"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        rows = ray.data.read_json(str(path), lines=True).map_batches(
+            scorer,
+            batch_format="pyarrow",
+            batch_size=4096,
+            concurrency=workers,
+            num_cpus=0.25,
+        )
+        count = sum(batch.num_rows for batch in rows.iter_batches(batch_format="pyarrow"))
+        times["map_batches(BatchScorer)"].append(time.perf_counter() - started)
+        assert count == 2 * sum(1 for _ in path.open())
+    base = min(times["ray runner"])
+    for name, values in times.items():
+        best = min(values)
+        print(
+            f"{name:26} best {best:7.2f} s, median {statistics.median(values):7.2f} s, "
+            f"{best / base:.2f}x the ray runner"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=1_000_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--ray", action="store_true", help="also: BatchScorer in Ray Data against the ray runner"
+    )
+    args = parser.parse_args()
+    from ctxeval_spark import SparkRunner, evaluate_frame, spark_session
+
+    folder = Path(tempfile.mkdtemp(prefix="ctxeval-bench-spark-"))
+    data, with_ids = folder / "samples.jsonl", folder / "with_ids.jsonl"
+    write_jsonl(data, args.samples, ids=False)
+    write_jsonl(with_ids, args.samples, ids=True)
+    started = time.perf_counter()
+    spark = spark_session(workers=args.workers)
+    spark.range(10).count()
+    print(f"spark start-up: {time.perf_counter() - started:.1f} s (not in the times below)")
+    runners = {
+        "local": None,
+        "processes": ProcessesRunner(workers=args.workers),
+        "spark": SparkRunner(workers=args.workers),
+    }
+    times: dict[str, list[float]] = {name: [] for name in [*runners, "evaluate_frame"]}
+    driver_cpu: dict[str, list[float]] = {name: [] for name in runners}
+    for repeat in range(args.repeat):
+        kept = {}
+        for name, runner in runners.items():
+            started, cpu = time.perf_counter(), time.process_time()
+            evaluation = ctxeval.evaluate(ctxeval.load_samples(data), METRICS, runner=runner)
+            times[name].append(time.perf_counter() - started)
+            driver_cpu[name].append(time.process_time() - cpu)
+            if repeat == 0 and name in ("local", "spark"):
+                kept[name] = [(r.sample_id, r.metric, r.score) for r in evaluation.results]
+            del evaluation
+        if repeat == 0:
+            assert kept["local"] == kept["spark"], "the spark runner's rows differ from local"
+            del kept
+        out = folder / "rows.parquet"
+        started = time.perf_counter()
+        frame = spark.read.json(str(with_ids), schema=SCHEMA)
+        evaluate_frame(frame, METRICS, workers=args.workers, output=out, mode="overwrite")
+        times["evaluate_frame"].append(time.perf_counter() - started)
+        print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
+    base = min(times["local"])
+    print(f"\n{args.samples:,} samples x {len(METRICS)} ID metrics, {args.workers} workers")
+    print(f"{'':16} {'best':>8} {'median':>8} {'local/x':>8}")
+    for name, values in times.items():
+        best = min(values)
+        print(f"{name:16} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x")
+    print("\nthe driving process's own CPU (reading, collecting, ordering the rows) per run:")
+    for name, values in driver_cpu.items():
+        wall = statistics.median(times[name])
+        cpu = statistics.median(values)
+        print(f"  {name:10} {cpu:6.2f} s of {wall:6.2f} s wall ({cpu / wall:.0%})")
+    spark.stop()
+    if args.ray:
+        ray_side_by_side(with_ids, args.workers, args.repeat)
+    shutil.rmtree(folder, ignore_errors=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

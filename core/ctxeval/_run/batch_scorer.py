@@ -1,0 +1,307 @@
+"""The engine-neutral batch scorer: :class:`BatchScorer`, a batch of samples in, its rows out.
+
+Data engines hand a function one batch of a table at a time: Spark ``mapInPandas``, Ray Data
+``map_batches``, Dask ``map_partitions``, Daft batch functions. A :class:`BatchScorer` is that
+function for a ctxeval run: built once on the driver from the run's metrics and settings, it
+pickles to the workers, and in each worker process it keeps one event loop (a daemon thread)
+and one handle on the run's SQLite LLM cache across the batches it scores. A batch is a pandas
+DataFrame or a pyarrow Table whose columns are :class:`~ctxeval.Sample` fields (the ragas
+names, the older ones too, and ``id``); the rows come back as a table of the same kind, one
+row per sample and metric, with the columns of ``results.jsonl`` (``details`` and ``usage`` as
+JSON text).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import orjson
+
+from ctxeval._calls.cache import SQLiteCache
+from ctxeval._errors import ConfigError, DataError
+from ctxeval._plugins.protocols import Metric
+from ctxeval._results.results import MetricResult
+from ctxeval._run.local import score_locally
+from ctxeval._run.plan import RunPlan
+from ctxeval._run.processes import divided_settings
+from ctxeval._run.progress import ProgressTracker
+from ctxeval._run.settings import RunSettings
+from ctxeval._run.sink import GatheredParts, RowSink
+
+__all__ = ["ROW_COLUMNS", "BatchScorer"]
+
+ROW_COLUMNS = ("sample_id", "metric", "status", "score", "reason", "details", "usage")
+"""The columns of the rows a :class:`BatchScorer` gives, in order (those of
+``results.jsonl``; ``details`` and ``usage`` as JSON text)."""
+
+
+class BatchScorer:
+    """A picklable callable that scores a batch of samples with a run's metrics.
+
+    Build it with :meth:`build` (the arguments of :func:`ctxeval.evaluate`) or from a
+    :class:`~ctxeval.runners.RunPlan`; call it on a pandas DataFrame or a pyarrow Table of
+    samples; it returns the rows as a table of the same kind (:data:`ROW_COLUMNS`). Every
+    sample needs an ``id`` (a batch's position in the whole input is not known to a worker).
+
+    Args:
+        plan: the run's plan (the journal, resume, progress callback and cache object of the
+            driving process stay there; see :meth:`RunPlan.for_workers`).
+        cache_path: a SQLite LLM cache file every worker of a machine opens once and shares
+            (a batch run again after a lost task pays no call twice).
+        details: False leaves each row's evidence out (``details`` is null): a deterministic
+            metric's evidence is computed only to be written, and writing it is most of a
+            batch's time (two thirds, on ID metrics).
+
+    In a worker process the scorer keeps one event loop (in a daemon thread) and one cache
+    handle across its batches; :meth:`close` stops the loop (a process that exits stops it
+    too). Outside calls keep the plan's limits *per process*: build with ``workers=N`` to
+    divide the limits and the cost cap among N processes, or give ``shared_limits=``.
+    """
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        *,
+        cache_path: str | os.PathLike[str] | None = None,
+        details: bool = True,
+    ):
+        if not isinstance(plan, RunPlan):
+            raise ConfigError(f"BatchScorer needs a RunPlan, got {type(plan).__name__}")
+        if not isinstance(details, bool):
+            raise ConfigError(f"details must be True or False, got {details!r}")
+        self.plan = plan.for_workers()
+        self.cache_path = None if cache_path is None else os.fspath(cache_path)
+        self.details = details
+        self._loop: _LoopThread | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def build(
+        cls,
+        metrics: Sequence[str | Metric],
+        *,
+        llm: Any = None,
+        settings: RunSettings | None = None,
+        workers: int = 1,
+        cache_path: str | os.PathLike[str] | None = None,
+        details: bool = True,
+        **overrides: Any,
+    ) -> BatchScorer:
+        """A scorer of ``metrics`` (names or metrics, as :func:`ctxeval.evaluate` takes them)
+        for ``workers`` processes: the run's limits of outside calls and its cost cap are
+        divided among them, so that together they keep them."""
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"workers must be a whole number of at least 1, got {workers!r}")
+        plan = RunPlan.build(list(metrics), llm=llm, settings=settings, **overrides)
+        if cache_path is None:
+            cache_path = getattr(plan.settings.cache, "path", None)
+        plan = plan.for_workers(**divided_settings(plan.settings, workers))
+        return cls(plan, cache_path=cache_path, details=details)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics' row names, in the order of each sample's rows."""
+        return self.plan.names
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"plan": self.plan, "cache_path": self.cache_path, "details": self.details}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.plan = state["plan"]
+        self.cache_path = state["cache_path"]
+        self.details = state["details"]
+        self._loop = None
+        self._lock = threading.Lock()
+
+    def __call__(self, batch: Any) -> Any:
+        """The rows of ``batch`` (a pandas DataFrame, a pyarrow Table or RecordBatch), as a
+        table of the same kind."""
+        records, kind = _records(batch)
+        rows = self.score_records(records)
+        return _table(rows, kind, details=self.details)
+
+    def rows_per_sample(self, batch: Any) -> list[str]:
+        """Each sample's rows as one JSON array (the rows as ``results.jsonl`` writes them),
+        in the order of ``batch``: for engines whose functions give one value per input row
+        (Daft's batch functions, Spark's ``pandas_udf``)."""
+        records, _ = _records(batch)
+        width = len(self.metrics)
+        rows = self.score_records(records)
+        return [
+            "[" + ",".join(row.to_json() for row in rows[i : i + width]) + "]"
+            for i in range(0, len(rows), width)
+        ]
+
+    @staticmethod
+    def empty(kind: str = "pandas") -> Any:
+        """A table of no rows with the rows' columns and types (``"pandas"`` or ``"arrow"``):
+        what Dask's ``map_partitions`` takes as ``meta``."""
+        if kind not in ("pandas", "arrow"):
+            raise ConfigError(f"kind must be 'pandas' or 'arrow', got {kind!r}")
+        return _table([], kind, details=True)
+
+    def map_batches(self, batches: Iterable[Any]) -> Iterator[Any]:
+        """Each batch's rows: the form of Spark's ``mapInPandas`` and ``mapInArrow``."""
+        for batch in batches:
+            yield self(batch)
+
+    def score_records(self, records: Iterable[Mapping[str, Any]]) -> list[MetricResult]:
+        """The rows of samples given as mappings of field names, sample by sample and metric
+        by metric."""
+        samples = [_sample(record) for record in records]
+        if not samples:
+            return []
+        rows: list[MetricResult] = self._event_loop().call(self._score, samples)
+        return rows
+
+    async def _score(self, samples: list[Any]) -> list[MetricResult]:
+        gathered = GatheredParts()
+        sink = RowSink(self.plan, gathered, ProgressTracker(None, None), None)
+        await score_locally(self.plan, samples, sink)
+        return [row for part in gathered.parts for row in part]
+
+    def _event_loop(self) -> _LoopThread:
+        with self._lock:
+            if self._loop is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                if self.cache_path is not None:  # one handle per process, for every batch
+                    self.plan = self.plan.for_workers(cache=SQLiteCache(self.cache_path))
+                self._loop = _LoopThread()
+            return self._loop
+
+    def close(self) -> None:
+        """Stop this process's event loop (a later batch starts another)."""
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.stop()
+
+
+class _LoopThread:
+    """An event loop in a daemon thread that runs the coroutines other threads hand it."""
+
+    def __init__(self) -> None:
+        started = threading.Event()
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+
+        async def serve() -> None:
+            async with anyio.from_thread.BlockingPortal() as portal:
+                self._portal = portal
+                started.set()
+                await portal.sleep_until_stopped()
+
+        self._thread = threading.Thread(
+            target=anyio.run, args=(serve,), name="ctxeval-batch-loop", daemon=True
+        )
+        self._thread.start()
+        started.wait()
+
+    def call(self, func: Any, *args: Any) -> Any:
+        assert self._portal is not None
+        return self._portal.call(func, *args)
+
+    def stop(self) -> None:
+        if self._portal is not None:
+            self._portal.call(self._portal.stop)
+        self._thread.join()
+
+
+def _records(batch: Any) -> tuple[list[dict[str, Any]], str]:
+    """The samples of ``batch`` as dicts of plain Python values, and the kind of table it
+    is (Arrow's cells come plain; pandas' are made plain)."""
+    module = type(batch).__module__.split(".")[0]
+    if module == "pyarrow" and hasattr(batch, "to_pylist"):
+        return batch.to_pylist(), "arrow"
+    if module == "pandas" and hasattr(batch, "to_dict"):
+        records = batch.to_dict("records")
+        return [{k: _plain(v) for k, v in record.items()} for record in records], "pandas"
+    raise DataError(
+        f"a batch to score must be a pandas DataFrame or a pyarrow Table, got "
+        f"{type(batch).__module__}.{type(batch).__name__}"
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A cell as plain Python: numpy arrays (pandas' list cells) as lists, numpy scalars as
+    Python ones; None for a missing cell (NaN, pandas' NA)."""
+    if value is None:
+        return None
+    tolist = getattr(value, "tolist", None)
+    if tolist is not None and type(value).__module__ == "numpy":
+        value = tolist()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _sample(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A batch row as a sample's fields (a missing cell left out). The run reads it as it
+    reads any sample: a malformed one stops a strict run, and is one error row per metric in a
+    lenient one."""
+    present = {str(k): v for k, v in record.items() if v is not None}
+    if "id" not in present:
+        raise DataError(
+            "every sample of a batch needs an 'id' (a worker does not know a row's position in "
+            f"the whole input); this one has the fields {sorted(present)}: add an id column"
+        )
+    return present
+
+
+def _table(rows: Sequence[MetricResult], kind: str, *, details: bool) -> Any:
+    columns: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
+    usage: tuple[Any, str] = (None, "")  # rows share their usage object (no calls: NO_USAGE)
+    for row in rows:
+        columns["sample_id"].append(row.sample_id)
+        columns["metric"].append(row.metric)
+        columns["status"].append(row.status.value)
+        columns["score"].append(row.score)
+        columns["reason"].append(row.reason)
+        columns["details"].append(_json(row.to_dict()["details"]) if details else None)
+        if row.usage is not usage[0]:
+            usage = (row.usage, orjson.dumps(row.usage.to_dict()).decode())
+        columns["usage"].append(usage[1])
+    if kind == "arrow":
+        import pyarrow as pa
+
+        return pa.table(columns, schema=row_schema())
+    import pandas as pd
+
+    frame = pd.DataFrame(columns, columns=list(ROW_COLUMNS))
+    frame["score"] = frame["score"].astype("float64")
+    return frame
+
+
+def _json(details: Any) -> str:
+    try:
+        return orjson.dumps(details).decode()
+    except (TypeError, orjson.JSONEncodeError) as exc:  # as MetricResult.to_json writes it
+        return orjson.dumps({"unwritable": f"details could not be written as JSON: {exc}"}).decode()
+
+
+def row_schema() -> Any:
+    """The pyarrow schema of the rows (:data:`ROW_COLUMNS`)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("sample_id", pa.string()),
+            ("metric", pa.string()),
+            ("status", pa.string()),
+            ("score", pa.float64()),
+            ("reason", pa.string()),
+            ("details", pa.string()),
+            ("usage", pa.string()),
+        ]
+    )

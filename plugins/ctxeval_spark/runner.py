@@ -1,0 +1,207 @@
+"""The runner ``spark``: a run's parts scored by Spark tasks, rows back in input order.
+
+The driving process cuts the input into parts as the ``processes`` runner does (a JSONL file
+by lines, unparsed; anything else by samples), and each part is one Spark task that scores it
+with ctxeval's own local runner (:func:`ctxeval.runners.run_on_executor` over a
+:class:`SparkExecutor`). At most two parts per worker are in Spark at a time, so the input is
+read as the work goes, in constant memory. A task that fails (a lost executor) is run again by
+Spark; its rows come back once, from the attempt that finished.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any, ClassVar, TypeVar
+
+import attrs
+
+from ctxeval.plugin import ConfigError, Dependency, MissingExtraError
+from ctxeval.runners import RowSink, RunPlan, run_on_executor
+
+from .budget import BudgetService
+
+__all__ = ["SparkExecutor", "SparkRunner", "spark_session"]
+
+logger = logging.getLogger(__name__)
+
+INSTALL = "pip install 'ctxeval[spark]'"
+T = TypeVar("T")
+
+TASK_ATTEMPTS = 4
+"""How often Spark runs a failed task before the run stops (its default on a cluster; in
+local mode ctxeval asks for it with ``local[N,4]``, where Spark's own default is once)."""
+
+
+def spark_session(master: str | None = None, *, workers: int = 2) -> Any:
+    """The active ``SparkSession``, or a new one: on ``master`` (a URL such as
+    ``spark://host:7077``, ``yarn``, ``local[4]``), by default ``local[workers]`` with failed
+    tasks tried again. Its Python workers run this interpreter (``sys.executable``)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    started = time.perf_counter()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master or f"local[{workers},{TASK_ATTEMPTS}]")
+        .appName("ctxeval")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.task.maxFailures", str(TASK_ATTEMPTS))
+        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+        .config("spark.executorEnv.LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    logger.info(
+        "spark ready in %.1f s (%s)", time.perf_counter() - started, session.sparkContext.master
+    )
+    return session
+
+
+class SparkRunner:
+    """Scores a run with Spark tasks (the runner ``spark``: ``evaluate(..., runner="spark")``,
+    ``ctxeval evaluate --runner spark --workers N``; extra ``spark``).
+
+    Args:
+        workers: tasks scoring parts at the same time; the run's limits of outside calls and
+            its cost cap are divided among them. Default: 2, or the given session's default
+            parallelism.
+        master: where Spark runs: None (the active session, or ``local[workers]``), or a
+            master URL (``spark://HOST:7077``, ``yarn``, ``local[8]``).
+        session: a ``SparkSession`` to use as it is (it is not stopped after the run).
+        part_size: samples one task scores.
+        shared: False (the default): the run's limits of outside calls and its cost cap are
+            divided among the workers. True: the driver holds them, one budget for every task
+            whatever their number (:class:`~ctxeval_spark.budget.BudgetService`).
+
+    A session the runner starts stays active for the next run of this process (Spark takes
+    seconds to start); ``spark_session().stop()`` stops it.
+    """
+
+    name: ClassVar[str] = "spark"
+    dependencies: ClassVar[tuple[Dependency, ...]] = (Dependency("pyspark", INSTALL),)
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        master: str | None = None,
+        session: Any = None,
+        part_size: int = 16384,
+        shared: bool = False,
+    ) -> None:
+        for label, value in (("workers", workers), ("part_size", part_size)):
+            if value is None and label == "workers":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(
+                    f"runner 'spark': {label} must be a whole number of at least 1, got {value!r}"
+                )
+        if master is not None and (not isinstance(master, str) or not master.strip()):
+            raise ConfigError(
+                f"runner 'spark': master must be None (local mode) or a master URL such as "
+                f"'spark://host:7077' or 'local[4]', got {master!r}"
+            )
+        if not isinstance(shared, bool):
+            raise ConfigError(f"runner 'spark': shared must be True or False, got {shared!r}")
+        if importlib.util.find_spec("pyspark") is None:
+            raise MissingExtraError("the runner 'spark' needs pyspark", install=INSTALL)
+        self.workers = workers
+        self.master = master
+        self.session = session
+        self.part_size = part_size
+        self.shared = shared
+
+    def __repr__(self) -> str:
+        return (
+            f"SparkRunner(workers={self.workers}, master={self.master!r}, "
+            f"part_size={self.part_size}, shared={self.shared})"
+        )
+
+    async def run(self, plan: RunPlan, samples: Iterable[Any] | Any, sink: RowSink) -> None:
+        """Score ``samples`` with Spark tasks and hand the rows to ``sink`` in input order."""
+        session = self.session
+        if session is None:
+            session = spark_session(self.master, workers=self.workers or 2)
+        context = session.sparkContext
+        workers = self.workers or max(1, int(context.defaultParallelism))
+        executor = SparkExecutor(context, max_jobs=2 * workers + 1)
+        budget = _budget(plan, context) if self.shared else None
+        if budget is not None:  # the driver holds the limits and the cap for every task
+            settings = attrs.evolve(plan.settings, shared_limits=budget.limits(), max_cost_usd=None)
+            plan = attrs.evolve(plan, settings=settings)
+        try:
+            await run_on_executor(
+                plan,
+                samples,
+                sink,
+                executor,
+                workers=workers,
+                part_size=self.part_size,
+                runner="spark",
+            )
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+            if budget is not None:
+                logger.debug("budget: %s", budget.stats())
+                budget.close()
+
+
+def _budget(plan: RunPlan, context: Any) -> BudgetService:
+    """The run's one budget, served on the driver where the tasks reach it."""
+    settings = plan.settings
+    master = str(context.master)
+    host = "127.0.0.1" if master.startswith("local") else context.getConf().get("spark.driver.host")
+    return BudgetService(
+        settings.resource_limits,
+        max_cost_usd=settings.max_cost_usd,
+        lease_seconds=(settings.timeout or 3600.0) + 5.0,
+        host=host or "127.0.0.1",
+    )
+
+
+class SparkExecutor(Executor):
+    """A :class:`concurrent.futures.Executor` whose calls run as Spark tasks: ``submit(fn,
+    *args)`` runs ``fn(*args)`` as a one-task Spark job (``fn`` and its arguments pickled with
+    Spark's cloudpickle) and its future gives the result. Up to ``max_jobs`` jobs are in Spark
+    at once; a cancelled or shut-down executor cancels its jobs in Spark too."""
+
+    def __init__(self, context: Any, *, max_jobs: int = 4) -> None:
+        self._context = context
+        self._threads = ThreadPoolExecutor(max_jobs, thread_name_prefix="ctxeval-spark")
+        self._group = f"ctxeval-{os.getpid()}-{id(self)}"
+        self._numbers = itertools.count()
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        with self._lock:
+            job = f"{self._group}-{next(self._numbers)}"
+        call = functools.partial(fn, *args, **kwargs)
+        return self._threads.submit(self._run_job, job, call)
+
+    def _run_job(self, job: str, call: Callable[[], T]) -> T:
+        context = self._context
+        context.setJobGroup(self._group, job, interruptOnCancel=True)
+        # the call (the plan and the part) travels as the job's one element, not in its closure
+        results = context.parallelize([call], 1).map(_call).collect()
+        value: T = results[0]
+        return value
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if cancel_futures:
+            self._context.cancelJobGroup(self._group)
+        self._threads.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _call(call: Callable[[], T]) -> T:
+    return call()
