@@ -2,7 +2,8 @@
 
 The public surface, all importable from ``ctxeval``:
 
-* data: :class:`Sample`, :func:`load_samples`, :func:`load_trec` (qrels and runs);
+* data: :class:`Sample`, :func:`load_samples`, :func:`load_trec` (qrels and runs),
+  :func:`load_traces` (an application's traces: OpenTelemetry spans, MLflow, LangSmith...);
 * where a run executes: ``runner=`` (see :mod:`ctxeval.runners`); the LLM answer cache
   :class:`SQLiteCache` (``evaluate(..., cache=SQLiteCache(path))``);
 * running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from ctxeval._calls.limits import Limits
     from ctxeval._data.loading import SampleStream, load_samples
     from ctxeval._data.sample import Sample
+    from ctxeval._data.traces import load_traces
     from ctxeval._data.trec import load_trec
     from ctxeval._judge.labels import Labels
     from ctxeval._judge.trust import JudgeTrust
@@ -120,6 +122,7 @@ _LAZY: dict[str, str] = {
     "evaluate": "ctxeval._run.api",
     "get_metric": "ctxeval._run.api",
     "load_samples": "ctxeval._data.loading",
+    "load_traces": "ctxeval._data.traces",
     "load_trec": "ctxeval._data.trec",
     "plugins": "ctxeval._run.api",
     "policy": "ctxeval.policy",
@@ -202,6 +205,7 @@ __all__ = [
     "evaluate",
     "get_metric",
     "load_samples",
+    "load_traces",
     "load_trec",
     "plugins",
     "policy",
