@@ -145,3 +145,44 @@ def _hex_ids(value: Any) -> None:
 def write_otlp(path: Path, **options: Any) -> Path:
     path.write_text(otlp_json_lines(otel_spans(), **options), encoding="utf-8")
     return path
+
+
+# --- MLflow -----------------------------------------------------------------------------------
+
+
+def mlflow_traces(folder: Path) -> Any:
+    """The traces of :data:`RAG` made with ``mlflow.trace`` into a SQLite store in ``folder``,
+    read back with ``mlflow.search_traces()`` (a DataFrame)."""
+    import os
+
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
+    import mlflow
+    from mlflow.entities import Document, SpanType
+
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.sqlite'}")
+    experiment = mlflow.set_experiment(f"rag-{folder.name}")
+
+    @mlflow.trace(span_type=SpanType.RETRIEVER)
+    def search(query: str, docs: list[tuple[str, str, float]]) -> list[Document]:
+        return [
+            Document(page_content=text, metadata={"doc_uri": doc_id, "score": score}, id=doc_id)
+            for doc_id, text, score in docs
+        ]
+
+    @mlflow.trace(span_type=SpanType.LLM)
+    def generate(question: str, answer: str) -> str:
+        return answer
+
+    @mlflow.trace(span_type=SpanType.CHAIN)
+    def rag(question: str, item: dict[str, Any]) -> str:
+        mlflow.update_current_trace(metadata={"question_id": item["qid"]})
+        search(question, item["first"])
+        search(question, item["docs"])
+        return generate(question, item["answer"])
+
+    for item in RAG:
+        rag(item["question"], item)
+    mlflow.flush_trace_async_logging()
+    return mlflow.search_traces(
+        locations=[experiment.experiment_id], order_by=["timestamp_ms ASC"]
+    )

@@ -158,7 +158,7 @@ def _row(
         scores += step_scores
         made.append(
             {
-                "query": _text(span.input, mapping, notes),
+                "query": _query(span),
                 "retrieved_context_ids": _whole(step_ids),
                 "retrieved_contexts": _whole(step_contexts),
                 "span": span.name,
@@ -235,7 +235,7 @@ def _question(
     if choice == "llm":
         return _text(llms[0].input, mapping, notes) if llms else None
     if choice == "retriever":
-        return _text(chosen[0].input, mapping, notes)
+        return _query(chosen[0])
     return _text(_named(ordered, choice).input, mapping, notes)
 
 
@@ -253,6 +253,12 @@ def _answer(root: Span, ordered: list[Span], mapping: TraceMapping, notes: Notes
 
 
 ANSWER_KEYS = ("answer", "output", "response", "content", "text", "result")
+QUERY_KEYS = ("query", "question", "input", "text")
+
+
+def _query(span: Span) -> str | None:
+    """A retrieval step's query: its input (a text, or an object's ``query``...)."""
+    return text_of(span.input, QUERY_KEYS)[0] if span.input is not None else None
 
 
 def _text(value: Any, mapping: TraceMapping, notes: Notes, *, answer: bool = False) -> str | None:
@@ -304,9 +310,7 @@ def _json_object(text: str) -> Any:
 
 
 def _content(raw: dict[str, Any], mapping: TraceMapping, notes: Notes, where: str) -> str | None:
-    keys = [mapping.content_key]
-    if mapping.content_key == "content":
-        keys += CONTENT_FALLBACKS
+    keys = [mapping.content_key, *CONTENT_FALLBACKS.get(mapping.content_key, ())]
     for key in keys:
         value = raw.get(key)
         if value is None:

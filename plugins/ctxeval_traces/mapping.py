@@ -17,7 +17,9 @@ key                what it chooses                                             d
                    ``metadata.source``, said once), or ``metadata.KEY``
                    (exactly that key)
 ``content_key``    the document's text: ``content`` (with the fallback        ``content``
-                   ``page_content``, said once) or another key of the document
+                   ``page_content``, said once), ``page_content`` (fallback   (``mlflow``,
+                   ``content``), or another key of the document (no fallback) ``langsmith``:
+                                                                               ``page_content``)
 ``question_key``   when an input is a JSON object: its key holding the        ``question``
                    question (fallbacks ``query``, ``input``, ``user_input``,
                    ``messages``: said once)
@@ -52,7 +54,7 @@ DEFAULTS: Final[Mapping[str, str]] = {
 }
 RETRIEVALS: Final = ("last", "first", "reranker", "all")
 ID_FALLBACKS: Final = ("metadata.id", "metadata.doc_id", "metadata.doc_uri", "metadata.source")
-CONTENT_FALLBACKS: Final = ("page_content", "text")
+CONTENT_FALLBACKS: Final = {"content": ("page_content",), "page_content": ("content",)}
 QUESTION_FALLBACKS: Final = ("query", "input", "user_input", "inputs", "messages")
 
 
@@ -72,16 +74,21 @@ class TraceMapping:
 
     @classmethod
     def parse(
-        cls, given: Mapping[str, str], *, reader: str, extra: Mapping[str, str] | None = None
+        cls,
+        given: Mapping[str, str],
+        *,
+        reader: str,
+        extra: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
     ) -> TraceMapping:
         """The mapping of ``given`` (``{FIELD: PATH}``); ``extra``: the reader's own keys
-        and their defaults.
+        and their defaults; ``defaults``: the reader's defaults of the common keys.
 
         Raises:
             ConfigError: an unknown key, or a value that is not one of the key's.
         """
         own = dict(extra or {})
-        known = {**DEFAULTS, **own}
+        known = {**DEFAULTS, **(defaults or {}), **own}
         for key in given:
             if key not in known:
                 raise ConfigError(

@@ -15,6 +15,7 @@ from .mapping import Notes, TraceMapping
 __all__ = ["LangSmithReader", "MLflowReader", "OpenInferenceReader", "PhoenixReader"]
 
 _STREAMING = {"max_open_traces": str(MAX_OPEN_TRACES)}
+_DOCUMENTS = {"content_key": "page_content"}  # LangChain's and MLflow's Document
 
 
 def _max_open(mapping: TraceMapping) -> int:
@@ -51,7 +52,7 @@ class MLflowReader:
     def read(self, source: Any, mapping: Mapping[str, str]) -> Iterator[tuple[int, Any]]:
         from .mlflow_traces import read_mlflow
 
-        chosen = TraceMapping.parse(mapping, reader=self.name)
+        chosen = TraceMapping.parse(mapping, reader=self.name, defaults=_DOCUMENTS)
         return read_mlflow(source, chosen, Notes(self.name))
 
 
@@ -64,7 +65,9 @@ class LangSmithReader:
     def read(self, source: Any, mapping: Mapping[str, str]) -> Iterator[tuple[int, Any]]:
         from .langsmith_runs import read_langsmith
 
-        chosen = TraceMapping.parse(mapping, reader=self.name, extra=_STREAMING)
+        chosen = TraceMapping.parse(
+            mapping, reader=self.name, extra=_STREAMING, defaults=_DOCUMENTS
+        )
         return read_langsmith(source, chosen, Notes(self.name), _max_open(chosen))
 
 
