@@ -131,9 +131,10 @@ def _hex_ids(value: Any) -> None:
 
     if isinstance(value, dict):
         for key, inner in value.items():
-            if key in ("traceId", "spanId", "parentSpanId", "trace_id", "span_id"):
-                value[key] = base64.b64decode(inner).hex()
-            elif key == "parent_span_id":
+            if (
+                key in ("traceId", "spanId", "parentSpanId", "trace_id", "span_id")
+                or key == "parent_span_id"
+            ):
                 value[key] = base64.b64decode(inner).hex()
             else:
                 _hex_ids(inner)
@@ -183,6 +184,102 @@ def mlflow_traces(folder: Path) -> Any:
     for item in RAG:
         rag(item["question"], item)
     mlflow.flush_trace_async_logging()
-    return mlflow.search_traces(
-        locations=[experiment.experiment_id], order_by=["timestamp_ms ASC"]
-    )
+    return mlflow.search_traces(locations=[experiment.experiment_id], order_by=["timestamp_ms ASC"])
+
+
+# --- LangSmith --------------------------------------------------------------------------------
+
+
+def langsmith_runs(*, tree: bool = False) -> list[bytes]:
+    """The runs of :data:`RAG` as ``RunTree`` objects (a chain, two retriever children, an LLM
+    child), serialised as the client sends them: each run's payload (``_get_dicts_safe``)
+    through the client's JSON encoder, children first (each run is posted when it ends); or,
+    ``tree=True``, each root with its nested ``child_runs``."""
+    from langsmith._internal._serde import dumps_json
+    from langsmith.run_trees import RunTree
+
+    sent: list[bytes] = []
+    for item in RAG:
+        root = RunTree(
+            name="rag",
+            run_type="chain",
+            inputs={"question": item["question"]},
+            extra={"metadata": {"question_id": item["qid"]}},
+            project_name="rag",
+        )
+        children = []
+        for name, docs in (("search-1", item["first"]), ("search-2", item["docs"])):
+            child = root.create_child(
+                name=name, run_type="retriever", inputs={"query": item["question"]}
+            )
+            documents = [
+                {
+                    "page_content": text,
+                    "metadata": {"id": doc_id, "score": score},
+                    "type": "Document",
+                }
+                for doc_id, text, score in docs
+            ]
+            child.end(outputs={"documents": documents})
+            children.append(child)
+        llm = root.create_child(name="llm", run_type="llm", inputs={"question": item["question"]})
+        llm.end(outputs={"answer": item["answer"]})
+        children.append(llm)
+        root.end(outputs={"answer": item["answer"]})
+        if tree:
+            whole = root._get_dicts_safe()
+            whole["child_runs"] = [c._get_dicts_safe() for c in children]
+            sent.append(dumps_json(whole))
+        else:
+            sent += [dumps_json(run._get_dicts_safe()) for run in (*children, root)]
+    return sent
+
+
+# --- Phoenix ----------------------------------------------------------------------------------
+
+
+def phoenix_frame() -> Any:
+    """The spans of :data:`RAG` as ``px.Client().get_spans_dataframe()`` returns them: made
+    with the OpenTelemetry SDK (:func:`otel_spans`, with a reranker) and laid out as Phoenix
+    lays out OpenInference spans (one row a span, sorted by start time, the document lists
+    unflattened, indexed by ``context.span_id``)."""
+    import pandas as pd
+
+    rows = []
+    for span in otel_spans(reranker=True):
+        attrs = dict(span.attributes)
+        row: dict[str, Any] = {
+            "name": span.name,
+            "span_kind": attrs.pop("openinference.span.kind"),
+            "parent_id": f"{span.parent.span_id:016x}" if span.parent else None,
+            "start_time": pd.Timestamp(span.start_time, unit="ns", tz="UTC"),
+            "end_time": pd.Timestamp(span.end_time, unit="ns", tz="UTC"),
+            "status_code": "OK",
+            "context.span_id": f"{span.context.span_id:016x}",
+            "context.trace_id": f"{span.context.trace_id:032x}",
+        }
+        for prefix in ("retrieval.documents", "reranker.output_documents"):
+            documents: list[dict[str, Any]] = []
+            while f"{prefix}.{len(documents)}.document.id" in attrs:
+                base = f"{prefix}.{len(documents)}."
+                documents.append(
+                    {
+                        key: json.loads(attrs.pop(base + key))
+                        if key == "document.metadata"
+                        else attrs.pop(base + key)
+                        for key in (
+                            "document.id",
+                            "document.content",
+                            "document.score",
+                            "document.metadata",
+                        )
+                    }
+                )
+            if documents:
+                row[f"attributes.{prefix}"] = documents
+        if "metadata" in attrs:
+            row["attributes.metadata"] = json.loads(attrs.pop("metadata"))
+        row.update({f"attributes.{k}": v for k, v in attrs.items()})
+        rows.append(row)
+    frame = pd.DataFrame(rows).sort_values("start_time")
+    return frame.set_index("context.span_id", drop=False).rename_axis(None)

@@ -47,8 +47,7 @@ def _file_items(path: Path) -> Iterator[tuple[int, Any]]:
             yield 1, DataError(f"not valid JSON: {exc}", path=str(path))
             return
         items = document if isinstance(document, list) else [document]
-        for position, item in enumerate(items, start=1):
-            yield position, item
+        yield from enumerate(items, start=1)
         return
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):

@@ -76,12 +76,16 @@ class Grouper:
         while len(self._open) > self.max_open:
             trace_id, group = self._open.popitem(last=False)
             self._finished(trace_id)
-            yield group.first, trace_id, DataError(
-                f"trace {trace_id}: no root span among its {len(group.spans)} span(s) read "
-                f"(from line {group.first}) before {self.max_open} other traces were open: "
-                "the trace is incomplete, or its spans are far apart in the file",
-                sample_id=trace_id,
-                hint="raise --map max_open_traces=N if its root comes later",
+            yield (
+                group.first,
+                trace_id,
+                DataError(
+                    f"trace {trace_id}: no root span among its {len(group.spans)} span(s) read "
+                    f"(from line {group.first}) before {self.max_open} other traces were open: "
+                    "the trace is incomplete, or its spans are far apart in the file",
+                    sample_id=trace_id,
+                    hint="raise --map max_open_traces=N if its root comes later",
+                ),
             )
 
     def finish(self) -> Iterator[tuple[int, str, list[Span] | DataError]]:

@@ -47,13 +47,16 @@ def _frame_items(frame: Any) -> Iterator[tuple[int, Any]]:
             f"one has {', '.join(map(str, frame.columns))}"
         )
     for position, (_, row) in enumerate(frame.iterrows(), start=1):
-        yield position, {
-            "info": {
-                "trace_id": row.get("trace_id"),
-                "trace_metadata": row.get("trace_metadata"),
+        yield (
+            position,
+            {
+                "info": {
+                    "trace_id": row.get("trace_id"),
+                    "trace_metadata": row.get("trace_metadata"),
+                },
+                "data": {"spans": row.get("spans")},
             },
-            "data": {"spans": row.get("spans")},
-        }
+        )
 
 
 def _trace(item: Any, position: int, mapping: TraceMapping, notes: Notes) -> Any:
@@ -65,7 +68,7 @@ def _trace(item: Any, position: int, mapping: TraceMapping, notes: Notes) -> Any
             f"(Trace.to_json()), got {type(item).__name__}",
             line=position,
         )
-    info = item.get("info") if isinstance(item.get("info"), dict) else {}
+    info: dict[str, Any] = item["info"] if isinstance(item.get("info"), dict) else {}
     spans = item["data"].get("spans")
     trace_id = str(info.get("trace_id") or info.get("request_id") or f"trace {position}")
     if not isinstance(spans, list) or not spans:
@@ -95,8 +98,8 @@ def _json(value: Any) -> Any:
 def _span(raw: Any, index: int, mapping: TraceMapping, notes: Notes) -> Span:
     if not isinstance(raw, dict):
         return Span(f"#{index}", None, "", "", index, problem=f"not an object: {raw!r:.40}")
-    attrs = raw.get("attributes") if isinstance(raw.get("attributes"), dict) else {}
-    context = raw.get("context") if isinstance(raw.get("context"), dict) else {}  # MLflow 2
+    attrs: dict[str, Any] = raw["attributes"] if isinstance(raw.get("attributes"), dict) else {}
+    context: dict[str, Any] = raw["context"] if isinstance(raw.get("context"), dict) else {}
     kind = _json(attrs.get("mlflow.spanType", raw.get("span_type")))
     span_id = hex_id(raw.get("span_id") or context.get("span_id"), 8) or f"#{index}"
     parent = raw.get("parent_span_id", raw.get("parent_id"))

@@ -211,17 +211,22 @@ def otlp_lines(path: Path) -> Iterator[tuple[int, Any]]:
                     problem = f"not valid JSON ({exc})"
                 except UnicodeDecodeError as bad:
                     problem = f"not valid UTF-8 at byte {bad.start} of the line"
-                yield number, DataError(
-                    f"{problem}: the spans on this line are lost (their traces may be "
-                    "incomplete)",
-                    path=str(path),
-                    line=number,
+                yield (
+                    number,
+                    DataError(
+                        f"{problem}: the spans on this line are lost (their traces may be "
+                        "incomplete)",
+                        path=str(path),
+                        line=number,
+                    ),
                 )
 
 
 def _files(source: Any) -> list[Path]:
     if not isinstance(source, (str, os.PathLike)):
-        raise DataError(f"the openinference reader reads a file or a folder, not a {type(source).__name__}")
+        raise DataError(
+            f"the openinference reader reads a file or a folder, not a {type(source).__name__}"
+        )
     path = Path(source)
     if path.is_dir():
         return sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl", ".ndjson"))
@@ -253,8 +258,9 @@ def _samples(
     groups: Iterable[tuple[int, str, Any]], mapping: TraceMapping, notes: Notes
 ) -> Iterator[tuple[int, Any]]:
     for position, trace_id, spans in groups:
-        yield position, spans if isinstance(spans, DataError) else sample_of(
-            trace_id, spans, mapping, notes
+        yield (
+            position,
+            spans if isinstance(spans, DataError) else sample_of(trace_id, spans, mapping, notes),
         )
 
 

@@ -13,14 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Document", "Span", "TraceProblem", "hex_id", "text_of"]
+__all__ = ["Document", "Span", "hex_id", "text_of"]
 
 KINDS = ("RETRIEVER", "RERANKER", "TOOL", "MCP", "LLM", "CHAIN", "AGENT", "EMBEDDING")
-
-
-class TraceProblem(Exception):
-    """What is wrong with one span's data (a wrong type, too many documents...): the reader
-    turns it into the trace's error row, naming the trace and the span."""
 
 
 @dataclass(slots=True)
