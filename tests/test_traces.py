@@ -219,24 +219,38 @@ def test_hostile_traces_are_error_rows_naming_trace_and_span(
         list(ctxeval.load_traces(path, format="openinference"))
 
 
+@pytest.mark.slow
 def test_a_span_with_a_million_documents_is_an_error_row_not_a_hang(tmp_path: Path) -> None:
     n = 1_000_000
-    attributes = [{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}}]
-    attributes += [
-        {"key": f"retrieval.documents.{i}.document.id", "value": {"stringValue": str(i)}}
-        for i in range(n)
-    ]
-    big = {"traceId": "b" * 32, "spanId": "2" * 16, "parentSpanId": "1" * 16, "name": "huge"}
-    big["attributes"] = attributes
+    key = '{"key":"retrieval.documents.%d.document.id","value":{"stringValue":"%d"}}'
+    attributes = ",".join(key % (i, i) for i in range(n))
+    kind = '{"key":"openinference.span.kind","value":{"stringValue":"RETRIEVER"}}'
+    big = (
+        f'{{"traceId":"{"b" * 32}","spanId":"{"2" * 16}","parentSpanId":"{"1" * 16}",'
+        f'"name":"huge","attributes":[{kind},{attributes}]}}'
+    )
+    root = json.dumps(_span("b", "1", None, "CHAIN"))
+    line = '{"resourceSpans":[{"scopeSpans":[{"spans":[' + big + "," + root + "]}]}]}"
     path = tmp_path / "big.jsonl"
-    path.write_text(_line(big, _span("b", "1", None, "CHAIN")) + "\n" + _line(*_good("a")) + "\n")
-    del attributes, big
+    path.write_text(line + "\n" + _line(*_good("a")) + "\n")
+    del attributes, big, line
     stream = ctxeval.load_traces(path, format="openinference", strict=False)
     samples = list(stream)
     assert [s.id for s in samples] == ["a" * 32]
-    assert "more than max_documents=10000 documents" in str(stream.errors[0])
-    raised = ctxeval.load_traces(path, format="openinference", mapping={"max_documents": "2000000"})
-    assert len(next(iter(raised)).retrieved_context_ids or ()) == n
+    assert "span 'huge'" in str(stream.errors[0])
+    assert "1000001 attributes, more than max_documents=10000" in str(stream.errors[0])
+
+
+def test_more_documents_than_max_documents_is_an_error_row(tmp_path: Path) -> None:
+    doc = "retrieval__documents__%d__document__id"
+    many = _span("b", "2", "1", "RETRIEVER", **{doc % i: f"d{i}" for i in range(30)})
+    path = tmp_path / "many.jsonl"
+    path.write_text(_line(many, _span("b", "1", None, "CHAIN")) + "\n")
+    capped = ctxeval.load_traces(path, format="openinference", mapping={"max_documents": "29"})
+    with pytest.raises(ctxeval.DataError, match="more than max_documents=29"):
+        list(capped)
+    whole = ctxeval.load_traces(path, format="openinference", mapping={"max_documents": "30"})
+    assert len(next(iter(whole)).retrieved_context_ids or ()) == 30
 
 
 def test_open_traces_are_bounded_and_late_spans_said(

@@ -90,6 +90,8 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
         raise DataError(f"span {raw.get('name')!r} has no traceId or spanId")
     attributes = _get(raw, "attributes", "attributes") or []
     attrs: dict[str, Any] = {}
+    if isinstance(attributes, list) and len(attributes) > _most_attributes(mapping):
+        return trace_id, _too_many(raw, span_id, trace_id, len(attributes), mapping)
     if isinstance(attributes, list):
         for item in attributes:
             if isinstance(item, dict) and "key" in item:
@@ -116,6 +118,22 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
     except DataError as exc:
         span.problem = exc.problem
     return trace_id, span
+
+
+def _most_attributes(mapping: TraceMapping) -> int:
+    """The attributes a span may have: five per document allowed, and a thousand more."""
+    return 5 * mapping.max_documents + 1_000
+
+
+def _too_many(raw: Any, span_id: str, trace_id: str, count: int, mapping: TraceMapping) -> Span:
+    """A span of too many attributes to read (its documents are not read one by one)."""
+    parent = hex_id(_get(raw, "parentSpanId", "parent_span_id"), 8)
+    span = Span(span_id, parent, str(raw.get("name", "")), "", 0.0)
+    span.problem = (
+        f"has {count} attributes, more than max_documents={mapping.max_documents} documents "
+        "would need (raise it with --map max_documents=N if they are meant)"
+    )
+    return span
 
 
 def _fill(span: Span, attrs: dict[str, Any], mapping: TraceMapping, notes: Notes) -> None:
