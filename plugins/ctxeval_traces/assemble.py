@@ -301,11 +301,11 @@ def document_of(raw: Any, mapping: TraceMapping, notes: Notes, where: str) -> Do
 
 
 def _json_object(text: str) -> Any:
-    import json
+    import orjson
 
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
         return text
 
 

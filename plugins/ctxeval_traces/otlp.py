@@ -45,6 +45,14 @@ DOCUMENT_PREFIXES = {"RETRIEVER": "retrieval.documents.", "RERANKER": "reranker.
 
 def value_of(any_value: Any) -> Any:
     """The Python value of an OTLP ``AnyValue``."""
+    if type(any_value) is dict:  # the common case first: a string
+        text = any_value.get("stringValue")
+        if text is not None:
+            return text
+    return _value_of(any_value)
+
+
+def _value_of(any_value: Any) -> Any:
     if not isinstance(any_value, dict):
         return any_value
     for key, raw in any_value.items():
@@ -63,10 +71,10 @@ def value_of(any_value: Any) -> Any:
                 return raw
         if kind == "a":
             values = raw.get("values", []) if isinstance(raw, dict) else []
-            return [value_of(v) for v in values]
+            return [_value_of(v) for v in values]
         if kind == "k":
             values = raw.get("values", []) if isinstance(raw, dict) else []
-            return {v.get("key"): value_of(v.get("value")) for v in values if isinstance(v, dict)}
+            return {v.get("key"): _value_of(v.get("value")) for v in values if isinstance(v, dict)}
         return raw
     return None
 
@@ -84,19 +92,15 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
     """
     if not isinstance(raw, dict):
         raise DataError(f"a span must be an object, got {type(raw).__name__}")
-    trace_id = hex_id(_get(raw, "traceId", "trace_id"), 16)
-    span_id = hex_id(_get(raw, "spanId", "span_id"), 8)
+    trace_id = hex_id(raw.get("traceId") or raw.get("trace_id"), 16)
+    span_id = hex_id(raw.get("spanId") or raw.get("span_id"), 8)
     if trace_id is None or span_id is None:
         raise DataError(f"span {raw.get('name')!r} has no traceId or spanId")
-    attributes = _get(raw, "attributes", "attributes") or []
-    attrs: dict[str, Any] = {}
+    attributes = raw.get("attributes") or []
     if isinstance(attributes, list) and len(attributes) > _most_attributes(mapping):
         return trace_id, _too_many(raw, span_id, trace_id, len(attributes), mapping)
-    if isinstance(attributes, list):
-        for item in attributes:
-            if isinstance(item, dict) and "key" in item:
-                attrs[item["key"]] = item.get("value")
-    start = _get(raw, "startTimeUnixNano", "start_time_unix_nano")
+    attrs = _attributes(attributes)
+    start = raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")
     try:
         order = float(int(start)) if start is not None else float(position)
     except (TypeError, ValueError):
@@ -104,7 +108,7 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
     kind = value_of(attrs.get("openinference.span.kind"))
     span = Span(
         span_id,
-        hex_id(_get(raw, "parentSpanId", "parent_span_id"), 8),
+        hex_id(raw.get("parentSpanId") or raw.get("parent_span_id"), 8),
         str(raw.get("name", "")),
         kind.upper() if isinstance(kind, str) else "",
         order,
@@ -118,6 +122,22 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
     except DataError as exc:
         span.problem = exc.problem
     return trace_id, span
+
+
+def _attributes(attributes: Any) -> dict[str, Any]:
+    """``{key: AnyValue}`` of a span's attribute list (items that are no key-value are left
+    out)."""
+    try:
+        return {item["key"]: item["value"] for item in attributes}
+    except (TypeError, KeyError):
+        pass
+    if not isinstance(attributes, list):
+        return {}
+    return {
+        item["key"]: item.get("value")
+        for item in attributes
+        if isinstance(item, dict) and isinstance(item.get("key"), str)
+    }
 
 
 def _most_attributes(mapping: TraceMapping) -> int:

@@ -63,10 +63,11 @@ def hex_id(value: Any, size: int) -> str | None:
         return str(value)
     if len(value) == 2 * size:
         try:
-            bytes.fromhex(value)
-            return value.lower()
+            int(value, 16)
         except ValueError:
             pass
+        else:
+            return value.lower() if value[0] not in "+-" and "_" not in value else value
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
