@@ -401,3 +401,9 @@ def test_a_phoenix_spans_frame_gives_the_rows_of_the_equivalent_jsonl(
     del plain
     without_reranker = frame[frame["span_kind"] != "RERANKER"]
     _same_as_jsonl(list(ctxeval.load_traces(without_reranker, format="phoenix")), tmp_path)
+
+
+@pytest.mark.parametrize("format", ["openinference", "mlflow", "langsmith", "phoenix"])
+def test_a_missing_source_is_said_at_once(tmp_path: Path, format: str) -> None:
+    with pytest.raises(ctxeval.DataError, match="no such file"):
+        ctxeval.load_traces(tmp_path / "nothing.jsonl", format=format)

@@ -18,23 +18,22 @@ SUFFIXES = (".json", ".jsonl", ".ndjson")
 def json_items(source: Any, reader: str) -> Iterator[tuple[int, Any]]:
     """``(position, item or DataError)``: each line of a JSONL file, each element of a JSON
     array (or the one object of a JSON file), each file of a folder in name order; or each
-    object of an iterable in memory (its position from 1)."""
+    object of an iterable in memory (its position from 1). A source that does not exist or
+    cannot be read is said at once."""
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if path.is_dir():
-            for file in sorted(p for p in path.iterdir() if p.suffix in SUFFIXES):
-                yield from _file_items(file)
-            return
+            files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)
+            return (item for file in files for item in _file_items(file))
         if not path.exists():
             raise DataError("no such file", path=str(path), hint="check the path")
-        yield from _file_items(path)
-        return
+        return _file_items(path)
     if isinstance(source, (dict, str, bytes)) or not isinstance(source, Iterable):
         raise DataError(
             f"the {reader} reader reads a file, a folder or a list of traces, not a "
             f"{type(source).__name__}"
         )
-    yield from enumerate(source, start=1)
+    return enumerate(source, start=1)
 
 
 def _file_items(path: Path) -> Iterator[tuple[int, Any]]:

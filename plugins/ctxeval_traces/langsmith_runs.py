@@ -32,8 +32,15 @@ def read_langsmith(
     source: Any, mapping: TraceMapping, notes: Notes, max_open: int
 ) -> Iterator[tuple[int, Any]]:
     """``(position, sample row or DataError)`` for each trace of ``source``."""
+    items = json_items(source, "langsmith")
     grouper = Grouper(max_open, source=str(source) if isinstance(source, str) else "runs")
-    for position, item in json_items(source, "langsmith"):
+    return _runs(items, grouper, mapping, notes)
+
+
+def _runs(
+    items: Iterator[tuple[int, Any]], grouper: Grouper, mapping: TraceMapping, notes: Notes
+) -> Iterator[tuple[int, Any]]:
+    for position, item in items:
         if isinstance(item, DataError):
             yield position, item
             continue

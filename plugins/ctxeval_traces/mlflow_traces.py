@@ -30,9 +30,14 @@ __all__ = ["read_mlflow"]
 def read_mlflow(source: Any, mapping: TraceMapping, notes: Notes) -> Iterator[tuple[int, Any]]:
     """``(position, sample row or DataError)`` for each trace of ``source``."""
     if hasattr(source, "iterrows") and hasattr(source, "columns"):
+        _check_frame(source)
         items: Any = _frame_items(source)
     else:
         items = json_items(source, "mlflow")
+    return _traces(items, mapping, notes)
+
+
+def _traces(items: Any, mapping: TraceMapping, notes: Notes) -> Iterator[tuple[int, Any]]:
     for position, item in items:
         if isinstance(item, DataError):
             yield position, item
@@ -40,12 +45,15 @@ def read_mlflow(source: Any, mapping: TraceMapping, notes: Notes) -> Iterator[tu
         yield position, _trace(item, position, mapping, notes)
 
 
-def _frame_items(frame: Any) -> Iterator[tuple[int, Any]]:
+def _check_frame(frame: Any) -> None:
     if "spans" not in frame.columns:
         raise DataError(
             "an MLflow traces DataFrame has a 'spans' column (mlflow.search_traces()); this "
             f"one has {', '.join(map(str, frame.columns))}"
         )
+
+
+def _frame_items(frame: Any) -> Iterator[tuple[int, Any]]:
     for position, (_, row) in enumerate(frame.iterrows(), start=1):
         yield (
             position,

@@ -276,8 +276,15 @@ def _files(source: Any) -> list[Path]:
 def read_otlp(
     source: Any, mapping: TraceMapping, notes: Notes, max_open: int
 ) -> Iterator[tuple[int, Any]]:
-    """``(line, sample row or DataError)`` for each trace of ``source``."""
-    for path in _files(source):
+    """``(line, sample row or DataError)`` for each trace of ``source`` (a source that does
+    not exist is said at once)."""
+    return _read_files(_files(source), mapping, notes, max_open)
+
+
+def _read_files(
+    paths: list[Path], mapping: TraceMapping, notes: Notes, max_open: int
+) -> Iterator[tuple[int, Any]]:
+    for path in paths:
         grouper = Grouper(max_open, source=str(path))
         for number, request in otlp_lines(path):
             if isinstance(request, DataError):

@@ -40,7 +40,10 @@ def read_phoenix(
     source: Any, mapping: TraceMapping, notes: Notes, max_open: int
 ) -> Iterator[tuple[int, Any]]:
     """``(position, sample row or DataError)`` for each trace of ``source``."""
-    frame = _frame(source)
+    return _traces(_frame(source), mapping, notes)
+
+
+def _traces(frame: Any, mapping: TraceMapping, notes: Notes) -> Iterator[tuple[int, Any]]:
     for column in ("context.trace_id", "context.span_id"):
         if column not in frame.columns and column != frame.index.name:
             raise DataError(
