@@ -111,16 +111,25 @@ def _in_cycle(span: Span, by_id: dict[str, Span]) -> bool:
 
 def _steps(ordered: Sequence[Span], mapping: TraceMapping) -> list[Span]:
     kinds = RETRIEVAL_KINDS + (TOOL_KINDS if mapping.tools else ())
-    steps = [s for s in ordered if s.kind in kinds and s.documents is not None]
-    for span in steps:
-        assert span.documents is not None
-        if len(span.documents) > mapping.max_documents:
-            raise DataError(
-                f"{span.label()} returned {len(span.documents)} documents, more than "
-                f"max_documents={mapping.max_documents}",
-                hint="raise it with --map max_documents=N if they are meant",
-            )
-    return steps
+    return [s for s in ordered if s.kind in kinds and s.has_documents()]
+
+
+def _loaded(span: Span, mapping: TraceMapping) -> list[Document]:
+    """The documents of a chosen step, read now when they were left to read."""
+    if span.loader is not None:
+        loader, span.loader = span.loader, None
+        try:
+            span.documents = loader()
+        except DataError as exc:
+            raise DataError(f"{span.label()}: {exc.problem}", field=exc.field) from None
+    documents = span.documents or []
+    if len(documents) > mapping.max_documents:
+        raise DataError(
+            f"{span.label()} returned {len(documents)} documents, more than "
+            f"max_documents={mapping.max_documents}",
+            hint="raise it with --map max_documents=N if they are meant",
+        )
+    return documents
 
 
 def _chosen(steps: list[Span], mapping: TraceMapping) -> list[Span]:
@@ -152,7 +161,7 @@ def _row(
     scores: list[float | None] = []
     made = []
     for span in chosen:
-        step_contexts, step_ids, step_scores = _documents(span, mapping, notes)
+        step_contexts, step_ids, step_scores = _documents(span, _loaded(span, mapping))
         contexts += step_contexts
         ids += step_ids
         scores += step_scores
@@ -194,11 +203,10 @@ def _whole(values: list[Any]) -> list[Any] | None:
 
 
 def _documents(
-    span: Span, mapping: TraceMapping, notes: Notes
+    span: Span, documents: list[Document]
 ) -> tuple[list[str | None], list[str | None], list[float | None]]:
-    assert span.documents is not None
-    contexts = [d.content for d in span.documents]
-    ids = [d.id for d in span.documents]
+    contexts = [d.content for d in documents]
+    ids = [d.id for d in documents]
     for name, values in (("text", contexts), ("id", ids)):
         missing = [i for i, v in enumerate(values) if v is None]
         if missing and len(missing) < len(values):
@@ -208,7 +216,7 @@ def _documents(
                 field="retrieved_contexts" if name == "text" else "retrieved_context_ids",
                 hint=f"choose the key with --map {'content_key' if name == 'text' else 'id_key'}=",
             )
-    return contexts, ids, [d.score for d in span.documents]
+    return contexts, ids, [d.score for d in documents]
 
 
 def _named(ordered: list[Span], name: str) -> Span:

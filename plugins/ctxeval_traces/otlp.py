@@ -16,6 +16,7 @@ metadata}`` and ``reranker.output_documents.N.document.*``; a TOOL/MCP span's do
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -40,6 +41,7 @@ _VALUE_KEYS = {
     "kvlistValue": "k", "kvlist_value": "k",
     "bytesValue": "y", "bytes_value": "y",
 }  # fmt: skip
+_FIELDS = ("id", "content", "score", "metadata")
 DOCUMENT_PREFIXES = {"RETRIEVER": "retrieval.documents.", "RERANKER": "reranker.output_documents."}
 
 
@@ -179,18 +181,17 @@ def _fill(span: Span, attrs: dict[str, Any], mapping: TraceMapping, notes: Notes
         if f"{prefix}0.document.content" not in attrs and f"{prefix}0.document.id" not in attrs:
             span.documents = _tool_documents(span, mapping, notes)
             return
-    if prefix is not None:
-        span.documents = _flat_documents(span, attrs, prefix, mapping, notes)
+    if prefix is not None and any(f"{prefix}0.document.{f}" in attrs for f in _FIELDS):
+        span.loader = functools.partial(_flat_documents, span, attrs, prefix, mapping, notes)
 
 
 def _flat_documents(
     span: Span, attrs: dict[str, Any], prefix: str, mapping: TraceMapping, notes: Notes
 ) -> list[Document] | None:
     documents: list[Document] = []
-    fields = ("id", "content", "score", "metadata")
     while True:
         base = f"{prefix}{len(documents)}.document."
-        found = {f: attrs[base + f] for f in fields if base + f in attrs}
+        found = {f: attrs[base + f] for f in _FIELDS if base + f in attrs}
         if not found:
             break
         if len(documents) >= mapping.max_documents:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,8 @@ class Span:
     ``kind`` is upper case (``RETRIEVER``, ``RERANKER``, ``LLM``, ``CHAIN``, ``TOOL``...);
     ``order`` sorts the spans of a trace (the start time, or the position read);
     ``documents`` are the retriever's documents, the reranker's output documents, or a
-    tool's; ``problem`` says what could not be read (the trace becomes an error row).
+    tool's, or ``loader`` reads them when they are used (a step that is not chosen is not
+    decoded); ``problem`` says what could not be read (the trace becomes an error row).
     """
 
     span_id: str
@@ -48,6 +50,11 @@ class Span:
     documents: list[Document] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     problem: str | None = None
+    loader: Callable[[], list[Document] | None] | None = None
+
+    def has_documents(self) -> bool:
+        """Whether the span returned documents (read or still to read)."""
+        return self.documents is not None or self.loader is not None
 
     def label(self) -> str:
         """How messages name the span."""
