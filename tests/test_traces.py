@@ -407,3 +407,23 @@ def test_a_phoenix_spans_frame_gives_the_rows_of_the_equivalent_jsonl(
 def test_a_missing_source_is_said_at_once(tmp_path: Path, format: str) -> None:
     with pytest.raises(ctxeval.DataError, match="no such file"):
         ctxeval.load_traces(tmp_path / "nothing.jsonl", format=format)
+
+
+def test_the_command_line_makes_a_bad_trace_its_error_rows_with_lenient(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [_line(*_good("a")), _line(_span("c", "1", "2", "CHAIN"), _span("c", "2", "1", "LLM"))]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(f"{'a' * 32} 0 d1 1\n")
+    out = tmp_path / "run"
+    args = ["evaluate", str(path), "--from", "openinference", "-m", "id_mrr", "--out", str(out)]
+    assert main([*args, "--references", str(qrels), "--lenient", "-q"]) == 1
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["sample_id"], r["status"]) for r in rows] == [("a" * 32, "ok"), ("c" * 32, "error")]
+    assert f"trace {'c' * 32}: no root span" in rows[1]["reason"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*args, "--references", str(qrels), "--overwrite"])
+    assert stopped.value.code == 2
+    assert "pass --lenient" in capsys.readouterr().err
