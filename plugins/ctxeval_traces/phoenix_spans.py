@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxeval import DataError
+from ctxeval import DataError, MissingExtraError
 
 from .assemble import document_of, sample_of
 from .mapping import Notes, TraceMapping
@@ -74,8 +74,13 @@ def _frame(source: Any) -> Any:
     path = Path(source)
     if not path.exists():
         raise DataError("no such file", path=str(path), hint="check the path")
-    import pandas as pd
-
+    try:
+        import pandas as pd
+    except ImportError:
+        raise MissingExtraError(
+            f"reading the Phoenix export {path} needs pandas (and pyarrow for Parquet)",
+            install="pip install 'ctxeval[all]'",
+        ) from None
     try:
         if path.suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
