@@ -427,3 +427,33 @@ def test_the_command_line_makes_a_bad_trace_its_error_rows_with_lenient(
         main([*args, "--references", str(qrels), "--overwrite"])
     assert stopped.value.code == 2
     assert "pass --lenient" in capsys.readouterr().err
+
+
+def test_a_deep_trace_with_a_cycle_is_found_in_one_walk(tmp_path: Path) -> None:
+    """20 000 spans in one chain under the root, then two spans whose parents form a cycle:
+    the cycle is named at once (a walk from each span to the root would take minutes)."""
+    n = 20_000
+    chain = [_span("c", f"{i + 2:x}", f"{i + 1:x}", "CHAIN") for i in range(n)]
+    spans = [_span("c", "1", None, "CHAIN"), *chain]
+    for number, item in enumerate(spans, start=1):
+        item["spanId"] = f"{number:016x}"
+        item["parentSpanId"] = f"{number - 1:016x}" if number > 1 else ""
+    spans += [_span("c", "e", "f", "RETRIEVER"), _span("c", "f", "e", "RETRIEVER")]
+    path = tmp_path / "deep.jsonl"
+    path.write_text(_line(*spans[:-2][::-1], *spans[-2:]) + "\n")  # the deepest first
+    with pytest.raises(ctxeval.DataError, match="the parent ids form a cycle at span 's-"):
+        list(ctxeval.load_traces(path, format="openinference"))
+
+
+def test_a_trace_of_too_many_spans_is_an_error_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxeval_traces.grouping
+
+    monkeypatch.setattr(ctxeval_traces.grouping, "MAX_SPANS", 3)
+    extra = [_span("a", f"{i}", "1", "LLM") for i in range(3, 9)]
+    path = tmp_path / "many.jsonl"
+    path.write_text(_line(*extra, *_good("a")) + "\n" + _line(*_good("b")) + "\n")
+    stream = ctxeval.load_traces(path, format="openinference", strict=False)
+    assert [s.id for s in stream] == ["b" * 32]
+    assert "8 spans (from line 1), more than the 3 one trace may have" in str(stream.errors[0])

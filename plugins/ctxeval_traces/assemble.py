@@ -92,21 +92,32 @@ def _tree(spans: Sequence[Span]) -> tuple[Span, list[Span]]:
         reached += 1
         todo.extend(children.get(span.span_id, ()))
     if reached != len(spans):
-        stray = next(s for s in spans if s.parent_id is not None and _in_cycle(s, by_id))
-        raise DataError(f"the parent ids form a cycle at {stray.label()}")
+        raise DataError(f"the parent ids form a cycle at {_cycle(spans, by_id, roots[0]).label()}")
     ordered = sorted(spans, key=lambda s: s.order)
     return roots[0], ordered
 
 
-def _in_cycle(span: Span, by_id: dict[str, Span]) -> bool:
+def _cycle(spans: Sequence[Span], by_id: dict[str, Span], root: Span) -> Span:
+    """A span on a cycle of parent ids, found in one walk: the parents of a span the root does
+    not reach are all in the trace and never reach the root, so following them comes back to
+    a span already seen."""
+    reached = {root.span_id}
+    todo = [root]
+    children: dict[str, list[Span]] = {}
+    for span in spans:
+        if span.parent_id is not None:
+            children.setdefault(span.parent_id, []).append(span)
+    while todo:
+        for child in children.get(todo.pop().span_id, ()):
+            reached.add(child.span_id)
+            todo.append(child)
+    current = next(s for s in spans if s.span_id not in reached)
     seen: set[str] = set()
-    current: Span | None = span
-    while current is not None and current.parent_id is not None:
-        if current.span_id in seen:
-            return True
+    while current.span_id not in seen:
         seen.add(current.span_id)
-        current = by_id.get(current.parent_id)
-    return False
+        assert current.parent_id is not None
+        current = by_id[current.parent_id]
+    return current
 
 
 def _steps(ordered: Sequence[Span], mapping: TraceMapping) -> list[Span]:

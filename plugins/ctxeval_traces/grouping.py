@@ -28,16 +28,20 @@ logger = logging.getLogger("ctxeval_traces")
 
 MAX_OPEN_TRACES: Final = 10_000
 """Traces open at once by default (``--map max_open_traces=N``)."""
+MAX_SPANS: Final = 100_000
+"""Spans kept of one trace: a trace with more is an error row (its other spans are counted,
+not kept), so one runaway trace cannot fill the memory."""
 LATE_LOGGED: Final = 20
 
 
 class _Open:
-    __slots__ = ("first", "root", "spans")
+    __slots__ = ("count", "first", "root", "spans")
 
     def __init__(self, first: int) -> None:
         self.first = first
         self.spans: list[Span] = []
         self.root = False
+        self.count = 0
 
 
 class Grouper:
@@ -59,7 +63,9 @@ class Grouper:
                 self._late(trace_id, span)
                 return
             group = self._open[trace_id] = _Open(position)
-        group.spans.append(span)
+        group.count += 1
+        if group.count <= MAX_SPANS:
+            group.spans.append(span)
         if span.parent_id is None and not group.root:
             group.root = True
             self._rooted.append(trace_id)
@@ -71,7 +77,7 @@ class Grouper:
             group = self._open.pop(trace_id, None)
             if group is not None:
                 self._finished(trace_id)
-                yield position, trace_id, group.spans
+                yield position, trace_id, _spans_or_error(trace_id, group)
         self._rooted.clear()
         while len(self._open) > self.max_open:
             trace_id, group = self._open.popitem(last=False)
@@ -93,7 +99,7 @@ class Grouper:
         missing parent or a cycle)."""
         while self._open:
             trace_id, group = self._open.popitem(last=False)
-            yield group.first, trace_id, group.spans
+            yield group.first, trace_id, _spans_or_error(trace_id, group)
         if self.late > LATE_LOGGED:
             logger.warning(
                 "%s: %d spans in all came after their trace's root span and were left out",
@@ -113,3 +119,13 @@ class Grouper:
                 "it is left out of the sample",
                 self.source, span.label(), trace_id,
             )  # fmt: skip
+
+
+def _spans_or_error(trace_id: str, group: _Open) -> list[Span] | DataError:
+    if group.count <= MAX_SPANS:
+        return group.spans
+    return DataError(
+        f"trace {trace_id}: {group.count} spans (from line {group.first}), more than the "
+        f"{MAX_SPANS} one trace may have: its spans were counted, not kept",
+        sample_id=trace_id,
+    )
