@@ -423,6 +423,8 @@ def test_the_command_line_makes_a_bad_trace_its_error_rows_with_lenient(
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [(r["sample_id"], r["status"]) for r in rows] == [("a" * 32, "ok"), ("c" * 32, "error")]
     assert f"trace {'c' * 32}: no root span" in rows[1]["reason"]
+    assert "skipping" not in capsys.readouterr().err  # (reading again for the report: quiet)
+    assert "no root span" in (out / "report.html").read_text()
     with pytest.raises(SystemExit) as stopped:
         main([*args, "--references", str(qrels), "--overwrite"])
     assert stopped.value.code == 2

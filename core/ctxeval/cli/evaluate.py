@@ -542,14 +542,19 @@ def _traces(args: argparse.Namespace, path: Path, *, strict: bool = True) -> Any
 
 
 class _TraceSamples:
-    """The traces' samples read again (the report finds samples by id in them)."""
+    """The traces' samples read again (the report finds samples by id in them), quietly:
+    a trace that gives no sample keeps its place, as it does in a lenient run."""
 
     def __init__(self, args: argparse.Namespace, path: Path) -> None:
         self._args = args
         self._path = path
 
     def __iter__(self) -> Any:
-        return iter(_traces(self._args, self._path, strict=False))
+        from ctxeval._data.sample import Sample
+
+        stream = _traces(self._args, self._path)
+        for item in stream._samples_and_errors():
+            yield item if isinstance(item, Sample) else None
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
