@@ -1,32 +1,23 @@
 """The user's choices (``mapping=``, ``--map FIELD=PATH``): what is the question, the answer,
-"the" retrieved context, the document id. Every key has a documented default; a key a reader
-does not know is refused with the known ones.
+"the" retrieved context, the document id. Every key has a documented default (docs/traces.md
+has the table); a key a reader does not know is refused with the known ones.
 
-=================  ==========================================================  ===============
-key                what it chooses                                             default
-=================  ==========================================================  ===============
-``question``       ``root`` (the root span's input; else the first LLM        ``root``
-                   span's), ``llm`` (the first LLM span's input),
-                   ``retriever`` (the chosen retrieval's query), or a span name
-``answer``         ``root``, ``llm`` (the last LLM span's output), or a span   ``root``
-                   name
-``retrieval``      ``last``, ``first``, ``reranker`` (the last reranker's      ``last``
-                   output), ``all`` (every step, kept in ``retrieval_steps``)
-``id_key``         the document's id: ``id`` (with the fallbacks              ``id``
-                   ``metadata.id``, ``metadata.doc_id``, ``metadata.doc_uri``,
-                   ``metadata.source``, said once), or ``metadata.KEY``
-                   (exactly that key)
-``content_key``    the document's text: ``content`` (with the fallback        ``content``
-                   ``page_content``, said once), ``page_content`` (fallback   (``mlflow``,
-                   ``content``), or another key of the document (no fallback) ``langsmith``:
-                                                                               ``page_content``)
-``question_key``   when an input is a JSON object: its key holding the        ``question``
-                   question (fallbacks ``query``, ``input``, ``user_input``,
-                   ``messages``: said once)
-``tools``          ``yes``: TOOL and MCP spans that return documents are       ``yes``
-                   retrieval steps; ``no``: only RETRIEVER/RERANKER spans
-``max_documents``  a span with more documents is that trace's error row        ``10000``
-=================  ==========================================================  ===============
+* ``question``: ``root`` (the root span's input; else the first LLM span's), ``llm``,
+  ``retriever`` (the chosen step's query), or a span name. Default ``root``.
+* ``answer``: ``root`` (else the last LLM span's output), ``llm``, or a span name.
+  Default ``root``.
+* ``retrieval``: ``last``, ``first``, ``reranker``, ``all`` (every step, kept in the sample's
+  metadata as ``retrieval_steps``). Default ``last``.
+* ``id_key``: ``id`` (fallbacks ``metadata.id``, ``metadata.doc_id``, ``metadata.doc_uri``,
+  ``metadata.source``, said once), or ``metadata.KEY`` / another key, exactly. Default ``id``.
+* ``content_key``: ``content`` (fallback ``page_content``), ``page_content`` (fallback
+  ``content``), or another key, exactly. Default ``content``; ``page_content`` for MLflow and
+  LangSmith.
+* ``question_key``: the key of a JSON input holding the question (fallbacks ``query``,
+  ``input``, ``user_input``, ``inputs``, ``messages``, said once). Default ``question``.
+* ``tools``: ``yes`` / ``no``: TOOL and MCP spans that return documents are retrieval steps.
+  Default ``yes``.
+* ``max_documents``: a span with more documents is that trace's error row. Default 10000.
 """
 
 from __future__ import annotations
