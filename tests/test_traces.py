@@ -459,3 +459,44 @@ def test_a_trace_of_too_many_spans_is_an_error_row(
     stream = ctxeval.load_traces(path, format="openinference", strict=False)
     assert [s.id for s in stream] == ["b" * 32]
     assert "8 spans (from line 1), more than the 3 one trace may have" in str(stream.errors[0])
+
+
+def test_protobuf_json_values_are_read_in_each_spelling(tmp_path: Path) -> None:
+    doc = "retrieval__documents__0__document__"
+    values = {doc + "id": {"intValue": "42"}, doc + "content": "text"}
+    values[doc + "score"] = {"intValue": "3"}
+    retriever = _span("a", "2", "1", "RETRIEVER", **values)
+    retriever["attributes"][1:] = [
+        {"key": a["key"], "value": {"string_value": a["value"]["stringValue"]}}
+        if "stringValue" in a["value"] else a
+        for a in retriever["attributes"][1:]
+    ]  # fmt: skip
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(retriever, _good("a")[1]) + "\n")
+    sample = next(iter(ctxeval.load_traces(path, format="openinference")))
+    assert sample.retrieved_context_ids == ("42",)
+    assert sample.retrieved_contexts == ("text",)
+    assert sample.metadata["retrieval_scores"] == [3.0]
+
+
+def test_bad_documents_in_each_format_are_error_rows_naming_the_span(tmp_path: Path) -> None:
+    runs = [
+        {"id": "r2", "trace_id": "r1", "parent_run_id": "r1", "name": "search",
+         "run_type": "retriever", "outputs": {"docs": []}},
+        {"id": "r1", "trace_id": "r1", "name": "rag", "run_type": "chain"},
+    ]  # fmt: skip
+    stream = ctxeval.load_traces(runs, format="langsmith", strict=False)
+    assert list(stream) == []
+    assert "trace r1: span 'search' (RETRIEVER, id r2): the outputs hold no list" in str(
+        stream.errors[0]
+    )
+    frame = src.phoenix_frame()
+    frame["attributes.retrieval.documents"] = frame["attributes.retrieval.documents"].map(
+        lambda docs: "not a list" if isinstance(docs, list) else docs
+    )
+    stream = ctxeval.load_traces(
+        frame, format="phoenix", strict=False, mapping={"retrieval": "first"}
+    )
+    assert list(stream) == []
+    assert "span 'search-1' (RETRIEVER" in str(stream.errors[0])
+    assert "its documents are str, not a list" in str(stream.errors[0])
