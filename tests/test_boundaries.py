@@ -29,6 +29,7 @@ PLUGIN_PACKAGES = {
     "ctxeval_ray": ROOT / "plugins" / "ctxeval_ray",
     "ctxeval_embed": ROOT / "plugins" / "ctxeval_embed",
     "ctxeval_spark": ROOT / "plugins" / "ctxeval_spark",
+    "ctxeval_traces": ROOT / "plugins" / "ctxeval_traces",
     "ctxeval.builtin": ROOT / "core" / "ctxeval" / "builtin",
     "ctxeval_example": ROOT / "examples" / "ctxeval-example-plugin" / "src" / "ctxeval_example",
 }
@@ -40,6 +41,7 @@ PLUGIN_TOP_LEVELS = {
     "ctxeval_ray",
     "ctxeval_embed",
     "ctxeval_spark",
+    "ctxeval_traces",
     "ctxeval_example",
 }
 PUBLIC = {

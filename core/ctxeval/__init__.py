@@ -2,7 +2,8 @@
 
 The public surface, all importable from ``ctxeval``:
 
-* data: :class:`Sample`, :func:`load_samples`, :func:`load_trec` (qrels and runs);
+* data: :class:`Sample`, :func:`load_samples`, :func:`load_trec` (qrels and runs),
+  :func:`load_traces` (an application's traces: OpenTelemetry spans, MLflow, LangSmith...);
 * where a run executes: ``runner=`` (see :mod:`ctxeval.runners`); the LLM answer cache
   :class:`SQLiteCache` (``evaluate(..., cache=SQLiteCache(path))``);
 * running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._data.loading import SampleStream as SampleStream
     from ctxeval._data.loading import load_samples as load_samples
     from ctxeval._data.sample import Sample as Sample
+    from ctxeval._data.traces import load_traces as load_traces
     from ctxeval._data.trec import load_trec as load_trec
     from ctxeval._errors import AuthenticationError as AuthenticationError
     from ctxeval._errors import BadRequestError as BadRequestError
@@ -159,6 +161,7 @@ _PUBLIC: dict[str, str] = {
     "get_metric": "ctxeval._run.api",
     "load_samples": "ctxeval._data.loading",
     "load_trec": "ctxeval._data.trec",
+    "load_traces": "ctxeval._data.traces",
     "plugins": "ctxeval._run.api",
     "policy": "ctxeval.policy",
     "stream": "ctxeval._run.api",

@@ -170,7 +170,9 @@ def plugin_kind(group: str) -> str:
     """What a plugin of entry-point ``group`` is called in messages (``ctxeval.metrics``:
     ``metric``; ``ctxeval.llms``: ``LLM provider``)."""
     last = group.rsplit(".", 1)[-1]
-    return {"llms": "LLM provider", "writers": "output format"}.get(last, last.rstrip("s"))
+    return {"llms": "LLM provider", "writers": "output format", "traces": "trace format"}.get(
+        last, last.rstrip("s")
+    )
 
 
 class UnknownNameError(ConfigError, LookupError):

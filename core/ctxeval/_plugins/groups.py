@@ -1,8 +1,9 @@
 """The entry-point groups plugins register in, and the protocol each group's plugins meet.
 
 ``ctxeval.metrics``, ``ctxeval.extractors``, ``ctxeval.matchers``, ``ctxeval.llms``,
-``ctxeval.writers``, ``ctxeval.runners`` and ``ctxeval.embedders``; a plugin built from a
-group's factory must be an instance of the group's protocol (:data:`PROTOCOLS`).
+``ctxeval.writers``, ``ctxeval.runners``, ``ctxeval.embedders`` and ``ctxeval.traces``; a
+plugin built from a group's factory must be an instance of the group's protocol
+(:data:`PROTOCOLS`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ctxeval._plugins.protocols import (
     Matcher,
     Metric,
     RunnerPlugin,
+    TraceReader,
     Writer,
 )
 
@@ -28,6 +30,7 @@ __all__ = [
     "METRICS",
     "PROTOCOLS",
     "RUNNERS",
+    "TRACES",
     "WRITERS",
 ]
 
@@ -38,7 +41,8 @@ LLMS: Final = "ctxeval.llms"
 WRITERS: Final = "ctxeval.writers"
 RUNNERS: Final = "ctxeval.runners"
 EMBEDDERS: Final = "ctxeval.embedders"
-GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS, LLMS, WRITERS, RUNNERS, EMBEDDERS)
+TRACES: Final = "ctxeval.traces"
+GROUPS: Final = (METRICS, EXTRACTORS, MATCHERS, LLMS, WRITERS, RUNNERS, EMBEDDERS, TRACES)
 
 PROTOCOLS: Final[dict[str, type]] = {
     METRICS: Metric,
@@ -48,4 +52,5 @@ PROTOCOLS: Final[dict[str, type]] = {
     WRITERS: Writer,
     RUNNERS: RunnerPlugin,
     EMBEDDERS: Embedder,
+    TRACES: TraceReader,
 }

@@ -19,6 +19,8 @@ retrieved items, and the verdicts go into a *formula* (:mod:`ctxeval.policy`).
 * A :class:`ChatTransport` sends one chat-completion request and returns a
   :class:`Completion` (an OpenAI-compatible endpoint over httpx, litellm, a company gateway).
 * A :class:`Writer` writes one file of a run folder (``results.csv``, ``summary.md``...).
+* A :class:`TraceReader` turns an application's traces (OpenTelemetry spans, MLflow traces...)
+  into sample rows (``ctxeval.load_traces``).
 
 A plugin is any object with these attributes; it does not have to inherit from anything.
 Everything a plugin author needs is importable from :mod:`ctxeval.plugin`.
@@ -26,7 +28,7 @@ Everything a plugin author needs is importable from :mod:`ctxeval.plugin`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -55,6 +57,7 @@ __all__ = [
     "RunContext",
     "StreamingWriter",
     "SummaryWriter",
+    "TraceReader",
     "Unit",
     "Verdict",
     "Votes",
@@ -496,6 +499,31 @@ class Writer(Protocol):
     ) -> Path:
         """Write the file for ``evaluation`` (and ``summary``, ``summary.json``'s content) in
         ``folder``; return its path."""
+        ...
+
+
+@runtime_checkable
+class TraceReader(Protocol):
+    """Reads an application's traces as samples (entry-point group ``ctxeval.traces``):
+    ``ctxeval.load_traces(source, format=NAME)``, ``ctxeval evaluate FILE --from NAME``.
+
+    :meth:`read` yields, lazily, one ``(position, row)`` per trace: ``position`` is where the
+    trace is in ``source`` (the 1-based line of a file where it ends, or its row), ``row`` the
+    sample as a dict of sample fields (``id``, ``user_input``, ``retrieved_contexts``...; other
+    keys go to the sample's metadata), or a :class:`~ctxeval.DataError` saying why this trace
+    gives no sample (its ``sample_id`` the trace id, its message naming the span): a lenient
+    run makes it that sample's error rows, a strict read raises it. ``mapping`` holds the
+    user's choices (``--map FIELD=PATH``), checked by the reader (a :class:`~ctxeval.ConfigError`
+    for a key it does not know, raised when :meth:`read` is called).
+    """
+
+    @property
+    def name(self) -> str:
+        """The format's name (``--from NAME``)."""
+        ...
+
+    def read(self, source: Any, mapping: Mapping[str, str]) -> Iterator[tuple[int, Any]]:
+        """The samples of the traces in ``source`` (a file, a folder, a DataFrame...)."""
         ...
 
 

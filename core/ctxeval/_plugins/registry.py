@@ -59,6 +59,7 @@ from ctxeval._plugins.groups import (
     METRICS,
     PROTOCOLS,
     RUNNERS,
+    TRACES,
     WRITERS,
 )
 from ctxeval._plugins.ir_aliases import is_ir_name, resolve_ir_name
@@ -70,6 +71,7 @@ from ctxeval._plugins.protocols import (
     Matcher,
     Metric,
     RunnerPlugin,
+    TraceReader,
     Writer,
 )
 from ctxeval._plugins.status import (
@@ -322,6 +324,12 @@ class Registry:
         """Build the embedder registered under ``name`` with ``options``."""
         embedder: Embedder = self.create(EMBEDDERS, name, **options)
         return embedder
+
+    def get_trace_reader(self, name: str, /, **options: Any) -> TraceReader:
+        """Build the trace reader registered under ``name`` (``openinference``, ``mlflow``...)
+        with ``options``."""
+        reader: TraceReader = self.create(TRACES, name, **options)
+        return reader
 
     def _entry(self, group: str, name: str) -> Entry:
         self._check_group(group)

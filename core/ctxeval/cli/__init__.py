@@ -246,6 +246,31 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="make each bad input row error rows (exit 1) and score the others, not stop",
     )
+    ev.add_argument(
+        "--from",
+        dest="from_format",
+        metavar="FORMAT",
+        help="DATA holds traces, not samples: openinference (OTLP JSON), mlflow, langsmith, "
+        "phoenix, or a trace reader plugin's name; one trace is one sample (docs/traces.md)",
+    )
+    ev.add_argument(
+        "--map",
+        action="append",
+        metavar="FIELD=PATH",
+        help="with --from: where the reader finds FIELD (question=root, retrieval=last, "
+        "id_key=metadata.doc_id ...); repeat for more",
+    )
+    ev.add_argument(
+        "--references",
+        metavar="FILE",
+        help="with --from: reference data (qrels, or samples with an id and reference fields) "
+        "joined to the traces on --join-on",
+    )
+    ev.add_argument(
+        "--join-on",
+        metavar="ATTRIBUTE",
+        help="the trace attribute whose value is a reference's id (default trace_id)",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary")
     ev.set_defaults(command_module="evaluate")
 

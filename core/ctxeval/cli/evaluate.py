@@ -503,6 +503,65 @@ def _finish_qrels(qrels: Any) -> bool:
     return True
 
 
+def _check_trace_options(args: argparse.Namespace, trec: bool) -> None:
+    """``--map``, ``--references`` and ``--join-on`` go with ``--from``; ``--from`` with DATA."""
+    if not args.from_format:
+        for given, option in ((args.map, "--map"), (args.references, "--references")):
+            if given:
+                raise UsageError(f"{option} goes with --from FORMAT (DATA holds traces)")
+        if args.join_on:
+            raise UsageError("--join-on goes with --from FORMAT and --references FILE")
+    elif trec:
+        raise UsageError("--from reads DATA as traces: give DATA, not --qrels/--run")
+    elif args.join_on and not args.references:
+        raise UsageError("--join-on names what to join --references on: add --references FILE")
+
+
+def _trace_mapping(specs: Sequence[str] | None) -> dict[str, str]:
+    """``--map FIELD=PATH ...`` as a dict."""
+    mapping: dict[str, str] = {}
+    for spec in specs or ():
+        field, sep, value = spec.partition("=")
+        if not sep or not field.strip() or not value.strip():
+            raise UsageError(f"--map: give FIELD=PATH, e.g. --map retrieval=last; got {spec!r}")
+        mapping[field.strip()] = value.strip()
+    return mapping
+
+
+def _traces(args: argparse.Namespace, path: Path, *, strict: bool = True) -> Any:
+    """The samples of the traces in ``path`` (``--from FORMAT``), references joined."""
+    from ctxeval._data.traces import load_traces
+    from ctxeval._errors import ConfigError
+
+    try:
+        return load_traces(
+            path,
+            format=args.from_format,
+            mapping=_trace_mapping(args.map),
+            references=args.references,
+            join_on=args.join_on,
+            strict=strict,
+        )
+    except ConfigError as exc:
+        raise UsageError(f"--from {args.from_format}: {exc}") from None
+
+
+class _TraceSamples:
+    """The traces' samples read again (the report finds samples by id in them), quietly:
+    a trace that gives no sample keeps its place, as it does in a lenient run."""
+
+    def __init__(self, args: argparse.Namespace, path: Path) -> None:
+        self._args = args
+        self._path = path
+
+    def __iter__(self) -> Any:
+        from ctxeval._data.sample import Sample
+
+        stream = _traces(self._args, self._path)
+        for item in stream._samples_and_errors():
+            yield item if isinstance(item, Sample) else None
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ctxeval._data.loading import load_samples
 
@@ -529,6 +588,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     elif args.complete:
         raise UsageError("--complete goes with --qrels/--run (it adds the qrels' queries)")
+    _check_trace_options(args, trec)
     specs = [parse_metric(m) for m in (args.metric or [])]
     for entry in run.get("metrics", []):
         if not isinstance(entry, dict) or "name" not in entry:
@@ -558,7 +618,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         path = Path(str(data))
         # (with --lenient, the run makes each bad row's error rows: the stream stays strict)
-        samples = load_samples(path)
+        samples = _traces(args, path) if args.from_format else load_samples(path)
     stdout = console()
     if args.dry_run:
         provider = provider or llm_provider(
@@ -598,7 +658,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     folder = qrels = None
     try:
         qrels = _begin_qrels(args, f"{args.qrels} and {args.run}" if trec else str(path))
-        total = len(samples) if trec else count_rows(path) if path.exists() else None
+        total = (
+            len(samples)
+            if trec
+            else count_rows(path)
+            if path.exists() and not args.from_format
+            else None
+        )
         names = [m.name for m in metrics]
         totals = _totals(names, labels, metrics)
         if out:
@@ -611,7 +677,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     title=f"ctxeval: {path.name}",
                     formats=formats,
                     totals=totals,
-                    lookup=file_lookup(samples if trec else path),
+                    lookup=file_lookup(
+                        samples if trec else _TraceSamples(args, path) if args.from_format else path
+                    ),
                     lock=claim,
                 )
             except UnwritableFolderError as exc:  # its files cannot be begun (a link...)

@@ -29,7 +29,7 @@ What is here:
   :class:`LLMProvider` (and :class:`PricedLLMProvider`, one that gives a :class:`Price`),
   :class:`ChatTransport` (with its :class:`Completion`), :class:`Writer` (and
   :class:`StreamingWriter`, which writes its file as rows come, with its :class:`RowFile`;
-  :class:`SummaryWriter`, whose file holds the summary only),
+  :class:`SummaryWriter`, whose file holds the summary only), :class:`TraceReader`,
   :class:`RunContext` (and the :class:`Limits` it reports, the :class:`PluginLookup` its
   ``registry`` is); the values :class:`Unit`,
   :class:`Verdict`, :class:`Sample`, and :class:`Evaluation` (what a writer writes);
@@ -136,6 +136,7 @@ from ctxeval._plugins.protocols import (
     RunContext,
     StreamingWriter,
     SummaryWriter,
+    TraceReader,
     Unit,
     Verdict,
     Votes,
@@ -213,6 +214,7 @@ __all__ = [
     "Status",
     "StreamingWriter",
     "SummaryWriter",
+    "TraceReader",
     "TransientCallError",
     "Unit",
     "UnknownNameError",
