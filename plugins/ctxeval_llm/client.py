@@ -14,9 +14,9 @@ left behind is not a step. The probe is one *attempt*, not one call: any outcome
 refusal of the mode (an answer, a timeout, an answer that is not a completion, a 5xx) ends
 the probing, and the others go at the configured concurrency (a probe held for its whole
 call, retries included, made a judge that never answers take one deadline per call, one call
-at a time: 12 samples took 59 s at a 5 s deadline, #56). The mode in use is in each row's provenance (``output_mode``). Whatever
-the mode, the schema is also written in the prompt from the second step on, and the answer is
-validated strictly.
+at a time: 12 samples took 59 s at a 5 s deadline, #56). The mode in use is in each row's
+provenance (``output_mode``). Whatever the mode, the schema is also written in the prompt from
+the second step on, and the answer is validated strictly.
 
 Requests to a local server that says how many it computes at once (llama.cpp's slots,
 llama-cpp-python's one at a time; :mod:`ctxeval_llm.slots`) are held to that number here,

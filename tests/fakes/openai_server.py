@@ -78,6 +78,7 @@ import random
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -320,6 +321,10 @@ class FakeOpenAI:
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 1024  # the default of 5 makes bursts wait for SYN retries
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                if not isinstance(sys.exc_info()[1], ConnectionResetError):  # a client hung up
+                    super().handle_error(request, client_address)
 
         server = Server(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
