@@ -47,6 +47,7 @@ import attrs
 
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._calls.limits import SharedLimits, TokenBucket
+from ctxeval._errors import RunnerError
 from ctxeval._results.results import MetricResult
 from ctxeval._run.execute import get_runner
 from ctxeval._run.local import LocalRunner, score_locally
@@ -61,6 +62,7 @@ __all__ = [
     "RowSink",
     "RunPlan",
     "Runner",
+    "RunnerError",
     "SQLiteCache",
     "ScoredPart",
     "SharedLimits",
