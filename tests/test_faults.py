@@ -8,14 +8,18 @@ there long enough that a busy machine cuts no healthy request (each counts at bo
 from __future__ import annotations
 
 import json
+import threading
 import zlib
+from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 import ctxeval
 from ctxeval import RetryPolicy, Status
+from ctxeval.cli import main
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI
 from llm_judge import Judge
@@ -163,3 +167,149 @@ def test_a_plugin_that_hangs_is_cut_by_the_metric_timeout() -> None:
     assert [r.status for r in hangs] == [Status.ERROR, Status.ERROR]
     assert "did not finish within 1 s (metric_timeout)" in (hangs[0].reason or "")
     assert len(evaluation.results) == 4
+
+
+# --- a judge that takes requests and never answers, or answers wrongly at once (#56) ------------
+# Before: the output-mode probe held every other call for its whole call (retries included), and
+# a retry queued behind every call not started: 12 samples took 59 s at a 5 s deadline, 200
+# samples about 200 deadlines. Now the calls go at the configured concurrency, a retry before a
+# new call, and the run stops (EndpointUnresponsiveError, exit 2) once
+# RetryPolicy.unanswered_after calls in a row ended at their deadline or malformed, none ever
+# answered well.
+
+QUICK = RetryPolicy(deadline=0.6, initial_backoff=0.05, max_backoff=0.1, jitter=0.0)
+"""A small deadline, so that a judge that never answers is quick to test."""
+GUARD = 30
+"""Seconds a run here may take before the test fails: the old code took about N deadlines."""
+
+
+def many(n: int) -> list[dict[str, Any]]:
+    return [{**SAMPLES[0], "id": f"h{i}"} for i in range(n)]
+
+
+def judged(
+    server: FakeOpenAI,
+    samples: list[dict[str, Any]],
+    retry: RetryPolicy = QUICK,
+    **options: Any,
+) -> ctxeval.Evaluation:
+    llm = LLMConfig(model="openai/judge", api_base=server.url, api_key="sk-faults", timeout=0.2)
+
+    async def main() -> ctxeval.Evaluation:
+        with anyio.fail_after(GUARD):
+            return await ctxeval.aevaluate(
+                samples, ["context_recall"], llm=llm, retry=retry, **options
+            )
+
+    return anyio.run(main)
+
+
+def test_calls_to_a_judge_that_never_answers_go_at_the_configured_concurrency() -> None:
+    """Twelve samples, concurrency 12: twelve requests hang at once (it was one at a time),
+    and each row is an error naming the deadline."""
+    with FakeOpenAI(lambda request: "hang") as server:
+        never_stop = attrs.evolve(QUICK, unanswered_after=1000)
+        evaluation = judged(server, many(12), never_stop, max_concurrency=12)
+        assert server.peak_in_flight == 12
+    assert len(evaluation.results) == 12
+    for row in evaluation.results:
+        assert row.status is Status.ERROR
+        assert "CallTimeoutError" in (row.reason or "")
+        assert "0.6 s deadline" in (row.reason or "")
+
+
+def test_200_samples_against_a_server_that_never_answers_stop_with_one_message(
+    tmp_path: Path,
+) -> None:
+    """A server that accepts every connection and answers nothing (its slot probe included):
+    the run stops after the first round of calls, with one error that says what to check; the
+    calls not sent are never sent, and the rows finished before are journaled."""
+    journal = tmp_path / "journal.jsonl"
+    with FakeOpenAI() as server:
+        server.hung = True
+        with pytest.raises(ctxeval.EndpointUnresponsiveError) as caught:
+            judged(server, many(200), max_concurrency=12, journal=journal)
+        sent = server.hung_requests
+    message = str(caught.value)
+    assert "8 calls in a row ended at their deadline" in message
+    assert "none ever succeeded" in message
+    assert "api_base" in message
+    assert "0.6 s deadline" in message  # what the last call ended with
+    assert sent < 100  # not 200 samples' calls: the calls not started were never sent
+    assert isinstance(caught.value, ctxeval.UnusableLLMError)  # the command line exits 2
+    rows = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+    assert all(row["status"] == "error" for row in rows)
+
+
+@pytest.mark.parametrize("answer", ["html", "empty", "not-completion", "malformed"])
+def test_a_judge_that_answers_wrongly_at_once_stops_the_run(answer: str) -> None:
+    """An HTML page, an empty 200, JSON that is no completion, prose for JSON: answered at once
+    but never usable; the calls go at once (they went one at a time) and the run stops."""
+    with (
+        FakeOpenAI(lambda request: answer) as server,
+        pytest.raises(ctxeval.EndpointUnresponsiveError, match="never gave a usable"),
+    ):
+        judged(server, many(40), max_concurrency=8)
+
+
+def test_a_judge_slow_to_start_is_not_stopped() -> None:
+    """The first round of requests all time out (a model loading), then the judge answers:
+    every row is scored, the run is not stopped."""
+    good = judge()
+    lock = threading.Lock()
+    seen = [0]
+
+    def slow_start(request: dict[str, Any]) -> Any:
+        with lock:
+            seen[0] += 1
+            first = seen[0] <= 12
+        return "hang" if first else good(request)
+
+    with FakeOpenAI(slow_start) as server:
+        patient = attrs.evolve(QUICK, deadline=5.0)
+        evaluation = judged(server, many(40), patient, max_concurrency=12)
+    assert [r.status for r in evaluation.results] == [Status.OK] * 40
+
+
+def test_a_judge_that_answered_once_then_hangs_gives_error_rows_not_a_stop() -> None:
+    """A judge that ever answered well is never stopped for its timeouts: each later call ends
+    at its deadline as an error row, and the run goes on to the end."""
+    good = judge()
+    answered = threading.Event()
+
+    def once(request: dict[str, Any]) -> Any:
+        if answered.is_set():
+            return "hang"
+        answered.set()
+        return good(request)
+
+    with FakeOpenAI(once) as server:
+        evaluation = judged(server, many(30), max_concurrency=12)
+    statuses = [r.status for r in evaluation.results]
+    assert statuses[0] is Status.OK
+    assert statuses[1:] == [Status.ERROR] * 29
+
+
+def test_the_command_line_stops_a_run_against_a_hung_server_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in many(200)), encoding="utf-8")
+    out = tmp_path / "run"
+    with FakeOpenAI() as server:
+        server.hung = True
+        args = ["evaluate", str(data), "-m", "context_recall", "--model", "openai/judge",
+                "--api-base", server.url, "--timeout", "0.2", "--deadline", "0.6",
+                "--max-concurrency", "12", "--out", str(out), "-q"]  # fmt: skip
+        try:
+            code = main(args)
+        except SystemExit as exc:
+            code = exc.code
+        sent = server.hung_requests
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "the run stopped" in err
+    assert "never gave a usable answer" in err
+    assert "--resume" in err
+    assert "Traceback" not in err
+    assert sent < 100

@@ -53,6 +53,7 @@ SUITES = [
     "tests/test_bad_paths.py",
     "tests/test_litellm_bounds.py",
     "tests/test_lenient_rows.py",
+    "tests/test_hostile_runners.py",
     "tests/test_reliability_table.py",
 ]
 """The reliability suites: each of their tests is named in the page."""

@@ -343,7 +343,7 @@ class Mismatched(Backwards):
 @pytest.mark.parametrize(
     ("runner", "error", "message"),
     [
-        (Twice(), ctxeval.DataError, "part 0 of the rows twice"),
+        (Twice(), ctxeval.RunnerError, "part 0 of the rows twice"),
         (Mismatched(), ctxeval.ConfigError, "digest"),
     ],
 )

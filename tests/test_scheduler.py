@@ -586,6 +586,41 @@ async def test_slots_hold_at_most_their_total_first_come_first_served(total: int
         assert sorted(entered) == list(range(7))
 
 
+async def test_a_retry_takes_a_slot_before_the_calls_not_started() -> None:
+    """A call's retry goes before the calls that have not started: queued behind them, each
+    call's deadline (its own time, not its turns in the queue) took N / concurrency turns, and
+    a judge that never answers made the run last about N deadlines / concurrency."""
+    slots = Slots(1)
+    await slots.acquire()
+    order: list[str] = []
+
+    async def waiter(name: str, retry: bool) -> None:
+        await slots.acquire(retry)
+        order.append(name)
+        slots.release()
+
+    async with anyio.create_task_group() as group:
+        calls = [("new 1", False), ("new 2", False), ("retry 1", True), ("retry 2", True)]
+        for queued, (name, retry) in enumerate(calls, 1):
+            group.start_soon(waiter, name, retry)
+            while slots.waiting < queued:  # queued in this order
+                await anyio.sleep(0)
+        slots.release()
+    assert order == ["retry 1", "retry 2", "new 1", "new 2"]
+    assert (slots.held, slots.waiting) == (0, 0)
+
+
+async def test_a_cancelled_retry_leaves_no_slot_held() -> None:
+    slots = Slots(1)
+    await slots.acquire()
+    with anyio.move_on_after(0.01):
+        await slots.acquire(retry=True)
+    assert (slots.held, slots.waiting) == (1, 0)
+    slots.release()
+    await slots.acquire(retry=True)  # free: taken at once
+    assert slots.held == 1
+
+
 async def test_a_free_slot_is_taken_at_once_and_a_raised_total_lets_waiters_in() -> None:
     slots = Slots(1)
     await slots.acquire()  # free: taken without waiting

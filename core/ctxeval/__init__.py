@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._errors import CtxevalError as CtxevalError
     from ctxeval._errors import DataError as DataError
     from ctxeval._errors import EndpointUnreachableError as EndpointUnreachableError
+    from ctxeval._errors import EndpointUnresponsiveError as EndpointUnresponsiveError
     from ctxeval._errors import FatalCallError as FatalCallError
     from ctxeval._errors import InvalidResultError as InvalidResultError
     from ctxeval._errors import MalformedOutputError as MalformedOutputError
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._errors import PluginConflictError as PluginConflictError
     from ctxeval._errors import PluginError as PluginError
     from ctxeval._errors import RateLimitError as RateLimitError
+    from ctxeval._errors import RunnerError as RunnerError
     from ctxeval._errors import ServiceError as ServiceError
     from ctxeval._errors import SessionClosedError as SessionClosedError
     from ctxeval._errors import TransientCallError as TransientCallError
@@ -115,6 +117,7 @@ _PUBLIC: dict[str, str] = {
     "DataError": "ctxeval._errors",
     "DeterministicMetric": "ctxeval._plugins.protocols",
     "EndpointUnreachableError": "ctxeval._errors",
+    "EndpointUnresponsiveError": "ctxeval._errors",
     "Evaluation": "ctxeval._results.evaluation",
     "Extractor": "ctxeval._plugins.protocols",
     "FatalCallError": "ctxeval._errors",
@@ -135,6 +138,7 @@ _PUBLIC: dict[str, str] = {
     "PluginInfo": "ctxeval._plugins.registry",
     "Progress": "ctxeval._run.progress",
     "RateLimitError": "ctxeval._errors",
+    "RunnerError": "ctxeval._errors",
     "Registry": "ctxeval._plugins.registry",
     "RetryPolicy": "ctxeval._run.settings",
     "RowStream": "ctxeval._run.rowstream",

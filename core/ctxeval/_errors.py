@@ -17,6 +17,8 @@ shown to a user as it is.
     ├── InvalidResultError   a metric produced a result that breaks the score policy
     ├── BudgetExceededError  a run stopped at its cost limit (its journal can be resumed)
     ├── CacheError           the LLM answer cache cannot be used (locked by another process)
+    ├── RunnerError          a runner handed the run's rows over wrongly (a part missing, a
+    │                        row lost or added, a part out of place)
     └── CallError            a call to a service (an LLM) failed
         ├── TransientCallError   worth retrying
         │   ├── RateLimitError       429 Too Many Requests (with ``retry_after`` when given)
@@ -30,7 +32,9 @@ shown to a user as it is.
                 ├── AuthenticationError       401/403: a wrong or unauthorised key
                 ├── MissingCredentialsError   no key where the provider needs one
                 ├── ModelNotFoundError        the endpoint does not serve the model
-                └── EndpointUnreachableError  no connection ever succeeded
+                ├── EndpointUnreachableError  no connection ever succeeded
+                └── EndpointUnresponsiveError no call ever got a usable answer: the first
+                                              calls all ended at their deadline or malformed
 
 Plugins raise the :class:`CallError` subclasses (or errors carrying an HTTP ``status_code``) from
 the functions they give to :meth:`RunContext.call`; the scheduler retries exactly the transient
@@ -53,6 +57,7 @@ __all__ = [
     "CtxevalError",
     "DataError",
     "EndpointUnreachableError",
+    "EndpointUnresponsiveError",
     "FatalCallError",
     "InvalidResultError",
     "MalformedOutputError",
@@ -62,6 +67,7 @@ __all__ = [
     "PluginConflictError",
     "PluginError",
     "RateLimitError",
+    "RunnerError",
     "ServiceError",
     "SessionClosedError",
     "TransientCallError",
@@ -311,6 +317,21 @@ class ModelNotFoundError(UnusableLLMError):
 class EndpointUnreachableError(UnusableLLMError):
     """Every call so far failed to connect (refused, DNS failure), none ever got an answer:
     check ``api_base`` and that the server is running."""
+
+
+class EndpointUnresponsiveError(UnusableLLMError):
+    """The endpoint takes requests but no call ever got a usable answer: the first
+    ``RetryPolicy.unanswered_after`` calls in a row all ended at their deadline (no answer, or
+    only answers that are no chat completion, 5xx) or on malformed answers: check that the
+    server at ``api_base`` is the model server and that it is working, or raise ``timeout`` for
+    a judge that is slow to answer its first request."""
+
+
+class RunnerError(CtxevalError):
+    """A runner (``ctxeval.runners``) handed the run's rows over wrongly: a part never handed
+    (or handed twice, or past the last), a sample whose rows are not exactly one per metric of
+    the plan, a sample in the wrong part. The message names the runner, the part and the
+    sample; the rows it handed are not a result."""
 
 
 class BudgetExceededError(CtxevalError):

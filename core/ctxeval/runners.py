@@ -56,6 +56,7 @@ import attrs
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._calls.ledger import BudgetLedger
 from ctxeval._calls.limits import SharedLimits, TokenBucket
+from ctxeval._errors import RunnerError
 from ctxeval._results.results import MetricResult
 from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
 from ctxeval._run.execute import get_runner
@@ -74,6 +75,7 @@ __all__ = [
     "RowSink",
     "RunPlan",
     "Runner",
+    "RunnerError",
     "SQLiteCache",
     "ScoredPart",
     "SharedLimits",

@@ -13,7 +13,12 @@ A responder gets the parsed request body (a dict) and returns what to answer:
 * a ``str``: the assistant message content (a normal 200 reply with usage numbers);
 * a :class:`Reply`: full control (status, headers, raw body, delay, hang);
 * a :class:`Fault` name: ``"429"``, ``"500"``, ``"401"``, ``"hang"``, ``"truncated"``,
-  ``"malformed"`` (see :meth:`FakeOpenAI.fault_reply`).
+  ``"malformed"``, and answers at once but wrong: ``"html"`` (a 200 HTML page), ``"empty"``
+  (an empty 200), ``"not-completion"`` (JSON that is no chat completion) (see
+  :meth:`FakeOpenAI.fault_reply`).
+
+``hung=True`` makes the whole server accept every connection and never answer (any path,
+``GET`` as ``POST``: a judge whose process is stuck), until it stops.
 
 ``faults=`` injects faults at random rates before the responder is asked (seeded, so a test is
 reproducible), and ``latency=`` delays every answer. ``max_in_flight=`` makes the server answer
@@ -71,6 +76,9 @@ import json
 import math
 import random
 import re
+import select
+import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -96,7 +104,8 @@ class Reply:
     headers: Mapping[str, str] = attrs.field(factory=dict)
     delay: float = 0.0
     hang: bool = False
-    """Never answer (until the server stops): the client's timeout must cut it."""
+    """Never answer (until the client hangs up or the server stops): the client's timeout
+    must cut it."""
     reset: bool = False
     """Drop the connection (TCP reset) without answering."""
     endless: bool = False
@@ -210,6 +219,10 @@ class FakeOpenAI:
         """Requests (numbered from 0 in arrival order) answered 503, as a provider outage."""
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.hung = False
+        self.hung_requests = 0
+        """Requests :attr:`hung` accepted (any path) and never answered."""
+        """Accept every request (any path) and never answer it, until the server stops."""
         self.props: dict[str, Any] | None = None
         """What ``GET /props`` answers (llama.cpp's server: ``{"total_slots": N}``); None: 404."""
         self._random = random.Random(seed)
@@ -252,6 +265,9 @@ class FakeOpenAI:
                 return
 
             def do_POST(self) -> None:
+                if fake.hung:
+                    fake._hang(self)
+                    return
                 path = self.path.rstrip("/")
                 if path == "/v1/files":
                     fake._upload(self)
@@ -270,6 +286,9 @@ class FakeOpenAI:
                     fake._handle(self)
 
             def do_GET(self) -> None:
+                if fake.hung:
+                    fake._hang(self)
+                    return
                 path = self.path.rstrip("/")
                 if path == "/stats":  # for benchmarks in other processes
                     self._send(200, json.dumps(fake.stats()).encode(), {})
@@ -302,6 +321,10 @@ class FakeOpenAI:
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 1024  # the default of 5 makes bursts wait for SYN retries
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                if not isinstance(sys.exc_info()[1], ConnectionResetError):  # a client hung up
+                    super().handle_error(request, client_address)
 
         server = Server(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
@@ -378,6 +401,13 @@ class FakeOpenAI:
             return Reply(200, content='{"answer": "yes"}')
         if fault == "broken-body":
             return Reply(200, body=b'{"id": "x", "choices": [')
+        if fault == "html":  # a proxy's or a login page, at once, with 200
+            return Reply(200, body=b"<!doctype html><html><body>Sign in</body></html>",
+                         headers={"Content-Type": "text/html"})  # fmt: skip
+        if fault == "empty":
+            return Reply(200, body=b"")
+        if fault == "not-completion":  # JSON, but no chat completion
+            return Reply(200, body=b'{"status": "ok", "message": "service is up"}')
         if fault == "reset":
             return Reply(reset=True)
         if fault == "endless":
@@ -391,6 +421,36 @@ class FakeOpenAI:
                 body=b'{"error": {"message": "The model does not exist or you do not have access to it.", "type": "invalid_request_error", "code": "model_not_found"}}',
             )
         raise ValueError(f"unknown fault {fault!r}")
+
+    def _hang(self, handler: Any) -> None:
+        """Count the request (any path; in :attr:`in_flight` while its client waits), then
+        answer nothing until the client hangs up or the server stops."""
+        if handler.command == "POST":
+            self._body(handler)
+        with self._lock:
+            self.hung_requests += 1
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            self._wait_for_hangup(handler)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _wait_for_hangup(self, handler: Any) -> None:
+        """Answer nothing until the client hangs up (a timeout) or the server stops."""
+        handler.close_connection = True
+        connection = handler.connection
+        while not self._stopping.is_set():
+            ready, _, _ = select.select([connection], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                if not connection.recv(1, socket.MSG_PEEK):
+                    return  # the client hung up
+            except OSError:
+                return
+            self._stopping.wait(0.05)  # (more bytes of a request: not a hang-up)
 
     def _random_fault(self) -> Reply | None:
         """A fault drawn at the configured rates (``faults``), or None."""
@@ -421,6 +481,9 @@ class FakeOpenAI:
             "malformed",
             "wrong-schema",
             "broken-body",
+            "html",
+            "empty",
+            "not-completion",
             "429-no-retry-after",
             "endless",
             "404-model",
@@ -507,7 +570,6 @@ class FakeOpenAI:
             else:
                 reply = (self._choose_embedding if embedding else self._choose)(request)
             if reply.reset:
-                import socket
                 import struct
 
                 handler.close_connection = True
@@ -518,7 +580,7 @@ class FakeOpenAI:
                     handler.connection.close()
                 return
             if reply.hang:
-                self._stopping.wait(60)
+                self._wait_for_hangup(handler)
                 return
             if reply.endless:
                 self._send_endless(handler)

@@ -95,7 +95,15 @@ class SharedLimits(Protocol):
 
 
 class Slots:
-    """At most :attr:`total` holders at once, served first come, first served.
+    """At most :attr:`total` holders at once, served first come, first served, except that
+    a call's retry goes before the calls not started yet (``acquire(retry=True)``).
+
+    Retries first: a call's deadline counts its own attempts and the waits between them, not
+    its turns in the queue, so a retry queued behind every call not yet started (FIFO) made
+    each call's deadline take N / concurrency turns of the queue: 200 calls to a judge that
+    never answers all in progress at once, none ending before all had been tried, the run
+    lasting about N x the deadline / concurrency (#56). Served first, the calls started end
+    within about their deadline, and new ones start in the gaps (a retry's backoff).
 
     :attr:`total` may change while slots are held: raised, it lets waiters in at once;
     lowered below the slots held, newcomers wait until enough holders have left.
@@ -110,6 +118,7 @@ class Slots:
         self._total = total
         self._held = 0
         self._waiting: deque[anyio.Event] = deque()
+        self._retries: deque[anyio.Event] = deque()  # served before _waiting
 
     @property
     def total(self) -> int:
@@ -129,22 +138,24 @@ class Slots:
     @property
     def waiting(self) -> int:
         """The calls waiting for a slot."""
-        return len(self._waiting)
+        return len(self._waiting) + len(self._retries)
 
-    async def acquire(self) -> None:
-        """Take a slot: at once when one is free and nobody waits, else in turn."""
-        if self._held < self._total and not self._waiting:
+    async def acquire(self, retry: bool = False) -> None:
+        """Take a slot: at once when one is free and nobody waits (no retry, for a retry),
+        else in turn; a ``retry`` (of a call already started) before the others."""
+        if self._held < self._total and not self._retries and (retry or not self._waiting):
             self._held += 1
             return
         turn = anyio.Event()
-        self._waiting.append(turn)
+        queue = self._retries if retry else self._waiting
+        queue.append(turn)
         try:
             await turn.wait()
         except BaseException:  # cancelled: give back the slot handed over meanwhile, if one was
             if turn.is_set():
                 self.release()
             else:
-                self._waiting.remove(turn)
+                queue.remove(turn)
             raise
 
     def release(self) -> None:
@@ -153,9 +164,9 @@ class Slots:
         self._hand_over()
 
     def _hand_over(self) -> None:
-        while self._waiting and self._held < self._total:
+        while self._held < self._total and (self._retries or self._waiting):
             self._held += 1  # held for the waiter, which is woken holding it
-            self._waiting.popleft().set()
+            (self._retries or self._waiting).popleft().set()
 
     async def __aenter__(self) -> None:
         await self.acquire()
@@ -168,15 +179,16 @@ class _Slot:
     """:meth:`Gate.slot`: a class, not an ``asynccontextmanager`` (one per LLM request; a
     generator's set-up costs twice as much)."""
 
-    __slots__ = ("_gate", "_lease", "_tokens")
+    __slots__ = ("_gate", "_lease", "_retry", "_tokens")
 
-    def __init__(self, gate: Gate, tokens: float) -> None:
+    def __init__(self, gate: Gate, tokens: float, retry: bool) -> None:
         self._gate = gate
         self._tokens = tokens
+        self._retry = retry
         self._lease: object = None
 
     async def __aenter__(self) -> int:
-        self._lease = await self._gate._enter(self._tokens)
+        self._lease = await self._gate._enter(self._tokens, self._retry)
         return self._gate.in_flight
 
     async def __aexit__(self, *exc: object) -> None:
@@ -253,6 +265,8 @@ class Gate:
         """Calls that succeeded."""
         self.connect_failures = 0
         """Connection failures in a row (reset by any answer)."""
+        self.unanswered = 0
+        """Calls in a row that ended at their deadline or malformed, while none succeeded."""
         self._recent: deque[tuple[int, bool]] = deque(maxlen=max(8, 2 * limits.max_concurrency))
         """The latest answers: the calls in flight with each, and whether it was taken."""
 
@@ -261,17 +275,18 @@ class Gate:
         """The concurrency allowed now (lower than the maximum after 429s)."""
         return self._slots.total
 
-    def slot(self, tokens: float = 0.0) -> AbstractAsyncContextManager[int]:
+    def slot(self, tokens: float = 0.0, *, retry: bool = False) -> AbstractAsyncContextManager[int]:
         """Hold one call slot: waits out a pause, the rate budgets and the concurrency limit.
 
         Gives (``async with gate.slot() as sent_with``) the calls in flight as this one is
         sent, itself included (give it to :meth:`on_success`). Once the resource is known
         unusable (a refused key...), no further request is sent: the slot raises that error at
-        once.
+        once. A ``retry`` (an attempt after the first of a call) gets a slot before the calls
+        not started yet (:class:`Slots`).
         """
-        return _Slot(self, tokens)
+        return _Slot(self, tokens, retry)
 
-    async def _enter(self, tokens: float) -> object:
+    async def _enter(self, tokens: float, retry: bool = False) -> object:
         """Wait for a slot and take it (see :meth:`slot`); the shared lease, if any."""
         self._check_refused()
         if self._paused_until != -math.inf:
@@ -280,7 +295,7 @@ class Gate:
             await self._requests.take(1)
         if self._tokens is not None and tokens > 0:
             await self._tokens.take(tokens)
-        await self._slots.acquire()
+        await self._slots.acquire(retry)
         try:
             self._check_refused()
             if self._paused_until != -math.inf:  # a 429 may have come in while we queued

@@ -28,6 +28,8 @@ from ctxeval._errors import (
     CallTimeoutError,
     ConnectionFailedError,
     EndpointUnreachableError,
+    EndpointUnresponsiveError,
+    MalformedOutputError,
     UnusableLLMError,
 )
 from ctxeval._plugins.hooks import AsyncCloseable
@@ -256,7 +258,7 @@ class Scheduler:
         timing = AttemptClock()  # the loop's clock and timers (this task's, for each attempt)
 
         async def attempt() -> T:
-            async with gate.slot(tokens) as sent_with:
+            async with gate.slot(tokens, retry=bool(clock.failures)) as sent_with:
                 self.check_budget()  # checked at send time
                 meter.requests += 1
                 cut = self._attempt_limit(limit, clock.spent)
@@ -349,9 +351,42 @@ class Scheduler:
                 attempt, should_retry, out_of_time, clock, gate, resource, meter
             )
         except Exception as exc:
+            final = exc
             if clock.expired and policy.deadline is not None and exc is clock.last:
-                raise _deadline_error(resource, policy.deadline, clock) from exc
-            raise
+                final = _deadline_error(resource, policy.deadline, clock)
+            self._count_unanswered(gate, clock, final)
+            if final is exc:
+                raise
+            raise final from exc
+
+    def _count_unanswered(self, gate: Gate, clock: _CallClock, exc: BaseException) -> None:
+        """A call to ``gate``'s resource failed with ``exc``: while no call to it ever
+        succeeded, count the calls in a row that ended at their deadline or on a malformed
+        answer (none refused with a 429: rate limits are waited out, not a dead judge), and
+        stop the run at ``retry.unanswered_after`` of them with
+        :class:`~ctxeval.EndpointUnresponsiveError`, closing the gate (later calls fail at
+        once, unsent). Any other failure ends the streak."""
+        if gate.successes or gate.refused is not None or isinstance(exc, ConnectionFailedError):
+            return  # (a connection failure counts towards unreachable_after instead)
+        if not isinstance(exc, (CallTimeoutError, MalformedOutputError)) or (
+            "HTTP 429" in clock.failures
+        ):
+            gate.unanswered = 0
+            return
+        gate.unanswered += 1
+        if gate.unanswered < self.retry.unanswered_after:
+            return
+        what = "malformed" if isinstance(exc, MalformedOutputError) else "at its deadline"
+        stop = EndpointUnresponsiveError(
+            f"{gate.name} never gave a usable answer: {gate.unanswered} calls in a row ended "
+            f"at their deadline or on a malformed answer, and none ever succeeded (the last "
+            f"ended {what}: {exc}); check that the server at the endpoint (api_base / "
+            "--api-base) is the model server and is working, or raise the timeout "
+            "(--timeout, LLMConfig(timeout=...)) for a judge slow to answer its first request "
+            "(RetryPolicy(unanswered_after=...) sets how many such calls stop the run)"
+        )
+        gate.on_refused(stop)
+        raise stop from exc
 
     async def _retry(
         self,

@@ -98,12 +98,14 @@ async def execute(
         max_buffer_size=max(1, math.ceil(in_flight * len(plan.metrics) / BATCH_ROWS))
     )
     sink = RowSink(plan, send, tracker, journal, max_held=in_flight)
+    sink.expect(samples, str(getattr(runner, "name", type(runner).__name__)))
     failure: list[BaseException] = []
 
     async def drive() -> None:
         async with send:
             try:
                 await runner.run(plan, samples, sink)
+                sink.finish()  # every part handed, none held, every sample's rows
             except Exception as exc:  # raised to the reader after the rows before it
                 failure.append(exc)
 

@@ -79,6 +79,12 @@ class RetryPolicy:
         max_retry_after: the longest ``Retry-After`` honoured, in seconds.
         unreachable_after: connection failures in a row, with no answer ever from the endpoint,
             after which the run stops with :class:`~ctxeval.EndpointUnreachableError`.
+        unanswered_after: calls in a row that ended at their deadline (no answer within it, or
+            only answers that are no chat completion, 5xx) or on a malformed answer, with no
+            call to the resource ever answered well, after which the run stops with
+            :class:`~ctxeval.EndpointUnresponsiveError` (default 8: with the default
+            concurrency of 16, the first round of calls; a judge that ever answered well is
+            never stopped so, nor are calls a 429 held back).
     """
 
     deadline: float | None = attrs.field(
@@ -91,6 +97,7 @@ class RetryPolicy:
     max_malformed_retries: int = attrs.field(default=2, validator=_setting(non_negative_int))
     max_retry_after: float = attrs.field(default=300.0, validator=_setting(positive_number))
     unreachable_after: int = attrs.field(default=3, validator=_setting(positive_int))
+    unanswered_after: int = attrs.field(default=8, validator=_setting(positive_int))
 
     def __attrs_post_init__(self) -> None:
         if self.deadline is None and self.max_attempts is None:

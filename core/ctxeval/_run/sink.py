@@ -7,21 +7,30 @@ errors, tokens and cost), checked (no sample id scored twice, the cost cap), and
 the reader in input order. A runner hands rows in *parts*: part ``0`` holds the first rows of
 the input, part ``1`` the next, and so on, a part being one sample's rows or a whole chunk's.
 Parts may arrive in any order (one worker finishes before another); the sink passes them on in
-the order of their numbers, holding the early ones. A runner that has handed part ``n`` out of
-order is made to wait in :meth:`RowSink.put` while too many parts are held, so memory stays
-bounded behind a slow part.
+the order of their numbers, holding the early ones. At most ``max_held`` parts are held: a part
+beyond that, while the part to pass on next is missing, is refused with a
+:class:`~ctxeval.RunnerError` naming the missing part (it waited here, and a runner that would
+never hand the missing part hung for ever, #56), so memory stays bounded behind a slow part.
+
+The sink checks what a runner hands it (the runner SPI is public; #56): each part is a whole
+number not handed before; its rows are whole samples, each one row per metric of the plan, in
+the plan's order and names (checked per part, on columns of the rows, not row by row in
+Python); when the input is a list, each part passed on starts and ends with the samples of
+the input at its place; and once ``run`` returns (:meth:`RowSink.finish`), no part is held
+and, when the input's length is known, every sample has its rows. Anything else is a
+:class:`~ctxeval.RunnerError` naming the runner, the part and the sample.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Sized
+from operator import attrgetter
 from typing import Any, Protocol
 
-import anyio
-
-from ctxeval._errors import BudgetExceededError, ConfigError, DataError
+from ctxeval._data.sample import Sample
+from ctxeval._errors import BudgetExceededError, ConfigError, DataError, RunnerError
 from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import MetricResult
 from ctxeval._run.plan import RunPlan
@@ -31,6 +40,9 @@ from ctxeval._run.rows import DUPLICATE_ID_HINT, SET_ASIDE
 __all__ = ["GatheredParts", "RowLog", "RowReceiver", "RowSink", "SampleDigests"]
 
 logger = logging.getLogger(__name__)
+
+_METRIC = attrgetter("metric")
+_SAMPLE_ID = attrgetter("sample_id")
 
 
 class RowReceiver(Protocol):
@@ -72,15 +84,30 @@ class RowSink:
         self._held: dict[int, Sequence[MetricResult]] = {}
         self._next = 0
         self._passing = False
-        self._room = anyio.Condition()
         self._max_held = max(1, max_held)
         self._seen: set[str | None] = set()
         self._previous = plan.previous
         self._cap = plan.settings.max_cost_usd
         self._spent = 0.0
         self._last = math.inf  # the part that ended early, if one did
+        self._beyond: set[int] = set()  # parts handed after the one that ended early
+        self._names = list(plan.names)
+        self._samples = 0  # the samples of the parts passed on
+        self._input: Sequence[Any] | None = None  # the input, when a list (its ids checked)
+        self._expected: int | None = None  # the input's samples, when known
+        self.runner = "the runner"
+        """Who hands the rows (named in a :class:`~ctxeval.RunnerError`)."""
         self.journaled_rows = 0
         """The rows this run wrote to its journal (those of metrics that call out)."""
+
+    def expect(self, samples: Any, runner: str) -> None:
+        """The input the runner named ``runner`` scores: its length, when it has one, is the
+        samples :meth:`finish` expects rows of; a list's ids are checked part by part."""
+        self.runner = f"runner {runner!r}"
+        if isinstance(samples, Sized) and not isinstance(samples, (str, bytes, Mapping)):
+            self._expected = len(samples)
+        if isinstance(samples, (list, tuple)):
+            self._input = samples
 
     async def put(
         self,
@@ -103,17 +130,31 @@ class RowSink:
         rows of later parts are still journaled (a resume reuses them).
 
         Raises:
+            RunnerError: ``part`` is not a whole number from 0, was handed before, or is more
+                than ``max_held`` parts ahead of a missing one; or the rows are not whole
+                samples with one row per metric of the plan, in its order; or the samples
+                are not those of the input at the part's place (see the module).
             DataError: a sample id of these rows was in an earlier part (two samples with one
-                id), or ``part`` was handed over before.
+                id).
             BudgetExceededError: the rows handed over so far cost more than the run's
                 ``max_cost_usd`` (the rows are kept; stop taking new samples).
             ConfigError: ``digests`` does not have one digest per row.
         """
-        if part < self._next or part in self._held or part == self._last:
-            raise DataError(f"the runner handed part {part} of the rows twice")
+        self._check_part(part)
         if digests is not None and len(digests) != len(rows):
             raise ConfigError(
                 f"RowSink.put: {len(digests)} digest(s) for {len(rows)} row(s); give one per row"
+            )
+        self._check_rows(part, rows)
+        if part > self._last:
+            self._beyond.add(part)  # (counted before anything else: no await in between)
+        elif part != self._next and len(self._held) >= self._max_held:
+            raise RunnerError(
+                f"{self.runner} handed part {part} while part {self._next}, the next to pass "
+                f"on, is missing and {len(self._held)} later parts are held already (at most "
+                f"{self._max_held}, samples_in_flight): part {self._next} was never handed, or "
+                "is too far behind; hand every part, at most that many ahead of the first "
+                "missing one"
             )
         rows, digests = self._check_ids(rows, digests)
         self.record(rows, digests)
@@ -121,14 +162,116 @@ class RowSink:
             self._last = min(part, self._last)
             for later in [p for p in self._held if p > part]:
                 del self._held[later]  # journaled already; not for the reader
+                self._beyond.add(later)
         if part > self._last:
+            self._beyond.add(part)
             return
-        while part != self._next and len(self._held) >= self._max_held:
-            async with self._room:
-                await self._room.wait()
         self._held[part] = rows
         await self._pass_on()
         self._check_budget(rows)
+
+    def _check_part(self, part: object) -> None:
+        """Refuse a part number that is not a whole number from 0, or was handed before."""
+        if type(part) is not int or part < 0:
+            raise RunnerError(
+                f"{self.runner} handed part {part!r}: parts are numbered 0, 1, 2... in input order"
+            )
+        if part < self._next or part in self._held or part == self._last or part in self._beyond:
+            raise RunnerError(f"{self.runner} handed part {part} of the rows twice")
+
+    def _check_rows(self, part: int, rows: Sequence[MetricResult]) -> None:
+        """Refuse rows that are not whole samples, each one row per metric of the plan in its
+        order (on the rows' columns: a few list operations per part, not a loop per row)."""
+        names = self._names
+        if isinstance(rows, RowBlock):
+            given = [column.metric for column in rows.columns]
+            if given != names:
+                first = rows.sample_ids[0] if len(rows.sample_ids) else None
+                raise RunnerError(
+                    f"{self.runner}, part {part}, sample {first!r}: the rows are of the "
+                    f"metrics {given}, not of the plan's {names}"
+                )
+            return
+        width = len(names)
+        metrics = list(map(_METRIC, rows))
+        if metrics != names * (len(rows) // width) or len(rows) % width:
+            at = _first_difference(metrics, names * (len(rows) // width + 1))
+            sample = rows[at - at % width].sample_id  # (the sample whose rows are wrong)
+            found = metrics[at - at % width : at - at % width + width]
+            raise RunnerError(
+                f"{self.runner}, part {part}, sample {sample!r}: its rows are of the metrics "
+                f"{found}, not one row for each metric of the plan, {names}, in that order (a "
+                "row lost, added, or of a metric the plan lacks)"
+            )
+        if width > 1:
+            ids = list(map(_SAMPLE_ID, rows))
+            firsts = ids[::width]
+            for offset in range(1, width):
+                if ids[offset::width] != firsts:
+                    at = _first_difference(firsts, ids[offset::width])
+                    raise RunnerError(
+                        f"{self.runner}, part {part}, sample {firsts[at]!r}: its "
+                        f"{names[offset]!r} row is of sample {ids[at * width + offset]!r} (a "
+                        "sample's rows go together, one per metric)"
+                    )
+
+    def _check_place(self, part: int, rows: Sequence[MetricResult]) -> None:
+        """Count the samples of ``part`` (passed on now, in order) and, when the input is a
+        list, check that its first and last samples are the input's at that place."""
+        width = len(self._names)
+        if isinstance(rows, RowBlock):
+            ids: Sequence[str | None] = rows.sample_ids
+            count = len(ids)
+        else:
+            count = len(rows) // width
+            ids = [rows[0].sample_id, rows[-1].sample_id] if rows else []
+        start, self._samples = self._samples, self._samples + count
+        if self._expected is not None and self._samples > self._expected:
+            raise RunnerError(
+                f"{self.runner}, part {part}: rows of {self._samples} samples passed on so far, "
+                f"and the input has {self._expected} (a sample scored twice, or rows made up)"
+            )
+        if self._input is None or not count:
+            return
+        for position, given in ((start, ids[0]), (start + count - 1, ids[-1])):
+            expected = _input_id(self._input[position], position)
+            if expected is None or given is None or given == expected:
+                continue
+            if given.rstrip("#") != expected:  # (a lenient run's repeated id: "q3#")
+                raise RunnerError(
+                    f"{self.runner}, part {part}, sample {given!r}: at this place of the input "
+                    f"(sample {position + 1}) is sample {expected!r}: parts must hold the "
+                    "samples in input order, part 0 the first"
+                )
+
+    def finish(self) -> None:
+        """After the runner's ``run`` returned: every part up to the last passed on, none
+        held, and, when the input's length is known, rows for every sample.
+
+        Raises:
+            RunnerError: naming the runner, the part missing and the sample.
+        """
+        if self._held:
+            after = sorted(self._held)
+            raise RunnerError(
+                f"{self.runner} returned without handing part {self._next}: part(s) "
+                f"{', '.join(map(str, after[:3]))}{'...' if len(after) > 3 else ''} came after "
+                f"it and were never passed on (sample {self._samples + 1} of the input on)"
+            )
+        if self._last != math.inf or self._expected is None:
+            return
+        if self._samples != self._expected:
+            at = self._samples
+            named = _input_id(self._input[at], at) if self._input is not None else None
+            which = f"sample {at + 1}" + (f" ({named!r})" if named is not None else "")
+            raise RunnerError(
+                f"{self.runner} returned having handed rows of {self._samples} of the "
+                f"{self._expected} samples (parts 0 to {self._next - 1}): part {self._next}, "
+                f"from {which} on, was never handed"
+                if self._next
+                else f"{self.runner} returned without handing any part: part 0, from {which} "
+                f"on, was never handed ({self._expected} samples)"
+            )
 
     def record(self, rows: Sequence[MetricResult], digests: Sequence[str] | None) -> None:
         """Journal and count ``rows`` (a row reused from an interrupted run is counted as
@@ -227,9 +370,8 @@ class RowSink:
         try:
             while self._next in self._held:
                 rows = self._held.pop(self._next)
+                self._check_place(self._next, rows)
                 self._next += 1
-                async with self._room:
-                    self._room.notify_all()
                 if rows:
                     await self._send.send(rows)
         finally:
@@ -239,6 +381,11 @@ class RowSink:
         """Pass ``rows`` on as they are: rows already in input order and already recorded
         (core's own local runner orders its rows itself)."""
         if rows:
+            self._samples += (
+                len(rows.sample_ids)
+                if isinstance(rows, RowBlock)
+                else len(rows) // len(self._names)
+            )
             await self._send.send(rows)
 
     @property
@@ -252,6 +399,30 @@ class RowSink:
     def parts_passed(self) -> int:
         """How many parts have been passed on (the next part expected)."""
         return self._next
+
+
+def _first_difference(found: Sequence[Any], expected: Sequence[Any]) -> int:
+    """The first position where ``found`` differs from ``expected`` (the length of ``found``
+    when it is a beginning of ``expected``)."""
+    for position, (one, other) in enumerate(zip(found, expected, strict=False)):
+        if one != other:
+            return position
+    return len(found)
+
+
+def _input_id(item: Any, position: int) -> str | None:
+    """The id the run gives the input ``item`` at ``position`` (its own, else its position),
+    or None when it cannot be told cheaply (an item the run converts)."""
+    given = (
+        item.id
+        if isinstance(item, Sample)
+        else item.get("id", None)
+        if isinstance(item, Mapping)
+        else ...
+    )
+    if given is ...:
+        return None
+    return str(position) if given is None else given if isinstance(given, str) else None
 
 
 class GatheredParts:

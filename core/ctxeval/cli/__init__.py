@@ -142,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--timeout", type=float, metavar="S", help="seconds one LLM request may take")
     ev.add_argument(
+        "--deadline",
+        type=float,
+        metavar="S",
+        help="seconds one LLM call may take, its retries included (150)",
+    )
+    ev.add_argument(
         "--metric-timeout",
         type=float,
         metavar="S",

@@ -135,6 +135,7 @@ _OPTION_OF = {
     "max_cost_usd": "--max-cost",
     "metric_timeout": "--metric-timeout",
     "timeout": "--timeout",
+    "deadline": "--deadline",
 }
 
 BATCH_SAMPLES_IN_FLIGHT = 1_000_000
@@ -156,10 +157,14 @@ def _settings(
     """The run's settings from the command line and the run file, each checked, a bad one
     named as the option it came from."""
     from ctxeval._errors import ConfigError
+    from ctxeval._run.settings import RetryPolicy
 
     batch = _batch(args, run)
     try:
+        deadline = getattr(args, "deadline", None)
+        retry = RetryPolicy() if deadline is None else RetryPolicy(deadline=deadline)
         return RunSettings(
+            retry=retry,
             max_concurrency=_first(args.max_concurrency, run.get("max_concurrency"), 16),
             journal=Path(out) / "journal.jsonl" if out else None,
             resume=args.resume,

@@ -7,12 +7,16 @@ llama-cpp-python answers) gets, step by step, JSON mode with the schema given in
 ``response_format`` (llama-cpp-python enforces it by grammar), plain JSON mode, the server's
 own constrained-decoding fields (vLLM ``guided_json``, llama.cpp ``json_schema``), and at last
 the schema in the prompt only; a local server the slot probe recognised as llama-cpp-python
-starts at the second step, without a refused request. Until one mode has been answered, one
-request at a time probes the endpoint (the others wait, outside their time budget), so a
-refusal steps down once, not once per concurrent request; a refusal of a mode already left
-behind is not a step. The mode in use is in each row's provenance (``output_mode``). Whatever
-the mode, the schema is also written in the prompt from the second step on, and the answer is
-validated strictly.
+starts at the second step, without a refused request. Until the endpoint has shown whether it
+takes the mode, one request at a time probes it (the others wait, outside their time budget),
+so a refusal steps down once, not once per concurrent request; a refusal of a mode already
+left behind is not a step. The probe is one *attempt*, not one call: any outcome of it but a
+refusal of the mode (an answer, a timeout, an answer that is not a completion, a 5xx) ends
+the probing, and the others go at the configured concurrency (a probe held for its whole
+call, retries included, made a judge that never answers take one deadline per call, one call
+at a time: 12 samples took 59 s at a 5 s deadline, #56). The mode in use is in each row's
+provenance (``output_mode``). Whatever the mode, the schema is also written in the prompt from
+the second step on, and the answer is validated strictly.
 
 Requests to a local server that says how many it computes at once (llama.cpp's slots,
 llama-cpp-python's one at a time; :mod:`ctxeval_llm._local.slots`) are held to that number here,
@@ -93,34 +97,51 @@ _REPAIR_SHOWN = 2000
 class OutputMode:
     """How a run asks one endpoint for structured output (shared by every request to it).
 
-    Until a request in the current mode has been answered (:attr:`confirmed`), requests go
-    one at a time (:meth:`turn`): the first is the probe, and a refusal steps down once.
+    Until an attempt in the current mode has ended otherwise than refused for its mode
+    (:attr:`settled`), requests go one at a time (:meth:`turn`): the first is the probe, and
+    a refusal steps down once. An answer in the mode also confirms it (:attr:`confirmed`).
     """
 
     def __init__(self, config: LLMConfig) -> None:
         self.mode: Mode = _first_mode(config)
         self.confirmed = self.mode == "prompt"  # nothing to refuse
+        self.settled = self.confirmed
+        """Whether requests go at once: an attempt has ended otherwise than refused for its
+        output mode (answered, timed out, failed otherwise)."""
+        self._probing: anyio.Event | None = None  # set when the probe's call ends, or settles
         self.refusals = 0
         """Requests refused for their output mode (one per step taken, when probed)."""
         self.secrets: tuple[str, ...] = _secrets(config)
         """The keys no answer may carry into a file (redacted before anything is stored)."""
         self.served: str | None = None
         """The model the endpoint last said answered (a local server names its file)."""
-        self._probe = anyio.Lock()
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
-        """While no mode is confirmed, hold the probe: one request at a time."""
-        if not self.confirmed:
-            await self._probe.acquire()
-            if not self.confirmed:
+        """While not :attr:`settled`, one call at a time: the probe. The others wait until its
+        first attempt settles the mode (:meth:`settle`: then they all go), or its call ends
+        unsettled (then the next of them probes)."""
+        while not self.settled:
+            probing = self._probing
+            if probing is None:  # this call probes
+                self._probing = probing = anyio.Event()
                 try:
-                    yield  # the probe: alone until its answer confirms the mode
+                    yield
                 finally:
-                    self._probe.release()
+                    self._probing = None
+                    probing.set()
                 return
-            self._probe.release()  # confirmed while this one waited: go on with the others
+            await probing.wait()
         yield
+
+    def settle(self) -> None:
+        """An attempt ended otherwise than refused for its output mode: requests go at once
+        from now on (a timeout says nothing against the mode; holding every call behind one
+        that never gets an answer serialises the run)."""
+        if not self.settled:
+            self.settled = True
+            if self._probing is not None:
+                self._probing.set()
 
     def start_for(self, kind: str, resource: str) -> None:
         """Before the first request: start where a server of ``kind`` (a local server the
@@ -139,6 +160,7 @@ class OutputMode:
         """A request in ``mode`` got an answer: the mode is the endpoint's."""
         if mode == self.mode:
             self.confirmed = True
+        self.settle()
 
     def refused(self, exc: CallError, mode: Mode, resource: str) -> bool:
         """After ``exc`` for a request sent in ``mode``: whether it refused the output mode.
@@ -380,10 +402,19 @@ def _attempts(
             try:
                 completion = await transport.complete(ctx, request)
             except (BadRequestError, ServiceError) as exc:
-                raise_if_overflow(exc, ctx, config, prompt, request)  # "context length"
-                if output.refused(exc, mode, bound.resource):
-                    ctx.add_usage(Usage(requests=1))  # the refused request was sent too
-                    continue
+                refused = False
+                try:
+                    raise_if_overflow(exc, ctx, config, prompt, request)  # "context length"
+                    refused = output.refused(exc, mode, bound.resource)
+                finally:
+                    if not refused:  # an answer that says nothing against the mode
+                        output.settle()
+                if not refused:
+                    raise
+                ctx.add_usage(Usage(requests=1))  # the refused request was sent too
+                continue
+            except BaseException:  # a timeout (a cancellation), any other failure
+                output.settle()
                 raise
             output.answered(mode)
             output.served = completion.model or output.served
@@ -421,13 +452,13 @@ async def _send(
     output = bound.output
     estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
     slots = bound.slots
-    limiter = await slots.limiter(bound.auth)
+    limiter = await slots.limiter(bound.auth, timeout=config.timeout)
     if not output.confirmed and slots.kind is not None:  # (the probe has recognised it)
         output.start_for(slots.kind, bound.resource)
     if bound.local:  # the window, once the server said its own, and its own count if needed
         await _check_local_window(bound, ctx, prompt, variables, canonical, limiter)
     resource, timeout = bound.resource, config.timeout
-    if output.confirmed and limiter is None:  # the usual case, once the first answer came
+    if output.settled and limiter is None:  # the usual case, once the first answer came
         return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
     async with output.turn(), limiter or nullcontext():  # waits here are not timed
         return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)

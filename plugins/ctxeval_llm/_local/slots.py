@@ -1,4 +1,6 @@
-"""How many requests a local server computes at once, found once per run (within 3 s):
+"""How many requests a local server computes at once, found once per run (within 3 s, or the
+requests' own timeout when shorter: a server that never answers holds the run no longer than
+one request's timeout):
 ctxeval then sends no more, so that requests wait in ctxeval (untimed) rather than in the
 server's queue (where the wait would count against ``timeout``).
 
@@ -104,19 +106,23 @@ class ServerSlots:
         """Whether the server has been asked (or, not being local, is never asked)."""
         return self._found
 
-    async def limiter(self, headers: dict[str, str] | None = None) -> anyio.CapacityLimiter | None:
-        """The limiter that holds requests to the server's slots, or None when not capped."""
+    async def limiter(
+        self, headers: dict[str, str] | None = None, *, timeout: float | None = None
+    ) -> anyio.CapacityLimiter | None:
+        """The limiter that holds requests to the server's slots, or None when not capped.
+        The probes take at most 3 s together, or ``timeout`` (a request's) when shorter."""
         if not self._found:
             async with self._lock:
                 if not self._found:
                     if is_local(self.endpoint):
-                        await self._discover(headers or {})
+                        limit = _PROBE_TIMEOUT if timeout is None else min(timeout, _PROBE_TIMEOUT)
+                        await self._discover(headers or {}, limit)
                     self._found = True
         return self._limiter
 
-    async def _discover(self, headers: dict[str, str]) -> None:
+    async def _discover(self, headers: dict[str, str], limit: float) -> None:
         base, root = server_urls(self.endpoint)
-        with anyio.move_on_after(_PROBE_TIMEOUT):  # all probes together: then not capped
+        with anyio.move_on_after(limit):  # all probes together: then not capped
             # the client the requests use (aiohttp on asyncio, httpx elsewhere), its own pool
             client = await open_client(self.endpoint, max_connections=1, http2=False, say=as_is)
             try:
