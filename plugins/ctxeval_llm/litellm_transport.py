@@ -179,7 +179,7 @@ class LitellmTransport:
             usage = getattr(response, "usage", None)
         except (AttributeError, IndexError) as exc:
             raise ServiceError(
-                redact(f"litellm returned no completion: {exc}", config.api_key)
+                redact(f"litellm returned no completion: {exc}", *config.secrets())
             ) from None
         if not isinstance(content, str):
             raise MalformedOutputError("the model's answer has no text content")
@@ -266,7 +266,7 @@ class LitellmTransport:
                 "; if answers this large are expected, raise the bound: "
                 "LLMConfig(max_response_bytes=...)"
             )
-        return ResponseTooLargeError(redact(message, config.api_key))
+        return ResponseTooLargeError(redact(message, *config.secrets()))
 
     async def aclose(self) -> None:
         """Close the bounded client (litellm keeps its own clients)."""

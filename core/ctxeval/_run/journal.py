@@ -67,7 +67,12 @@ def judge_identity(llm: Any) -> str:
     if isinstance(llm, Mapping):
         return f"{llm.get('model')}@{llm.get('api_base')}"
     if isinstance(llm, SpendsResource) and isinstance(llm.resource, str):
-        return llm.resource  # ctxeval_llm.LLMConfig: model@endpoint
+        # ctxeval_llm.LLMConfig: model@endpoint, the endpoint as shown (``user:***@host``);
+        # the real one too when it differs (only hashed: another account is another judge)
+        real = getattr(llm, "endpoint", None)
+        if isinstance(real, str) and not llm.resource.endswith(f"@{real}"):
+            return f"{llm.resource}\x1f{real}"
+        return llm.resource
     model = llm_model(llm)
     if model is not None:
         return model

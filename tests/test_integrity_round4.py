@@ -1,0 +1,143 @@
+"""Integrity, fourth round (#56, items 3 to 8): ``--lenient`` stays linear on one repeated id,
+no key from the endpoint URL or the answer's envelope reaches a file, no file outside the run
+is destroyed, a zero vector is a malformed answer, and the failures that were tracebacks or
+unclear say what happened and what to do."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxeval
+from ctxeval import Status
+from ctxeval.cli import main
+from ctxeval_llm import LLMConfig
+from fakes.openai_server import FakeOpenAI, Reply
+from llm_judge import Judge
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX only")
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def cli(*args: str) -> int:
+    """``ctxeval ARGS`` in this process: its exit code."""
+    try:
+        return int(main(list(args)) or 0)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def stored(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (the run's and the cache's), by name."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+# --- 4. no key from the endpoint URL or the answer's envelope ----------------------------------
+
+URL_KEY = "sk-in-the-url-0123456789"
+GRADES = {"useful": 3, "useless": 0}
+JUDGED = [
+    {
+        "id": f"s{i}",
+        "user_input": "q",
+        "reference": "r",
+        "retrieved_contexts": ["useful", f"useless {i}"],
+        "retrieved_context_ids": [f"d{i}", f"e{i}"],
+    }
+    for i in range(3)
+]
+
+
+def test_a_key_in_the_endpoint_url_is_stored_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--api-base http://user:KEY@host/v1``: every file of the run (results, summary,
+    journal, report, qrels) names the endpoint as ``user:***@host``; requests still go to the
+    real one, and the journal's fingerprint still tells two endpoints apart."""
+    from ctxeval._run.journal import fingerprint
+    from ctxeval_llm.plugins import ContextRelevance
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the URL's userinfo authenticates
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    data = write_jsonl(tmp_path / "d.jsonl", JUDGED)
+    out = tmp_path / "run"
+    with FakeOpenAI(Judge(grades=GRADES, verdicts={"useful": 1})) as server:
+        base = server.url.replace("://", f"://user:{URL_KEY}@")
+        code = cli("evaluate", str(data), "-m", "context_relevance", "-m", "context_precision",
+                   "--model", "openai/judge", "--api-base", base, "--out", str(out),
+                   "--write-qrels", str(tmp_path / "judged.qrels"), "-q")  # fmt: skip
+        shown = server.url.replace("://", "://user:***@")
+    assert code == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in rows] == ["ok"] * 6  # (the requests went to the real URL)
+    files = {**stored(out), **stored(tmp_path / "xdg"), "qrels": (tmp_path / "judged.qrels").read_bytes()}
+    for name in ("results.jsonl", "summary.json", "journal.jsonl", "report.html", "qrels"):
+        assert URL_KEY.encode() not in files[name], name
+    assert [name for name, text in files.items() if URL_KEY.encode() in text] == []
+    for name in ("results.jsonl", "summary.json", "journal.jsonl", "qrels"):
+        assert shown.encode() in files[name], name
+    # the fingerprint hashes the real endpoint: another key in the URL is another judge
+    metric = ContextRelevance()
+    prints = {
+        fingerprint(metric, LLMConfig(model="openai/j", api_base=url))
+        for url in ("http://u:one@h/v1", "http://u:two@h/v1", "http://h/v1", "http://g/v1")
+    }
+    assert len(prints) == 4
+
+
+def echoing(field_value: str) -> Any:
+    """A judge whose answers carry ``field_value`` in their envelope (model, id, fingerprint)."""
+    judge = Judge(verdicts={"useful": 1})
+
+    def respond(request: dict[str, Any]) -> Reply:
+        content = judge(request)
+        assert isinstance(content, str)
+        body = {
+            "id": field_value,
+            "object": "chat.completion",
+            "created": 0,
+            "model": field_value,
+            "system_fingerprint": field_value,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        return Reply(body=json.dumps(body).encode())
+
+    return respond
+
+
+@pytest.mark.parametrize("echoed", ["configured", "environment", "key-shaped"])
+def test_a_key_echoed_in_the_answers_envelope_is_never_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, echoed: str
+) -> None:
+    configured, gateway = "sk-configured-0123456789", "gw-7f3a9c1e5b2d4a"
+    monkeypatch.setenv("MY_GATEWAY_TOKEN", gateway)
+    secret = {"configured": configured, "environment": gateway,
+              "key-shaped": "sk-proj-nobodyconfiguredthis"}[echoed]  # fmt: skip
+    with FakeOpenAI(echoing(secret)) as server:
+        llm = LLMConfig(model="openai/judge", api_base=server.url, api_key=configured)
+        ev = ctxeval.evaluate(JUDGED, ["context_precision"], llm=llm, journal=tmp_path / "j.jsonl")
+    assert [r.status for r in ev.results] == [Status.OK] * 3
+    [judge] = ev.results[0].details["provenance"]["judges"]
+    assert judge["served_model"] == "***"  # what answered, masked: not dropped
+    ev.write(tmp_path / "run")
+    files = stored(tmp_path)
+    assert {"j.jsonl", "run/results.jsonl", "run/summary.json", "run/report.html"} <= set(files)
+    assert [name for name, text in files.items() if secret.encode() in text] == []
