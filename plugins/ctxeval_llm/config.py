@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import unquote
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import attrs
 

@@ -247,7 +247,8 @@ class OpenAIEmbedder:
         config = self._config
         if config.is_openai_default_endpoint and not config.openai_key():
             raise MissingCredentialsError(
-                f"embedder {self.name!r} goes to {self._config.shown_endpoint}, which needs an API key, and "
+                f"embedder {self.name!r} goes to {self._config.shown_endpoint}, which needs an "
+                "API key, and "
                 "none is set: export OPENAI_API_KEY=... (or pass api_key=...); for a local or "
                 "other OpenAI-compatible server, give its URL with api_base="
             )
