@@ -201,3 +201,69 @@ def test_lenient_names_the_repeats_of_one_id_from_a_counter(
     assert len(ids) == len(set(ids)) == n
     assert ids[:2] == ["", "#3"]
     assert max(map(len, ids)) <= 6
+
+
+# --- 5. no file outside the run is destroyed ---------------------------------------------------
+
+ID_ROWS = [
+    {"id": f"q{i}", "retrieved_context_ids": ["a", "b"], "reference_context_ids": ["a"]}
+    for i in range(5)
+]
+
+
+def test_a_link_planted_at_the_journals_temporary_name_is_not_followed(tmp_path: Path) -> None:
+    """``journal.jsonl.tmp`` (the old fixed name) and a guess at the new one, planted as links
+    to a file outside the run: the journal is written, the targets are untouched, nothing is
+    left behind."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    journal = tmp_path / "run" / "journal.jsonl"
+    journal.parent.mkdir()
+    for name in ("journal.jsonl.tmp", ".journal.jsonl.tmp", "journal.jsonl.partial"):
+        (journal.parent / name).symlink_to(victim)
+    ev = ctxeval.evaluate(ID_ROWS, ["id_mrr"], journal=journal)
+    assert len(ev.results) == 5
+    assert victim.read_text() == "precious\n"
+    assert json.loads(journal.read_text().splitlines()[0])["ctxeval_journal"] == 2
+    # the label sheet, the report, the qrels file: one helper, a new name each time
+    from ctxeval._output.files import write_text
+    from ctxeval.cli.label_sheet import write_new
+
+    write_text(tmp_path / "run" / "report.html", "<p>r</p>")
+    write_new(tmp_path / "run" / "sheet.jsonl", "{}\n")
+    leftovers = sorted(p.name for p in journal.parent.iterdir() if ".tmp" in p.name)
+    assert leftovers == [".journal.jsonl.tmp", "journal.jsonl.tmp"]  # (the planted links only)
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_device_or_a_fifo_at_a_written_name_is_refused_not_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--write-qrels PATH --overwrite`` on a FIFO (or ``/dev/null``) is refused with one line
+    (exit 2) before anything is scored; the FIFO is still a FIFO. The same for a journal and a
+    report written from Python."""
+    import stat
+
+    from ctxeval import ConfigError
+    from ctxeval._output.files import write_text
+
+    data = write_jsonl(tmp_path / "d.jsonl", ID_ROWS)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (str(fifo), "/dev/null"):
+        code = cli("evaluate", str(data), "-m", "id_mrr", "--out", str(tmp_path / "run"),
+                   "--write-qrels", target, "--overwrite", "-q")  # fmt: skip
+        assert code == 2
+        err = capsys.readouterr().err
+        assert f"--write-qrels {target} is a " in err
+        assert "not a regular file" in err
+        assert "Traceback" not in err
+        assert not (tmp_path / "run" / "results.jsonl").exists()  # refused before scoring
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    with pytest.raises(ConfigError, match="is a FIFO"):
+        ctxeval.evaluate(ID_ROWS, ["id_mrr"], journal=fifo)
+    with pytest.raises(ConfigError, match="is a FIFO"):
+        write_text(fifo, "x")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "pipe", "run"]

@@ -24,6 +24,7 @@ import orjson
 
 from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, DataError
+from ctxeval._output.files import NOFOLLOW, check_writable_name, write_whole
 from ctxeval._plugins.hooks import (
     SpendsResource,
     fingerprint_of,
@@ -102,7 +103,7 @@ def fingerprint(metric: Metric, llm: Any = None) -> str:
 
 
 def _open_private(path: Path, mode: str) -> IO[str]:
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC) | NOFOLLOW
     descriptor = os.open(path, flags, 0o600)
     return os.fdopen(descriptor, mode, encoding="utf-8")
 
@@ -133,6 +134,7 @@ class Journal:
         target = Path(path)
         if target.is_dir():
             raise ConfigError(f"journal={str(target)!r} is a folder: give the journal file's path")
+        check_writable_name(target)  # (a FIFO would hang the reading, a device be replaced)
         if target.parent.exists() and not target.parent.is_dir():
             raise ConfigError(
                 f"journal={str(target)!r}: {str(target.parent)!r} is a file, not a folder"
@@ -143,19 +145,14 @@ class Journal:
         if kept is None:
             kept = _read(target, prints) if resume and target.exists() else {}
         # Rewrite: header, then the rows kept (drops stale errors and a torn last line).
-        temporary = target.with_name(target.name + ".tmp")
-        try:
-            with _open_private(temporary, "w") as handle:
-                handle.write(json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n")
-                for row, digest in kept.values():
-                    handle.write(_line(row, digest))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            temporary.unlink(missing_ok=True)  # never a .tmp left behind
-            raise
-        os.chmod(target, 0o600)
+        header = json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n"
+
+        def rewrite(handle: IO[str]) -> None:
+            handle.write(header)
+            for row, digest in kept.values():
+                handle.write(_line(row, digest))
+
+        write_whole(target, rewrite)  # (a new temporary file: never a planted link followed)
         return cls(target, _open_private(target, "a")), kept
 
     @staticmethod

@@ -462,6 +462,13 @@ def _begin_qrels(args: argparse.Namespace, data: str) -> Any:
     target = Path(args.write_qrels)
     if target.is_dir():
         raise UsageError(f"--write-qrels {target}: a folder is there; give a file name")
+    from ctxeval._errors import ConfigError
+    from ctxeval._output.files import check_writable_name
+
+    try:
+        check_writable_name(target)
+    except ConfigError as exc:
+        raise UsageError(f"--write-qrels {exc}") from None
     if target.exists() and not (args.overwrite or args.resume):
         raise UsageError(
             f"--write-qrels {target}: the file exists; add --overwrite to replace it, or "
