@@ -267,3 +267,74 @@ def test_a_device_or_a_fifo_at_a_written_name_is_refused_not_replaced(
         write_text(fifo, "x")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "pipe", "run"]
+
+
+# --- 6. an all-zero embedding vector is a malformed answer --------------------------------------
+
+RECALL_ROWS = [
+    {"id": str(i), "reference_contexts": [f"the tower is in paris {i}"],
+     "retrieved_contexts": [f"Paris: the tower is in paris {i}", "bananas"]}
+    for i in range(3)
+]  # fmt: skip
+
+
+def recall_over(matcher: Any) -> Any:
+    from ctxeval.plugin import Items, compose, policy
+
+    return compose(
+        "embedding_context_recall",
+        reference=Items(field="reference_contexts", what="reference contexts"),
+        retrieved=Items(field="retrieved_contexts", what="retrieved contexts"),
+        matcher=matcher,
+        formula=policy.Recall(),
+    )
+
+
+class ZeroEmbedder:
+    """A deterministic embedder that answers the zero vector for every text."""
+
+    name = "zeros"
+    default_threshold = 0.5
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        return np.zeros((len(list(texts)), 8), dtype=np.float32)
+
+    async def aembed(self, texts: Any, ctx: Any) -> Any:
+        return self.embed(texts)
+
+
+def test_an_all_zero_embedding_is_a_malformed_answer_not_a_score_of_0() -> None:
+    """An endpoint answering zero vectors: asked again (a malformed answer), then ``error``
+    rows naming it, never ``ok`` rows scored 0.0 (the cosine with a zero vector is undefined).
+    The same for the matcher over any embedder; a blank text's zero vector still matches
+    nothing."""
+    from ctxeval import RetryPolicy
+    from ctxeval.plugin import get_matcher
+
+    def zeros(request: dict[str, Any]) -> Reply:
+        inputs = request["input"]
+        data = [{"object": "embedding", "index": i, "embedding": [0.0] * 16}
+                for i in range(len(inputs))]  # fmt: skip
+        return Reply(body=json.dumps({"object": "list", "data": data, "model": "e"}).encode())
+
+    with FakeOpenAI(embedding_responder=zeros) as server:
+        matcher = get_matcher(
+            "embedding", embedder="openai", threshold=0.6,
+            embedder_options={"model": "e", "api_base": server.url, "api_key": "sk-zero-000000"},
+        )  # fmt: skip
+        ev = ctxeval.evaluate(
+            RECALL_ROWS, [recall_over(matcher)], retry=RetryPolicy(initial_backoff=0.001)
+        )
+        asked = server.count
+    assert [r.status for r in ev.results] == [Status.ERROR] * 3
+    assert "not all zero" in (ev.results[0].reason or "")
+    assert asked >= 2  # (asked again, as any malformed answer)
+    zero = get_matcher("embedding", embedder=ZeroEmbedder(), threshold=0.5)
+    ev = ctxeval.evaluate(RECALL_ROWS, [recall_over(zero)])
+    assert [r.status for r in ev.results] == [Status.ERROR] * 3
+    assert "zero vector" in (ev.results[0].reason or "")
+    from ctxeval_embed.matcher import unit_vectors
+
+    assert unit_vectors([[0.0, 0.0], [3.0, 4.0]], ["  ", "x"]).tolist() == [[0, 0], [0.6, 0.8]]

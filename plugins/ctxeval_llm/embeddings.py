@@ -334,7 +334,7 @@ class OpenAIEmbedder:
             if vector is None:
                 raise MalformedOutputError(
                     f"{where}: item {position} has no embedding (a non-empty list of finite "
-                    "numbers)"
+                    "numbers, not all zero)"
                 )
             ordered[index] = vector
         vectors = [v for v in ordered if v is not None]
@@ -502,6 +502,6 @@ def _vector_of(value: Any) -> np.ndarray[Any, Any] | None:
         vector = np.asarray(value, dtype=np.float32)
     else:
         return None
-    if not np.isfinite(vector).all():
-        return None
+    if not np.isfinite(vector).all() or not vector.any():
+        return None  # (a zero vector: its cosine with anything is undefined)
     return vector
