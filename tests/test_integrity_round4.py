@@ -5,6 +5,8 @@ unclear say what happened and what to do."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -338,3 +340,137 @@ def test_an_all_zero_embedding_is_a_malformed_answer_not_a_score_of_0() -> None:
     from ctxeval_embed.matcher import unit_vectors
 
     assert unit_vectors([[0.0, 0.0], [3.0, 4.0]], ["  ", "x"]).tolist() == [[0, 0], [0.6, 0.8]]
+
+
+# --- 7. no traceback -----------------------------------------------------------------------------
+
+
+class FullDiskHandle:
+    """The journal's file on a full disk: its writes are buffered, every flush fails."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def close(self) -> None:
+        self.real.close()
+        self.flush()
+
+
+def test_a_journal_filling_the_disk_stops_the_run_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The journal's write failing (a full disk) stops the run with the one line a full disk
+    gives (exit 1, what to free, ``--resume``); closing the journal in ``execute``'s
+    ``finally`` no longer raises the same failure again over it (it was a traceback ending in
+    ``OSError: [Errno 28]`` from ``journal.close()``)."""
+    from ctxeval._run import journal as journal_module
+
+    real_open = journal_module._open_private
+
+    def full(path: Path, mode: str) -> Any:
+        handle = real_open(path, mode)
+        return FullDiskHandle(handle) if "a" in mode else handle
+
+    monkeypatch.setattr(journal_module, "_open_private", full)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-journal-000000")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    data = write_jsonl(tmp_path / "d.jsonl", JUDGED)
+    with FakeOpenAI(Judge(verdicts={"useful": 1})) as server:
+        code = cli("evaluate", str(data), "-m", "context_precision", "--model", "openai/j",
+                   "--api-base", server.url, "--out", str(tmp_path / "run"), "-q")  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Errno 28" not in err  # (the fake server may print a reset of its own)
+    assert "Exception Group" not in err
+    assert "journal.jsonl): No space left on device" in err
+    assert "free some space" in err
+    assert "--resume" in err
+    from ctxeval._output.files import UnwritableFolderError
+
+    with FakeOpenAI(Judge(verdicts={"useful": 1})) as server:
+        llm = LLMConfig(model="openai/j", api_base=server.url)
+        with pytest.raises(UnwritableFolderError, match="No space left on device") as caught:
+            ctxeval.evaluate(JUDGED, ["context_precision"], llm=llm, journal=tmp_path / "j.jsonl")
+    assert caught.value.filename == str(tmp_path / "j.jsonl")
+
+
+def test_the_viewer_indexes_the_readable_rows_and_names_the_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A results.jsonl with a line that is not JSON, a row without ``sample_id`` and a torn
+    last line: the viewer indexes the other rows and one warning names the first bad line
+    (it was a traceback)."""
+    from ctxeval._view.index import ensure_index
+    from ctxeval._view.sources import run_source
+
+    data = write_jsonl(tmp_path / "d.jsonl", ID_ROWS)
+    out = tmp_path / "run"
+    assert cli("evaluate", str(data), "-m", "id_mrr", "--out", str(out), "-q") == 0
+    good = (out / "results.jsonl").read_text()
+    (out / "results.jsonl").write_text(
+        good + "not json\n" + '{"metric": "id_mrr", "score": 1.0}\n' + good.splitlines()[0][:40]
+    )
+    caplog.set_level(logging.WARNING, logger="ctxeval._view.index")
+    index = ensure_index([run_source(out)])
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(index)) as db:
+        assert db.execute("SELECT count(*) FROM samples").fetchone()[0] == 5
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith("3 line(s) of ")
+    assert f"(the first: {out / 'results.jsonl'}:6: not JSON" in warning
+
+
+def test_report_on_rows_the_summary_does_not_name_computes_their_numbers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``ctxeval report RUN`` when results.jsonl holds a metric summary.json lacks: the
+    numbers are computed again from the rows, with a warning (it was a KeyError)."""
+    data = write_jsonl(tmp_path / "d.jsonl", ID_ROWS)
+    out = tmp_path / "run"
+    assert cli("evaluate", str(data), "-m", "id_mrr", "--out", str(out), "-q") == 0
+    with (out / "results.jsonl").open("a") as rows:
+        rows.write((out / "results.jsonl").read_text().replace('"id_mrr"', '"other"'))
+    (out / "report.html").unlink()
+    caplog.set_level(logging.WARNING, logger="ctxeval._output.rebuild")
+    assert cli("report", str(out)) == 0
+    assert "names no metric 'other'" in caplog.text
+    assert "other" in (out / "report.html").read_text()
+
+
+def test_a_page_offset_past_what_sqlite_holds_is_a_400(tmp_path: Path) -> None:
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from ctxeval._view.index import ensure_index
+    from ctxeval._view.server import make_server, server_url
+    from ctxeval._view.sources import run_source
+
+    data = write_jsonl(tmp_path / "d.jsonl", ID_ROWS)
+    out = tmp_path / "run"
+    assert cli("evaluate", str(data), "-m", "id_mrr", "--out", str(out), "-q") == 0
+    runs = [run_source(out)]
+    server = make_server(runs, ensure_index(runs))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = server_url(server) + "api/samples?offset="
+        for offset in (2**63, 2**64 + 5, 10**40):
+            with pytest.raises(urllib.error.HTTPError) as failed:
+                urllib.request.urlopen(base + str(offset), timeout=60)
+            assert failed.value.code == 400
+            assert "offset <=" in json.loads(failed.value.read())["error"]
+        with urllib.request.urlopen(base + str(2**62), timeout=60) as page:
+            assert json.loads(page.read())["samples"] == []
+    finally:
+        server.shutdown()
+        server.server_close()

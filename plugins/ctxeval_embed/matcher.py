@@ -117,7 +117,7 @@ def unit_vectors(vectors: Any, texts: Sequence[str]) -> Vectors:
     if not np.isfinite(array).all():
         raise ValueError("the embedder gave a vector that is not finite (NaN or infinity)")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
-    for row in np.flatnonzero(norms[:, 0] == 0):
+    for row in map(int, np.flatnonzero(norms[:, 0] == 0)):
         if texts[row].strip():
             raise ValueError(
                 f"the embedder gave a zero vector for text {row + 1} of {count} "

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOFOLLOW",
+    "UnwritableFolderError",
     "check_writable_name",
     "new_temporary",
     "private_open",
@@ -38,6 +39,12 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 _KINDS = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
           stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
+class UnwritableFolderError(OSError):
+    """A file of the run folder (or the journal) could not be written (a full disk, a planted
+    link, no permission): the ``OSError`` it came from (its ``errno``, ``strerror`` and
+    ``filename``), told apart from an error reading the input."""
 
 
 def check_writable_name(path: Path) -> None:

@@ -24,7 +24,12 @@ import orjson
 
 from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, DataError
-from ctxeval._output.files import NOFOLLOW, check_writable_name, write_whole
+from ctxeval._output.files import (
+    NOFOLLOW,
+    UnwritableFolderError,
+    check_writable_name,
+    write_whole,
+)
 from ctxeval._plugins.hooks import (
     SpendsResource,
     fingerprint_of,
@@ -173,12 +178,25 @@ class Journal:
         self.write_many((row,), (digest,))
 
     def write_many(self, rows: Iterable[MetricResult], digests: Iterable[str]) -> None:
-        """Append ``rows`` (each with its sample's digest) and flush them."""
-        self._handle.write("".join(map(_line, rows, digests)))
-        self._handle.flush()
+        """Append ``rows`` (each with its sample's digest) and flush them.
+
+        Raises:
+            UnwritableFolderError: the journal cannot be written (a full disk): the run stops,
+                the rows written before are kept.
+        """
+        try:
+            self._handle.write("".join(map(_line, rows, digests)))
+            self._handle.flush()
+        except OSError as exc:
+            raise UnwritableFolderError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def close(self) -> None:
-        self._handle.close()
+        """Close the file. Rows it could not write were refused by :meth:`write_many` (the run
+        stopped there): failing to flush them again is logged, never raised over that error."""
+        try:
+            self._handle.close()
+        except OSError as exc:
+            logger.debug("%s: the journal's last rows could not be written: %s", self.path, exc)
 
 
 def _line(row: MetricResult, digest: str) -> str:
