@@ -9,16 +9,20 @@ import contextlib
 import errno
 import json
 import logging
+import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 import ctxeval
 from ctxeval import Status
+from ctxeval._plugins.base import BaseMetric
 from ctxeval.cli import main
 from ctxeval.runners import get_runner
 from ctxeval_llm import LLMConfig
@@ -474,3 +478,113 @@ def test_a_page_offset_past_what_sqlite_holds_is_a_400(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- 8. clear errors -----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class KillsItsWorker(BaseMetric):
+    """An async metric (its rows are journaled) whose worker process is killed at sample q7."""
+
+    registry_name = "kills_its_worker"
+    requires = ("retrieved_context_ids", "reference_context_ids")
+
+    async def ascore(self, sample: ctxeval.Sample, ctx: ctxeval.RunContext) -> Any:
+        if sample.id == "q7" and multiprocessing.parent_process() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return ctxeval.get_metric("id_mrr").score(sample)
+
+
+def test_a_worker_killed_under_the_processes_runner_says_what_is_kept_and_resume(
+    tmp_path: Path,
+) -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ctxeval._run.processes import ProcessesRunner
+
+    rows = [
+        {"id": f"q{i}", "retrieved_context_ids": ["a", "b"], "reference_context_ids": ["a"]}
+        for i in range(12)
+    ]
+    runner = ProcessesRunner(workers=2, part_size=4)
+    with pytest.raises(BrokenProcessPool) as caught:
+        ctxeval.evaluate(rows, [KillsItsWorker()], runner=runner, journal=tmp_path / "j.jsonl")
+    message = str(caught.value)
+    assert isinstance(caught.value, ctxeval.CtxevalError)
+    assert "a worker process of runner 'processes' ended abruptly" in message
+    assert "--resume" in message
+    assert "journal" in message
+
+
+@pytest.mark.usefixtures("loader_log_level")
+def test_an_over_deep_row_of_a_json_array_is_one_bad_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``.json`` array with one row nested 100 000 deep: with ``--lenient`` that row is an
+    error row naming its line and the others are scored, as in JSONL (the whole file was
+    refused); strict, the refusal names the row's line."""
+    good = [json.dumps({**row, "note": "a, ] or } in [text]"}) for row in ID_ROWS[:2]]
+    deep = '{"id": "deep", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    big = '{"id": "big", "metadata": {"n": ' + "9" * 5000 + "}}"
+    data = tmp_path / "d.json"
+    data.write_text("[\n" + ",\n".join([good[0], deep, big, good[1]]) + "\n]\n")
+    out = tmp_path / "run"
+    assert cli("evaluate", str(data), "-m", "id_mrr", "--lenient", "-q", "--out", str(out)) == 1
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["sample_id"], r["status"]) for r in rows] == [
+        ("q0", "ok"), ("1", "error"), ("2", "error"), ("q1", "ok")
+    ]  # fmt: skip
+    assert f"{data}:3: " in rows[1]["reason"]
+    assert "nested too deeply" in rows[1]["reason"]
+    assert f"{data}:4: " in rows[2]["reason"]
+    capsys.readouterr()
+    assert cli("evaluate", str(data), "-m", "id_mrr", "-q") == 2
+    err = capsys.readouterr().err
+    assert f"{data}:3: " in err
+    assert "nested too deeply" in err
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder nothing can be written in: a read-only tmpfs as root (skipped where mounting
+    is not permitted), else a folder without write permission."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    import subprocess
+
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1M", "tmpfs", str(folder)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.decode(errors='replace')}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_read_only_out_says_nothing_was_written_not_of_a_journal(
+    tmp_path: Path, read_only_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", ID_ROWS)
+    for out in (read_only_folder, read_only_folder / "run"):
+        assert cli("evaluate", str(data), "-m", "id_mrr", "--out", str(out), "-q") == 1
+        err = capsys.readouterr().err
+        assert f"cannot write the run folder ({out}" in err
+        assert "nothing was scored or written" in err
+        assert "journal" not in err
+        assert "--resume" not in err
+
+
+def test_a_journal_path_that_cannot_be_written_is_a_config_error() -> None:
+    for path in ("/proc/nope", "/proc/self/nope/journal.jsonl"):
+        with pytest.raises(ctxeval.ConfigError) as caught:
+            ctxeval.evaluate(ID_ROWS, ["id_mrr"], journal=path)
+        assert f"journal={path!r} cannot be written" in str(caught.value)
+        assert "a folder you can write" in str(caught.value)

@@ -12,6 +12,7 @@ short by a crash is ignored. The file is created with mode 0600.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -107,6 +108,18 @@ def fingerprint(metric: Metric, llm: Any = None) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
+def _unwritable(target: Path, exc: OSError) -> Exception:
+    """The error of a journal that cannot be made at ``target``: a full disk is one
+    (:class:`UnwritableFolderError`, as for any run file), else a :class:`ConfigError`
+    naming the path and what to do."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return UnwritableFolderError(exc.errno, exc.strerror, str(target))
+    return ConfigError(
+        f"journal={str(target)!r} cannot be written: {exc.strerror or exc}; give the path of "
+        "a file in a folder you can write (or leave journal= out)"
+    )
+
+
 def _open_private(path: Path, mode: str) -> IO[str]:
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC) | NOFOLLOW
     descriptor = os.open(path, flags, 0o600)
@@ -145,7 +158,10 @@ class Journal:
                 f"journal={str(target)!r}: {str(target.parent)!r} is a file, not a folder"
             )
         if not target.parent.exists():  # a run folder of its own: its owner's only
-            target.parent.mkdir(parents=True, mode=0o700)
+            try:
+                target.parent.mkdir(parents=True, mode=0o700)
+            except OSError as exc:
+                raise _unwritable(target, exc) from None
         prints = {m.name: fingerprint(m, llm) for m in metrics}
         if kept is None:
             kept = _read(target, prints) if resume and target.exists() else {}
@@ -157,8 +173,12 @@ class Journal:
             for row, digest in kept.values():
                 handle.write(_line(row, digest))
 
-        write_whole(target, rewrite)  # (a new temporary file: never a planted link followed)
-        return cls(target, _open_private(target, "a")), kept
+        try:  # (a new temporary file: never a planted link followed)
+            write_whole(target, rewrite)
+            handle = _open_private(target, "a")
+        except OSError as exc:  # /proc/nope, a read-only disk, no permission
+            raise _unwritable(target, exc) from None
+        return cls(target, handle), kept
 
     @staticmethod
     def previous(

@@ -420,8 +420,9 @@ def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
     return get_runner(name, **options)
 
 
-def _unwritable(exc: OSError, folder: Path) -> NoReturn:
-    """Stop with what could not be written and how to finish the run (exit 1)."""
+def _unwritable(exc: OSError, folder: Path, *, begun: bool = True) -> NoReturn:
+    """Stop with what could not be written and how to finish the run (exit 1); ``begun``:
+    whether the run had begun (else nothing was scored, and no journal can be there)."""
     import errno
 
     where = exc.filename or folder
@@ -433,6 +434,12 @@ def _unwritable(exc: OSError, folder: Path) -> NoReturn:
         errno.EPERM: "give yourself write access to the folder",
         errno.EROFS: "choose a folder on a writable disk",
     }.get(exc.errno or 0, "fix it")
+    if not begun:
+        fail(
+            f"cannot write the run folder ({where}): {exc.strerror or exc}; nothing was "
+            f"scored or written: {fix} (or choose another --out) and run the command again",
+            EXIT_ERRORS,
+        )
     fail(
         f"could not write the run folder ({where}): {exc.strerror or exc}; the files begun "
         f"were removed and the judged rows are kept in {folder / 'journal.jsonl'}: {fix} "
@@ -589,7 +596,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         try:
             claim = claim_folder(out)
         except UnwritableFolderError as exc:
-            _unwritable(exc, Path(out))
+            _unwritable(exc, Path(out), begun=False)
         try:
             check_out(Path(out), metrics, resume=args.resume, overwrite=args.overwrite)
         except BaseException:
@@ -617,7 +624,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     lock=claim,
                 )
             except UnwritableFolderError as exc:  # its files cannot be begun (a link...)
-                _unwritable(exc, Path(out))
+                _unwritable(exc, Path(out), begun=False)
     except BaseException:
         if claim is not None and folder is None:
             claim.release()  # (the folder, once made, releases it when it ends)
