@@ -462,15 +462,15 @@ def test_a_qrels_file_that_cannot_be_written_fails_the_run_not_the_folder(
     judged = locked / "judged.qrels"
     import ctxeval._output.qrels as module
 
-    real_open = module.private_open
+    real_open = module.new_temporary
 
-    def refuse(path: Path, **kwargs: Any) -> Any:
+    def refuse(path: Path, *args: Any) -> Any:
         if path.parent == locked:
             raise OSError(28, "No space left on device", str(path))
-        return real_open(path, **kwargs)
+        return real_open(path, *args)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module, "private_open", refuse)
+        patch.setattr(module, "new_temporary", refuse)
         code = main(["evaluate", str(data), "-m", "test_grader", "--write-qrels", str(judged),
                      "--out", str(tmp_path / "run"), "-q"])  # fmt: skip
     assert code == 1

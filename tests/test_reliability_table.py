@@ -48,6 +48,7 @@ SUITES = [
     "tests/test_bounds.py",
     "tests/test_watchdog.py",
     "tests/test_integrity_round3.py",
+    "tests/test_integrity_round4.py",
     "tests/test_trec_strict.py",
     "tests/test_csv_formulas.py",
     "tests/test_bad_paths.py",

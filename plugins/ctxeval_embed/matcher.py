@@ -96,15 +96,18 @@ def default_threshold(embedder: Embedder) -> float:
     )
 
 
-def unit_vectors(vectors: Any, count: int) -> Vectors:
-    """``vectors`` (one row per text, ``count`` rows) as float64 rows of length 1; a zero row
-    (a text with no token) stays zero, so its similarity to anything is 0.
+def unit_vectors(vectors: Any, texts: Sequence[str]) -> Vectors:
+    """``vectors`` (one row per text of ``texts``) as float64 rows of length 1; the zero row of
+    a blank text (no token) stays zero, so its similarity to anything is 0.
 
     Raises:
-        ValueError: the embedder gave another number of rows, or not a matrix.
+        ValueError: the embedder gave another number of rows, not a matrix, a number that is
+            not finite, or a zero vector for a text that is not blank (its cosine with anything
+            is undefined: a malformed answer, as NaN is).
     """
     import numpy as np
 
+    count = len(texts)
     array = np.asarray(vectors, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] != count:
         raise ValueError(
@@ -114,6 +117,13 @@ def unit_vectors(vectors: Any, count: int) -> Vectors:
     if not np.isfinite(array).all():
         raise ValueError("the embedder gave a vector that is not finite (NaN or infinity)")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
+    for row in map(int, np.flatnonzero(norms[:, 0] == 0)):
+        if texts[row].strip():
+            raise ValueError(
+                f"the embedder gave a zero vector for text {row + 1} of {count} "
+                f"({texts[row][:60]!r}): its cosine with anything is undefined (a malformed "
+                "answer)"
+            )
     unit: Vectors = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
     return unit
 
@@ -166,7 +176,7 @@ class EmbeddingMatcher:
         texts = list(dict.fromkeys([*items, *candidates]))
         if not texts:
             return []
-        vectors = unit_vectors(await self.embedder.aembed(texts, ctx), len(texts))
+        vectors = unit_vectors(await self.embedder.aembed(texts, ctx), texts)
         where = {text: i for i, text in enumerate(texts)}
         return self.verdicts(
             vectors[[where[t] for t in items]], vectors[[where[t] for t in candidates]]
@@ -210,7 +220,7 @@ class DeterministicEmbeddingMatcher(EmbeddingMatcher):
             import numpy as np
 
             return np.zeros((0, 0)), {}
-        vectors = unit_vectors(self.embedder.embed(unique), len(unique))
+        vectors = unit_vectors(self.embedder.embed(unique), unique)
         return vectors, {text: i for i, text in enumerate(unique)}
 
     def match_now(self, items: Sequence[str], candidates: Sequence[str]) -> list[Verdict]:

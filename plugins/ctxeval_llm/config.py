@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import attrs
 
@@ -13,7 +14,7 @@ from ctxeval.plugin import ChatTransport, ConfigError, Price, PricedLLMProvider,
 
 from ._pricing import price_of
 
-__all__ = ["LLMConfig", "resolve_llm"]
+__all__ = ["LLMConfig", "public_endpoint", "resolve_llm", "userinfo_secrets"]
 
 TransportName = Literal["auto", "openai", "litellm"]
 _TRANSPORT_NAMES = ("auto", "openai", "litellm")
@@ -21,6 +22,43 @@ DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 _OPENAI_NATIVE = ("gpt-", "o1", "o3", "o4", "chatgpt-")
 OPENAI_BASE = "https://api.openai.com/v1"
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """``url`` cut around its userinfo (``scheme://``, ``user:password``, ``@host/path...``),
+    or None when it has none."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    userinfo, at, _ = rest[:end].rpartition("@")
+    if not at:
+        return None
+    return f"{scheme}://", userinfo, rest[len(userinfo) :]
+
+
+def public_endpoint(url: str) -> str:
+    """``url`` as it may be stored or shown: its userinfo masked (``user:KEY@host`` becomes
+    ``user:***@host``, a lone ``KEY@host`` becomes ``***@host``). Every endpoint a run records
+    (provenance, error messages, resource names, logs) goes through here; requests go to the
+    real one."""
+    cut = _userinfo(url)
+    if cut is None:
+        return url
+    start, userinfo, rest = cut
+    user, colon, _ = userinfo.partition(":")
+    return f"{start}{user + ':***' if colon else '***'}{rest}"
+
+
+def userinfo_secrets(url: str | None) -> tuple[str, ...]:
+    """The secrets in ``url``'s userinfo (the password; a lone user name, which may be a
+    token), as they are and percent-decoded: what no message or answer may carry."""
+    cut = _userinfo(url or "")
+    if cut is None:
+        return ()
+    user, colon, password = cut[1].partition(":")
+    secret = password if colon else user
+    return tuple(s for s in dict.fromkeys((secret, unquote(secret))) if s)
 
 
 def _transport_name(value: Any) -> Any:
@@ -240,9 +278,16 @@ class LLMConfig:
         return (from_env or OPENAI_BASE).rstrip("/")
 
     @property
+    def shown_endpoint(self) -> str:
+        """:attr:`endpoint` as it is recorded and shown: without the key its userinfo may hold
+        (:func:`public_endpoint`)."""
+        return public_endpoint(self.endpoint)
+
+    @property
     def resource(self) -> str:
-        """The scheduler resource: one shared limit per model and endpoint."""
-        return f"{self.model}@{self.endpoint}"
+        """The scheduler resource: one shared limit per model and endpoint (as shown: it is
+        named in messages; the journal's fingerprint hashes the real endpoint too)."""
+        return f"{self.model}@{self.shown_endpoint}"
 
     @property
     def is_openai_compatible(self) -> bool:
@@ -269,6 +314,12 @@ class LLMConfig:
     def openai_key(self) -> str | None:
         """The API key the ``openai`` transport sends: the given one, else ``OPENAI_API_KEY``."""
         return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets this configuration holds: its key, ``OPENAI_API_KEY`` when sent, and
+        the userinfo of the endpoint (:func:`userinfo_secrets`); masked in every message."""
+        found = (self.api_key, self.openai_key(), *userinfo_secrets(self.endpoint))
+        return tuple(s for s in dict.fromkeys(found) if s)
 
     @property
     def is_openai_default_endpoint(self) -> bool:

@@ -164,7 +164,8 @@ class OpenAIEmbedder:
 
     def provenance(self, ctx: RunContext) -> Mapping[str, Any]:
         """Who embedded: the model, the endpoint and the dimensions."""
-        return {"embedder": "openai", "model": self._config.wire_model, "endpoint": self.endpoint,
+        return {"embedder": "openai", "model": self._config.wire_model,
+                "endpoint": self._config.shown_endpoint,
                 "dimensions": self.dimensions}  # fmt: skip
 
     def cache_key_of(self, text: str) -> str:
@@ -210,7 +211,7 @@ class OpenAIEmbedder:
         lengths = {len(v) for v in vectors.values()}
         if len(lengths) != 1:
             raise MalformedOutputError(
-                f"{self.name} at {self.endpoint}: vectors of different lengths "
+                f"{self.name} at {self._config.shown_endpoint}: vectors of different lengths "
                 f"{sorted(lengths)} (the cache and the server disagree; clear the cache)"
             )
         return np.stack([vectors[text] for text in texts]).astype(np.float32, copy=False)
@@ -232,7 +233,8 @@ class OpenAIEmbedder:
         config = self._config
         if config.is_openai_default_endpoint and not config.openai_key():
             raise MissingCredentialsError(
-                f"embedder {self.name!r} goes to {self.endpoint}, which needs an API key, and "
+                f"embedder {self.name!r} goes to {self._config.shown_endpoint}, which needs an "
+                "API key, and "
                 "none is set: export OPENAI_API_KEY=... (or pass api_key=...); for a local or "
                 "other OpenAI-compatible server, give its URL with api_base="
             )
@@ -290,11 +292,11 @@ class OpenAIEmbedder:
     def _parse(self, data: bytes, count: int) -> tuple[list[np.ndarray[Any, Any]], int]:
         """The vectors of an answer, in the order of the request's texts, and its prompt
         tokens; a :class:`MalformedOutputError` for anything but a well-formed answer."""
-        where = f"{self.endpoint}/embeddings"
+        where = f"{self._config.shown_endpoint}/embeddings"
         try:
             reply = orjson.loads(data)
         except orjson.JSONDecodeError:
-            snippet = redact(data[:120].decode("utf-8", "replace"), self._config.openai_key())
+            snippet = redact(data[:120].decode("utf-8", "replace"), *self._config.secrets())
             raise MalformedOutputError(f"{where}: the answer is not JSON: {snippet!r}") from None
         items = reply.get("data") if isinstance(reply, dict) else None
         if not isinstance(items, list):
@@ -317,7 +319,7 @@ class OpenAIEmbedder:
             if vector is None:
                 raise MalformedOutputError(
                     f"{where}: item {position} has no embedding (a non-empty list of finite "
-                    "numbers)"
+                    "numbers, not all zero)"
                 )
             ordered[index] = vector
         vectors = [v for v in ordered if v is not None]
@@ -485,6 +487,6 @@ def _vector_of(value: Any) -> np.ndarray[Any, Any] | None:
         vector = np.asarray(value, dtype=np.float32)
     else:
         return None
-    if not np.isfinite(vector).all():
-        return None
+    if not np.isfinite(vector).all() or not vector.any():
+        return None  # (a zero vector: its cosine with anything is undefined)
     return vector

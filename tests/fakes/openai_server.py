@@ -836,11 +836,14 @@ class FakeOpenAI:
 
 def fake_embedding(text: str, size: int = 64) -> list[float]:
     """The fake server's vector of ``text``: its lower-cased words hashed into ``size``
-    buckets with a sign, normalised to length 1 (texts sharing words point the same way)."""
+    buckets with a sign, normalised to length 1 (texts sharing words point the same way; never
+    the zero vector)."""
     vector = [0.0] * size
     for word in re.findall(r"\w+", text.lower()) or [""]:
         digest = hashlib.sha256(word.encode()).digest()
         bucket = int.from_bytes(digest[:4], "little") % size
         vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    if not any(vector):  # (words cancelled out: a model never answers zeros, ctxeval refuses)
+        vector[0] = 1.0
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]

@@ -369,7 +369,7 @@ def _read_json(path: Path) -> Iterator[Row]:
                 return
             while True:
                 line = text.count("\n", 0, position) + 1
-                row, position = decoder.raw_decode(text, position)  # RecursionError: see below
+                row, position = _array_item(decoder, text, position)
                 yield line, row, None
                 position = _skip_space(text, position)
                 if text[position : position + 1] == ",":
@@ -391,6 +391,45 @@ def _read_json(path: Path) -> Iterator[Row]:
         raise DataError("the JSON is nested too deeply to read") from None
     except ValueError as exc:  # an integer of thousands of digits
         raise DataError(f"a value that cannot be read: {str(exc).split(';')[0]}") from None
+
+
+def _array_item(decoder: json.JSONDecoder, text: str, position: int) -> tuple[Any, int]:
+    """The item of a JSON array at ``position`` and where it ends; an item nested too deeply
+    (or holding an integer of thousands of digits) is a bad row of its own, as a JSONL line
+    is, and reading goes on after it."""
+    try:
+        return decoder.raw_decode(text, position)
+    except RecursionError:
+        return _Bad("the JSON is nested too deeply to read"), _end_of_value(text, position)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of thousands of digits
+        problem = f"a value that cannot be read: {str(exc).split(';')[0]}"
+        return _Bad(problem), _end_of_value(text, position)
+
+
+def _end_of_value(text: str, start: int) -> int:
+    """Where the JSON value at ``start`` ends, found by counting brackets outside strings
+    (no recursion: the value may be nested too deeply for the parser)."""
+    depth = 0
+    position = start
+    size = len(text)
+    while position < size:
+        char = text[position]
+        if char == '"':
+            position += 1
+            while position < size and text[position] != '"':
+                position += 2 if text[position] == "\\" else 1
+        elif char in "[{":
+            depth += 1
+        elif char in "]}" or (char == "," and depth == 0):
+            if depth == 0:
+                return position  # (the end of a scalar item)
+            depth -= 1
+            if depth == 0:
+                return position + 1
+        position += 1
+    raise json.JSONDecodeError("the array is not closed", text, start)
 
 
 def _columns(document: object) -> Iterator[Row]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxeval._errors import ConfigError
-from ctxeval._output.files import NOFOLLOW, write_text
+from ctxeval._output.files import NOFOLLOW, UnwritableFolderError, write_text
 from ctxeval._output.lines import forget_evidence
 from ctxeval._output.report import SampleLookup, render_page
 from ctxeval._output.selection import ReportSelection
@@ -54,12 +54,6 @@ block's at once costs fresh memory, page by page)."""
 
 DEFAULT_FORMATS = ("jsonl", "summary", "html")
 """The writers every run folder gets: ``results.jsonl``, ``summary.json``, ``report.html``."""
-
-
-class UnwritableFolderError(OSError):
-    """A file of the run folder could not be written (a full disk, a planted link, no
-    permission): the ``OSError`` it came from (its ``errno``, ``strerror`` and ``filename``),
-    told apart from an error reading the input."""
 
 
 @contextlib.contextmanager

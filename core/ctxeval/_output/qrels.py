@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ctxeval._output.files import private_open
+from ctxeval._output.files import new_temporary, write_whole
 from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import MetricResult, json_line
 
@@ -121,8 +121,7 @@ class QrelsFile:
     ) -> None:
         self.path = Path(path)
         self.provenance = dict(provenance or {})
-        self._lines_path = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
-        self._final_path = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self._lines_path: Path | None = None  # made (a new file) at the first line
         self._handle: IO[str] | None = None  # the lines' file, made at the first line
         self._done = False
         self.error: OSError | None = None
@@ -209,7 +208,7 @@ class QrelsFile:
 
     def _write(self, line: str) -> None:
         if self._handle is None:
-            self._handle = private_open(self._lines_path)
+            self._lines_path, self._handle = new_temporary(self.path, ".part")
         self._handle.write(line)
 
     def _line(self, row: MetricResult, query: str, entry: Any) -> str | None:
@@ -311,18 +310,20 @@ class QrelsFile:
         try:
             if handle is not None:
                 handle.close()
-            with private_open(self._final_path) as out:
+            lines_path = self._lines_path
+
+            def write(out: IO[str]) -> None:
                 out.write(self.header())
-                if handle is not None:
-                    with self._lines_path.open(encoding="utf-8") as lines:
+                if lines_path is not None:
+                    with lines_path.open(encoding="utf-8") as lines:
                         shutil.copyfileobj(lines, out)
-                out.flush()
-                os.fsync(out.fileno())  # on disk before it takes the name
-            os.replace(self._final_path, self.path)
+
+            write_whole(self.path, write)  # (renamed into place once on disk)
         except BaseException:
             self.abort()
             raise
-        self._lines_path.unlink(missing_ok=True)
+        if self._lines_path is not None:
+            self._lines_path.unlink(missing_ok=True)
         self.notes = self._notes()
         return self.path
 
@@ -352,8 +353,8 @@ class QrelsFile:
         handle, self._handle = self._handle, None
         if handle is not None:
             handle.close()
-        self._lines_path.unlink(missing_ok=True)
-        self._final_path.unlink(missing_ok=True)
+        if self._lines_path is not None:
+            self._lines_path.unlink(missing_ok=True)
 
 
 def write_qrels(

@@ -148,6 +148,16 @@ def rebuild_report(
     for part in itertools.chain([first] if first else [], parts):
         selection.add(part)
         totals.add(part)
+    known = summary.get("metrics") if summary is not None else None
+    lacking = [m for m in metrics if not isinstance(known, dict) or m not in known]
+    if summary is None:
+        lacking = []
+    if lacking:  # (the summary is not these rows': another run's, or edited)
+        logger.warning(
+            "%s names no metric %r of %s: the report's numbers are computed again from the rows",
+            target / "summary.json", lacking[0], rows_file,
+        )  # fmt: skip
+        summary = None
     if summary is None:
         summary = summary_dict(totals)
     page = render_page(

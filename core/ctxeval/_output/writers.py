@@ -35,7 +35,7 @@ from typing import IO, Any, ClassVar
 import attrs
 import orjson
 
-from ctxeval._output.files import NOFOLLOW, private_open, write_text
+from ctxeval._output.files import NOFOLLOW, check_writable_name, private_open, write_text
 from ctxeval._output.lines import evidence_of, write_jsonl
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
@@ -65,7 +65,10 @@ class _PartialFile:
     def __init__(self, path: Path, *, text: bool = False) -> None:
         self.path = path
         self.partial = path.with_name(path.name + ".partial")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW  # (never through a link)
+        check_writable_name(path)  # (a device or a FIFO there would be replaced)
+        if not self.partial.is_symlink():  # a file left there (or a hard link planted) is
+            self.partial.unlink(missing_ok=True)  # not reused; a link there is refused below
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # (never through a link)
         descriptor = os.open(self.partial, flags, 0o600)
         os.fchmod(descriptor, 0o600)
         self.handle: IO[Any] = (

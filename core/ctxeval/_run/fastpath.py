@@ -118,6 +118,7 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
     From a :class:`~ctxeval.SampleStream`, the rows keep each sample's source (the JSON line
     it was read from, see :class:`~ctxeval._results.columns.RowBlock`) rather than the sample."""
     seen_ids: set[str] = set()
+    repeats: dict[str, int] = {}  # (lenient) the repeats of each id set aside so far
     index = 0
     first = run.first_index  # positional ids count from the run's first sample
     stream = samples if isinstance(samples, SampleStream) else None
@@ -159,7 +160,7 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
                     except DataError as exc:
                         if not run.lenient:
                             raise
-                        rows_of_bad = unreadable(exc, first + index, seen_ids, run.metrics)
+                        rows_of_bad = unreadable(exc, first + index, seen_ids, repeats, run.metrics)
                         run.finish_rows_of_unreadable(rows_of_bad)
                         bad.append((len(chunk), rows_of_bad))
                         index += 1

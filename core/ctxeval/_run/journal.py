@@ -12,6 +12,7 @@ short by a crash is ignored. The file is created with mode 0600.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -24,6 +25,12 @@ import orjson
 
 from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, DataError
+from ctxeval._output.files import (
+    NOFOLLOW,
+    UnwritableFolderError,
+    check_writable_name,
+    write_whole,
+)
 from ctxeval._plugins.hooks import (
     SpendsResource,
     fingerprint_of,
@@ -67,7 +74,12 @@ def judge_identity(llm: Any) -> str:
     if isinstance(llm, Mapping):
         return f"{llm.get('model')}@{llm.get('api_base')}"
     if isinstance(llm, SpendsResource) and isinstance(llm.resource, str):
-        return llm.resource  # ctxeval_llm.LLMConfig: model@endpoint
+        # ctxeval_llm.LLMConfig: model@endpoint, the endpoint as shown (``user:***@host``);
+        # the real one too when it differs (only hashed: another account is another judge)
+        real = getattr(llm, "endpoint", None)
+        if isinstance(real, str) and not llm.resource.endswith(f"@{real}"):
+            return f"{llm.resource}\x1f{real}"
+        return llm.resource
     model = llm_model(llm)
     if model is not None:
         return model
@@ -96,8 +108,20 @@ def fingerprint(metric: Metric, llm: Any = None) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
+def _unwritable(target: Path, exc: OSError) -> Exception:
+    """The error of a journal that cannot be made at ``target``: a full disk is one
+    (:class:`UnwritableFolderError`, as for any run file), else a :class:`ConfigError`
+    naming the path and what to do."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return UnwritableFolderError(exc.errno, exc.strerror, str(target))
+    return ConfigError(
+        f"journal={str(target)!r} cannot be written: {exc.strerror or exc}; give the path of "
+        "a file in a folder you can write (or leave journal= out)"
+    )
+
+
 def _open_private(path: Path, mode: str) -> IO[str]:
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC) | NOFOLLOW
     descriptor = os.open(path, flags, 0o600)
     return os.fdopen(descriptor, mode, encoding="utf-8")
 
@@ -128,30 +152,33 @@ class Journal:
         target = Path(path)
         if target.is_dir():
             raise ConfigError(f"journal={str(target)!r} is a folder: give the journal file's path")
+        check_writable_name(target)  # (a FIFO would hang the reading, a device be replaced)
         if target.parent.exists() and not target.parent.is_dir():
             raise ConfigError(
                 f"journal={str(target)!r}: {str(target.parent)!r} is a file, not a folder"
             )
         if not target.parent.exists():  # a run folder of its own: its owner's only
-            target.parent.mkdir(parents=True, mode=0o700)
+            try:
+                target.parent.mkdir(parents=True, mode=0o700)
+            except OSError as exc:
+                raise _unwritable(target, exc) from None
         prints = {m.name: fingerprint(m, llm) for m in metrics}
         if kept is None:
             kept = _read(target, prints) if resume and target.exists() else {}
         # Rewrite: header, then the rows kept (drops stale errors and a torn last line).
-        temporary = target.with_name(target.name + ".tmp")
-        try:
-            with _open_private(temporary, "w") as handle:
-                handle.write(json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n")
-                for row, digest in kept.values():
-                    handle.write(_line(row, digest))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            temporary.unlink(missing_ok=True)  # never a .tmp left behind
-            raise
-        os.chmod(target, 0o600)
-        return cls(target, _open_private(target, "a")), kept
+        header = json.dumps({"ctxeval_journal": FORMAT, "metrics": prints}) + "\n"
+
+        def rewrite(handle: IO[str]) -> None:
+            handle.write(header)
+            for row, digest in kept.values():
+                handle.write(_line(row, digest))
+
+        try:  # (a new temporary file: never a planted link followed)
+            write_whole(target, rewrite)
+            handle = _open_private(target, "a")
+        except OSError as exc:  # /proc/nope, a read-only disk, no permission
+            raise _unwritable(target, exc) from None
+        return cls(target, handle), kept
 
     @staticmethod
     def previous(
@@ -171,12 +198,25 @@ class Journal:
         self.write_many((row,), (digest,))
 
     def write_many(self, rows: Iterable[MetricResult], digests: Iterable[str]) -> None:
-        """Append ``rows`` (each with its sample's digest) and flush them."""
-        self._handle.write("".join(map(_line, rows, digests)))
-        self._handle.flush()
+        """Append ``rows`` (each with its sample's digest) and flush them.
+
+        Raises:
+            UnwritableFolderError: the journal cannot be written (a full disk): the run stops,
+                the rows written before are kept.
+        """
+        try:
+            self._handle.write("".join(map(_line, rows, digests)))
+            self._handle.flush()
+        except OSError as exc:
+            raise UnwritableFolderError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def close(self) -> None:
-        self._handle.close()
+        """Close the file. Rows it could not write were refused by :meth:`write_many` (the run
+        stopped there): failing to flush them again is logged, never raised over that error."""
+        try:
+            self._handle.close()
+        except OSError as exc:
+            logger.debug("%s: the journal's last rows could not be written: %s", self.path, exc)
 
 
 def _line(row: MetricResult, digest: str) -> str:

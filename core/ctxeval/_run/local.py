@@ -111,6 +111,7 @@ async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
         await score_in_chunks(run, samples)
         return
     seen_ids: set[str] = set()
+    repeats: dict[str, int] = {}  # (lenient) the repeats of each id set aside so far
     index = 0
     first = run.first_index
     async for item in _iterate(samples, lenient=run.lenient):
@@ -121,7 +122,7 @@ async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
             if not run.lenient:
                 raise
             await run.emitter.admit()
-            bad = unreadable(exc, first + index, seen_ids, run.metrics)
+            bad = unreadable(exc, first + index, seen_ids, repeats, run.metrics)
             run.finish_rows_of_unreadable(bad)
             await run.emitter.done(index, bad, eager=False)
             index += 1

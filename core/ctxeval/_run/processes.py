@@ -31,6 +31,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,7 +42,7 @@ import attrs
 from ctxeval._calls.limits import Limits
 from ctxeval._data.loading import SampleStream
 from ctxeval._data.sample import Sample
-from ctxeval._errors import ConfigError
+from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._results.columns import Lines, RowBlock
 from ctxeval._results.results import MetricResult
 from ctxeval._run.local import score_locally
@@ -50,7 +51,7 @@ from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.settings import RunSettings
 from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
-__all__ = ["ProcessesRunner", "divided_settings", "run_on_executor"]
+__all__ = ["ProcessesRunner", "WorkerLostError", "divided_settings", "run_on_executor"]
 
 _BYTES_PER_SAMPLE = 256
 """A JSONL file is cut into parts of ``part_size`` times this many bytes."""
@@ -60,6 +61,21 @@ _Payload = tuple[str, Any]
 _Done = tuple[list[Sequence[MetricResult]], list[list[str]] | None, BaseException | None]
 """What a worker sends back: its rows in parts, their digests, and the failure that stopped
 it (raised once its rows are in the sink)."""
+
+
+class WorkerLostError(CtxevalError, BrokenProcessPool):
+    """A worker process of the ``processes`` runner ended abruptly (killed, out of memory): the
+    run stops; the rows handed on before are kept (journaled, with a journal), and a resumed
+    run scores the others. Also a :class:`~concurrent.futures.process.BrokenProcessPool`."""
+
+
+def _lost(part: int) -> WorkerLostError:
+    return WorkerLostError(
+        f"a worker process of runner 'processes' ended abruptly (killed, or out of memory) "
+        f"while scoring part {part} of the input; the rows finished before it are kept (an LLM "
+        "metric's rows in the journal): run again with resume=True (ctxeval evaluate "
+        "--resume) to finish the run, with fewer --workers if memory ran out"
+    )
 
 
 class ProcessesRunner:
@@ -152,7 +168,12 @@ async def run_on_executor(
 
 async def _deliver(future: Future[_Done], sink: RowSink, part: int) -> int:
     """Hand a worker's rows to the sink as parts ``part``, ``part + 1``...; the next part."""
-    parts, digests, error = await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+    try:
+        parts, digests, error = await anyio.to_thread.run_sync(
+            future.result, abandon_on_cancel=True
+        )
+    except BrokenProcessPool as exc:  # (a bare BrokenProcessPool said nothing of --resume)
+        raise _lost(part) from exc
     for index, rows in enumerate(parts):
         last = error is not None and index == len(parts) - 1  # a failure ended this part
         await sink.put(part, rows, None if digests is None else digests[index], last=last)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import logging
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from ctxeval._data.loading import RepeatedIdError
@@ -30,6 +30,7 @@ __all__ = [
     "lacking",
     "leaves",
     "missing_field_error",
+    "repeat_name",
     "sync_scorer",
 ]
 
@@ -164,17 +165,34 @@ def failure(exc: BaseException, metric: Metric) -> MetricResult:
     return MetricResult.error(f"{kind} in metric {metric.name!r}: {first}{more}")
 
 
+def repeat_name(given: str, repeats: dict[str, int], *taken: Container[str | None]) -> str:
+    """A new id for a repeat of the id ``given``: ``given#`` the first time, then ``given#2``,
+    ``given#3``... (``repeats`` counts them per id: linear time, short ids), past any id in
+    ``taken`` (a real id that looks like a renamed one keeps the names unique)."""
+    count = repeats.get(given, 0)
+    while True:
+        count += 1
+        name = f"{given}#" if count == 1 else f"{given}#{count}"
+        if not any(name in ids for ids in taken):
+            repeats[given] = count
+            return name
+
+
 def unreadable(
-    exc: DataError, index: int, seen_ids: set[str], metrics: Sequence[Metric]
+    exc: DataError,
+    index: int,
+    seen_ids: set[str],
+    repeats: dict[str, int],
+    metrics: Sequence[Metric],
 ) -> list[MetricResult]:
     """The error rows (one per metric) of a sample that could not be read (lenient runs): its
-    own id when it has a usable one, else its position, with ``#`` added until it is new (the
-    second sample of id ``a`` is ``a#``)."""
+    own id when it has a usable one, else its position; an id seen before is renamed by
+    :func:`repeat_name` (the second sample of id ``a`` is ``a#``, the third ``a#2``)."""
     given = exc.sample_id
     usable = given is not None and id_for_message(given) == given  # valid text, short
     sample_id = given if usable and given is not None else str(index)
-    while sample_id in seen_ids:
-        sample_id = f"{sample_id}#"
+    if sample_id in seen_ids:
+        sample_id = repeat_name(sample_id, repeats, seen_ids)
     seen_ids.add(sample_id)
     if exc.hint is DUPLICATE_ID_HINT:  # (the run is lenient: the hint would say to be so)
         reason = f"set aside: {SET_ASIDE.format(given)}"

@@ -35,7 +35,7 @@ from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import MetricResult
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.progress import ProgressTracker
-from ctxeval._run.rows import DUPLICATE_ID_HINT, SET_ASIDE
+from ctxeval._run.rows import DUPLICATE_ID_HINT, SET_ASIDE, repeat_name
 
 __all__ = ["GatheredParts", "RowLog", "RowReceiver", "RowSink", "SampleDigests"]
 
@@ -86,6 +86,7 @@ class RowSink:
         self._passing = False
         self._max_held = max(1, max_held)
         self._seen: set[str | None] = set()
+        self._repeats: dict[str, int] = {}  # (lenient) the repeats of each id set aside
         self._previous = plan.previous
         self._cap = plan.settings.max_cost_usd
         self._spent = 0.0
@@ -329,11 +330,11 @@ class RowSink:
     def _set_aside(
         self, rows: list[MetricResult], digests: Sequence[str] | None, twice: set[str]
     ) -> tuple[list[MetricResult], Sequence[str] | None]:
-        """The rows of samples whose id an earlier part had, as error rows under the id with
-        ``#`` added until it is new (a lenient run's duplicate, see
-        :func:`~ctxeval._run.rows.unreadable`); their digests emptied (not reusable)."""
+        """The rows of samples whose id an earlier part had, as error rows under a new id
+        (a lenient run's duplicate, named by :func:`~ctxeval._run.rows.repeat_name`); their
+        digests emptied (not reusable)."""
         renamed: dict[str, str] = {}
-        taken = self._seen | {r.sample_id for r in rows}
+        here = {r.sample_id for r in rows}  # (never a copy of every id seen: linear time)
         out: list[MetricResult] = []
         new_digests = None if digests is None else list(digests)
         for position, row in enumerate(rows):
@@ -342,11 +343,8 @@ class RowSink:
                 out.append(row)
                 continue
             if sample_id not in renamed:
-                new = f"{sample_id}#"
-                while new in taken:
-                    new += "#"
-                taken.add(new)
-                renamed[sample_id] = new
+                renamed[sample_id] = new = repeat_name(sample_id, self._repeats, self._seen, here)
+                here.add(new)
             reason = f"set aside: {SET_ASIDE.format(sample_id)}"
             out.append(MetricResult.error(reason).labelled(renamed[sample_id], row.metric or ""))
             if new_digests is not None:

@@ -20,6 +20,7 @@ from ctxeval._errors import (
     MissingExtraError,
     UnusableLLMError,
 )
+from ctxeval._output.files import UnwritableFolderError
 from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
 from ctxeval._plugins.hooks import ReportsProvenance
 from ctxeval._plugins.protocols import Metric, RunContext
@@ -89,7 +90,7 @@ class Run:
         self.failure: BaseException | None = None
         """What stopped the run, handed to the reader once the rows before it are out."""
         self.budget_hit: BudgetExceededError | None = None
-        self.stopped: CtxevalError | None = None
+        self.stopped: CtxevalError | UnwritableFolderError | None = None
         """The error that made every further call pointless (an unusable LLM, a missing
         package), when one did."""
         self.stop_scope: anyio.CancelScope | None = None
@@ -134,7 +135,7 @@ class Run:
             return failure(result, metric)
         return result
 
-    def stop(self, exc: CtxevalError) -> None:
+    def stop(self, exc: CtxevalError | UnwritableFolderError) -> None:
         """Stop the run at once: no request of it can succeed. The rows finished so far are
         journaled; the others are not written, so that a resume scores them."""
         if self.stopped is None:
@@ -245,7 +246,10 @@ class Run:
             spent = ctx.usage
             if spent is not None:
                 row = row.with_usage(spent if row.usage.is_zero else row.usage + spent)
-            rows[position] = self.finish_row(row, digest)
+            try:
+                rows[position] = self.finish_row(row, digest)
+            except UnwritableFolderError as exc:  # the journal cannot be written: a full disk
+                self.stop(exc)  # (raised as it is, not in an exception group)
 
         if len(waiting) == 1:
             await one(waiting[0])

@@ -142,6 +142,25 @@ def _sample_texts(data: Path) -> Iterator[tuple[str, str, str]]:
         logger.warning("reading the texts stopped: %s", exc)
 
 
+def _row_of(line: bytes) -> dict[str, Any] | str:
+    """The row of a line of results.jsonl, or what is wrong with it (not JSON, not an object,
+    no ``sample_id`` or ``metric``, a score that is not a number)."""
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return f"not JSON ({exc})"
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    for field in ("sample_id", "metric"):
+        value = row.get(field)
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            return f"no {field!r}"
+    score = row.get("score")
+    if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
+        return "its 'score' is not a number"
+    return row
+
+
 class _Builder:
     """One build: the connection, the batches, the metrics seen, the counters."""
 
@@ -241,12 +260,16 @@ class _Builder:
         missed = 0
         group: list[dict[str, Any]] = []
         group_id: str | None = None
+        skipped: list[str] = []
         with run.results.open("rb") as handle:
-            for line in handle:
+            for number_of_line, line in enumerate(handle, 1):
                 self.bytes_read += len(line)
                 if not line.strip():
                     continue
-                row = orjson.loads(line)
+                row = _row_of(line)
+                if isinstance(row, str):  # (a torn last line, a line that is no row)
+                    skipped.append(f"{run.results}:{number_of_line}: {row}")
+                    continue
                 sample_id = str(row["sample_id"])
                 if sample_id != group_id and group:
                     assert group_id is not None
@@ -265,6 +288,13 @@ class _Builder:
         close = getattr(texts, "close", None)
         if close is not None:
             close()
+        if skipped:
+            logger.warning(
+                "%d line(s) of %s are not rows of results.jsonl and are not shown (the first: "
+                "%s); the other rows are; a run stopped while writing leaves a torn last line: "
+                "finish it with ctxeval evaluate --resume",
+                len(skipped), run.results, skipped[0],
+            )  # fmt: skip
         return missed if run.data is not None else 0
 
     def _add(

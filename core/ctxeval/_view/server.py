@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 500
 """The most samples one ``/api/samples`` answer holds."""
+MAX_OFFSET = 2**62
+"""The largest page offset asked (SQLite's integers end at 2**63 - 1)."""
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -226,9 +228,11 @@ class _Handler(BaseHTTPRequestHandler):
                 limit = int(params.get("limit", "50") or 50)
             except ValueError as exc:
                 raise HTTPError(HTTPStatus.BAD_REQUEST, str(exc)) from None
-            if offset < 0 or not 1 <= limit <= MAX_LIMIT:
-                raise HTTPError(HTTPStatus.BAD_REQUEST,
-                                f"offset >= 0 and 1 <= limit <= {MAX_LIMIT}")  # fmt: skip
+            if not 0 <= offset <= MAX_OFFSET or not 1 <= limit <= MAX_LIMIT:
+                raise HTTPError(
+                    HTTPStatus.BAD_REQUEST,
+                    f"0 <= offset <= {MAX_OFFSET} and 1 <= limit <= {MAX_LIMIT}",
+                )
             try:
                 return self.reader().page(view, offset, limit)
             except ValueError as exc:

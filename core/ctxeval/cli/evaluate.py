@@ -430,8 +430,9 @@ def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
     return get_runner(name, **options)
 
 
-def _unwritable(exc: OSError, folder: Path) -> NoReturn:
-    """Stop with what could not be written and how to finish the run (exit 1)."""
+def _unwritable(exc: OSError, folder: Path, *, begun: bool = True) -> NoReturn:
+    """Stop with what could not be written and how to finish the run (exit 1); ``begun``:
+    whether the run had begun (else nothing was scored, and no journal can be there)."""
     import errno
 
     where = exc.filename or folder
@@ -443,6 +444,12 @@ def _unwritable(exc: OSError, folder: Path) -> NoReturn:
         errno.EPERM: "give yourself write access to the folder",
         errno.EROFS: "choose a folder on a writable disk",
     }.get(exc.errno or 0, "fix it")
+    if not begun:
+        fail(
+            f"cannot write the run folder ({where}): {exc.strerror or exc}; nothing was "
+            f"scored or written: {fix} (or choose another --out) and run the command again",
+            EXIT_ERRORS,
+        )
     fail(
         f"could not write the run folder ({where}): {exc.strerror or exc}; the files begun "
         f"were removed and the judged rows are kept in {folder / 'journal.jsonl'}: {fix} "
@@ -472,6 +479,13 @@ def _begin_qrels(args: argparse.Namespace, data: str) -> Any:
     target = Path(args.write_qrels)
     if target.is_dir():
         raise UsageError(f"--write-qrels {target}: a folder is there; give a file name")
+    from ctxeval._errors import ConfigError
+    from ctxeval._output.files import check_writable_name
+
+    try:
+        check_writable_name(target)
+    except ConfigError as exc:
+        raise UsageError(f"--write-qrels {exc}") from None
     if target.exists() and not (args.overwrite or args.resume):
         raise UsageError(
             f"--write-qrels {target}: the file exists; add --overwrite to replace it, or "
@@ -652,7 +666,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         try:
             claim = claim_folder(out)
         except UnwritableFolderError as exc:
-            _unwritable(exc, Path(out))
+            _unwritable(exc, Path(out), begun=False)
         try:
             check_out(Path(out), metrics, resume=args.resume, overwrite=args.overwrite)
         except BaseException:
@@ -688,7 +702,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     lock=claim,
                 )
             except UnwritableFolderError as exc:  # its files cannot be begun (a link...)
-                _unwritable(exc, Path(out))
+                _unwritable(exc, Path(out), begun=False)
     except BaseException:
         if claim is not None and folder is None:
             claim.release()  # (the folder, once made, releases it when it ends)

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import json
-import os
 from pathlib import Path
 
 from ctxeval._errors import CtxevalError
@@ -27,25 +25,9 @@ def write_new(path: Path, text: str) -> Path:
     not at all: under a temporary name beside it, then linked to ``path``, which is never
     overwritten (:class:`FileExistsError` when it exists, even when it appeared meanwhile).
     A symbolic link at ``path`` counts as a file there; it is never followed."""
-    from ctxeval._output.files import private_open
+    from ctxeval._output.files import write_whole
 
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with private_open(temporary) as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())  # on disk before it takes the name
-        try:
-            os.link(temporary, path)  # (fails when the name is taken: nothing is replaced)
-        except FileExistsError:
-            raise
-        except OSError:  # a file system without hard links: the name was free a moment ago
-            if os.path.lexists(path):
-                raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
-            os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return write_whole(path, lambda handle: handle.write(text), replace=False)
 
 
 def cmd_label_sheet(args: argparse.Namespace) -> int:

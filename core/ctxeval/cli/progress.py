@@ -25,7 +25,7 @@ from ctxeval._results.results import Usage
 from ctxeval._run.progress import Progress
 from ctxeval._run.settings import RunSettings
 from ctxeval._run.watchdog import EventLoopBlockedError
-from ctxeval.cli.render import EXIT_INTERRUPTED, EXIT_USAGE, console, fail
+from ctxeval.cli.render import EXIT_ERRORS, EXIT_INTERRUPTED, EXIT_USAGE, console, fail
 
 __all__ = [
     "PlainSchedule",
@@ -414,6 +414,7 @@ def run_with_progress(
     with what to fix."""
     from ctxeval._run.api import stream
     from ctxeval._run.bridge import run_to_completion
+    from ctxeval._run.processes import WorkerLostError
 
     stopped: list[BudgetExceededError] = []
     journal = Path(settings.journal) if settings.journal is not None else None
@@ -440,6 +441,10 @@ def run_with_progress(
                 else ""
             )
             fail(f"the run stopped: {exc}{where}", EXIT_USAGE)
+        except WorkerLostError as exc:  # a worker killed: nothing to fix but to go on
+            saved = _journal_rows(journal) if journal else 0
+            where = f" ({_saved(saved)} in {journal})" if journal else ""
+            fail(f"the run stopped{where}: {exc}", EXIT_ERRORS)
         except KeyboardInterrupt:
             saved = _journal_rows(journal) if journal else 0
             where = f" ({_saved(saved)} in {journal})" if journal else ""

@@ -417,7 +417,8 @@ def _attempts(
                 output.settle()
                 raise
             output.answered(mode)
-            output.served = completion.model or output.served
+            if completion.model:  # a string from the answer: no key in it either
+                output.served = redact(completion.model, *output.secrets)
             break
         ctx.add_usage(_usage_of(bound, completion))
         content = completion.content
@@ -427,7 +428,7 @@ def _attempts(
             raw = parse_json(content)
             return raw, prompt.check(raw, expect)
         except MalformedOutputError as exc:  # it may quote the answer: no secret in it
-            problem = redact(str(exc), config.api_key, config.openai_key())
+            problem = redact(str(exc), *config.secrets())
             if completion.finish_reason == "length":
                 again.cut(config.max_tokens, problem)
             else:
@@ -516,7 +517,11 @@ async def _from_batch(
     )
     try:
         completion = await batcher.complete(ctx, request)
-        raw = parse_json(completion.content)
+        content = completion.content
+        secrets = output_mode(ctx, config).secrets
+        if any(secret in content for secret in secrets) or "sk-" in content:
+            content = redact(content, *secrets)  # a judge that echoes a key
+        raw = parse_json(content)
         answer = prompt.check(raw, expect)
     except UnusableLLMError:
         raise
@@ -576,9 +581,9 @@ _SECRET_NAMES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET")
 
 
 def _secrets(config: LLMConfig) -> tuple[str, ...]:
-    """The configured key and every provider key in the environment (``*_API_KEY``,
-    ``*_TOKEN``...) long enough to be one."""
-    found = {config.api_key or "", config.openai_key() or ""}
+    """The configured key, the endpoint's userinfo and every provider key in the environment
+    (``*_API_KEY``, ``*_TOKEN``...) long enough to be one."""
+    found = set(config.secrets())
     found.update(v for k, v in os.environ.items() if k.upper().endswith(_SECRET_NAMES))
     return tuple(sorted(s for s in found if len(s) >= 8))
 

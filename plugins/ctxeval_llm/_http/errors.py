@@ -105,9 +105,8 @@ def as_call_error(exc: BaseException, config: LLMConfig) -> CallError:
     if isinstance(exc, CallError):
         return exc
     message = redact(
-        f"{config.model} at {config.endpoint}: {type(exc).__name__}: {exc}",
-        config.api_key,
-        config.openai_key(),
+        f"{config.model} at {config.shown_endpoint}: {type(exc).__name__}: {exc}",
+        *config.secrets(),
     )
     status = status_of(exc)
     names = {cls.__name__ for cls in type(exc).__mro__}

@@ -46,6 +46,7 @@ from ctxeval.plugin import CallError
 from ctxeval_llm._http.base import HTTPClient
 from ctxeval_llm._http.choice import open_client
 from ctxeval_llm._parsing import whole_number
+from ctxeval_llm.config import public_endpoint
 
 __all__ = [
     "ServerAPI",
@@ -156,7 +157,7 @@ class ServerSlots:
                     "%s is vLLM: it batches up to its --max-num-seqs requests at once, which "
                     "it does not expose; not capped (--max-concurrency sets how many ctxeval "
                     "sends)",
-                    self.endpoint,
+                    public_endpoint(self.endpoint),
                 )
                 return
         if self.models is None:  # no OpenAI-compatible listing: not Ollama either
@@ -170,7 +171,7 @@ class ServerSlots:
                 "(its API does not say how many) and queues the others, and a queued request's "
                 "wait counts against its timeout: set --max-concurrency (max_concurrency=) to "
                 "the server's OLLAMA_NUM_PARALLEL",
-                self.endpoint, version["version"],
+                public_endpoint(self.endpoint), version["version"],
             )  # fmt: skip
 
     def _cap(self, found: int, source: str) -> None:
@@ -179,7 +180,7 @@ class ServerSlots:
         logger.info(
             "%s computes %d request(s) at once (%s); ctxeval sends no more, the "
             "others wait untimed (--max-concurrency sets it for other servers)",
-            self.endpoint, found, source,
+            public_endpoint(self.endpoint), found, source,
         )  # fmt: skip
 
 

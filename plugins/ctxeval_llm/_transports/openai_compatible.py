@@ -158,7 +158,7 @@ class OpenAITransport:
         self._headers = _merged(auth, config.extra_headers)
         """Sent with every request: the key, then ``extra_headers``."""
         self._json_headers = _merged(_JSON, self._headers)
-        self._secrets = (self._key, config.api_key, *_secret_parts(config.extra_headers))
+        self._secrets = (self._key, *config.secrets(), *_secret_parts(config.extra_headers))
         self.stream: bool | None = None if config.stream == "auto" else bool(config.stream)
         """Whether requests go out streamed (see the module): None until known (``"auto"``:
         once the server is recognised, or not); False after a refusal."""

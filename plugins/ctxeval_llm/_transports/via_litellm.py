@@ -181,7 +181,7 @@ class LitellmTransport:
             usage = getattr(response, "usage", None)
         except (AttributeError, IndexError) as exc:
             raise ServiceError(
-                redact(f"litellm returned no completion: {exc}", config.api_key)
+                redact(f"litellm returned no completion: {exc}", *config.secrets())
             ) from None
         if not isinstance(content, str):
             raise MalformedOutputError("the model's answer has no text content")
@@ -260,7 +260,7 @@ class LitellmTransport:
 
     def _too_large(self, refused: Exception) -> ResponseTooLargeError:
         config = self.config
-        return ResponseTooLargeError(redact(f"{config.model} at {refused}", config.api_key))
+        return ResponseTooLargeError(redact(f"{config.model} at {refused}", *config.secrets()))
 
     async def aclose(self) -> None:
         """Close the bounded client (litellm keeps its own clients)."""

@@ -53,6 +53,7 @@ from ctxeval.plugin import (
 from ctxeval_llm._ask.client import Mode, ask, bound_llm, output_mode, request_body
 from ctxeval_llm._ask.fanout import at_once
 from ctxeval_llm._local.slots import server_slots
+from ctxeval_llm._parsing import redact
 from ctxeval_llm.config import LLMConfig, resolve_llm
 
 from . import prompts
@@ -75,7 +76,7 @@ def _provenance(llm: Any, ctx: RunContext, *used: prompts.Prompt) -> dict[str, A
     output = output_mode(ctx, config)
     found = {
         "model": config.model,
-        "endpoint": config.endpoint,
+        "endpoint": config.shown_endpoint,
         "prompts": _versions(*used).split(","),
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
@@ -85,6 +86,8 @@ def _provenance(llm: Any, ctx: RunContext, *used: prompts.Prompt) -> dict[str, A
     listed = server_slots(ctx, config.endpoint).models
     if listed and len(listed) == 1:
         served = listed[0]  # a local server's one model: the file it loaded
+    if served is not None:  # a string from an answer: no key reaches a file (redacted)
+        served = redact(served, *output.secrets)
     if served is not None and served != config.wire_model:
         found["served_model"] = served  # what answered, when it is not what was asked
     return found
