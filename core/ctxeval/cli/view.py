@@ -70,6 +70,8 @@ class _Bar:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from ctxeval._view.index import ensure_index
     from ctxeval._view.server import make_server, server_url
 
@@ -80,6 +82,14 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError("--data-b goes with a second run: ctxeval view RUN_A RUN_B --data-b FILE")
     say = console(stderr=True)
     for label, run in zip(("", "B") if len(runs) > 1 else ("",), runs, strict=False):
+        warning = run.summary.get("scripted_judge")
+        if warning:
+            say.print(
+                f"[bold yellow]{run.folder}: {escape(str(warning))}[/]",
+                soft_wrap=True,
+                markup=True,
+                highlight=False,
+            )
         if run.data is None:
             named = f" ({run.data_named})" if run.data_named else ""
             say.print(

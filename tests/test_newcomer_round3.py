@@ -1,0 +1,93 @@
+"""Issue #57 (the team's loop, third round): what a new user met on a plain install."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+import ctxeval
+import ctxeval._view as view_package
+from ctxeval._plugins.registry import Registry
+from ctxeval._results.judges import SCRIPTED_WARNING
+from ctxeval._view.index import ensure_index
+from ctxeval._view.server import ViewerApp
+from ctxeval._view.sources import run_source
+from ctxeval.cli import build_parser
+from ctxeval.cli.view import cmd_view
+from ctxeval.testing import assert_metric
+from ctxeval_llm import LLMConfig
+from fakes.openai_server import FakeOpenAI, scripted_judge
+
+
+def test_ray_runner_is_unavailable_with_its_install_command_without_ray(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: object) -> object:
+        return None if name == "ray" or name.startswith("ray.") else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    [info] = [
+        p
+        for p in Registry.from_entry_points().plugins()
+        if p.group == "ctxeval.runners" and p.name == "ray"
+    ]
+    assert info.status == "unavailable"
+    assert info.install == "pip install 'ctxeval[ray]'"
+
+
+# --- 2. the scripted judge is named in every view ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scripted_run() -> ctxeval.Evaluation:
+    with FakeOpenAI(scripted_judge) as fake:
+        return ctxeval.evaluate(
+            [
+                {"id": "a", "user_input": "Where?", "reference": "Paris is in France.",
+                 "retrieved_contexts": ["Paris is in France.", "Bananas are yellow."]},
+                {"id": "b", "user_input": "Who?", "reference": "Ada wrote it.",
+                 "retrieved_contexts": ["Bananas are yellow.", "Ada wrote it."]},
+            ],
+            ["context_precision"],
+            llm=LLMConfig(
+                model="openai/scripted-judge", api_base=fake.url, api_key="sk-test"
+            ),
+            cache=None,
+        )  # fmt: skip
+
+
+def test_print_repr_and_notebook_table_say_not_a_real_judge(
+    scripted_run: ctxeval.Evaluation,
+) -> None:
+    assert SCRIPTED_WARNING in str(scripted_run)
+    assert "NOT A REAL JUDGE" in repr(scripted_run)
+    page = scripted_run._repr_html_()
+    assert "NOT A REAL JUDGE" in page
+    assert page.index("NOT A REAL JUDGE") < page.index("<table")  # above the scores
+
+
+def test_a_failed_assert_metric_says_not_a_real_judge(scripted_run: ctxeval.Evaluation) -> None:
+    with pytest.raises(AssertionError, match="NOT A REAL JUDGE"):
+        assert_metric(scripted_run, "context_precision", at_least=1.0)
+
+
+def test_the_viewer_says_not_a_real_judge(
+    scripted_run: ctxeval.Evaluation, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scripted_run.write(tmp_path / "run")
+    app = ViewerApp(index=ensure_index([run_source(tmp_path / "run")]),
+                    runs=[run_source(tmp_path / "run")])  # fmt: skip
+    app.load_info()
+    assert app.info["runs"][0]["scripted_judge"] == SCRIPTED_WARNING
+    assets = Path(view_package.__file__).parent / "assets"
+    script = (assets / "viewer.js").read_text(encoding="utf-8")
+    assert "r.scripted_judge" in script
+    args = build_parser().parse_args(["view", str(tmp_path / "run"), "--port", "0"])
+    with mock.patch("ctxeval.cli.view.serve_until_stopped"):
+        assert cmd_view(args) == 0
+    assert "NOT A REAL JUDGE" in capsys.readouterr().err.replace("\n", " ")
