@@ -80,7 +80,7 @@ grep -q "id_based_context_precision *0.491" "$work/evaluate.txt" \
   || { cat "$work/evaluate.txt"; fail "ctxeval evaluate: no 0.491 for id_based_context_precision"; }
 (cd "$work" && "$cli" demo --out demo > demo.txt 2>&1) \
   || { cat "$work/demo.txt"; fail "ctxeval demo without spaCy"; }
-grep -q "pip install 'ctxeval\[spacy\]'" "$work/demo.txt" \
+grep -q "spaCy is not installed.*(pip install 'ctxeval\[spacy\]' to include it)" "$work/demo.txt" \
   || { cat "$work/demo.txt"; fail "ctxeval demo: no install hint for spaCy"; }
 echo "   evaluate and demo: ok"
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
@@ -15,10 +17,10 @@ from ctxeval._results.judges import SCRIPTED_WARNING
 from ctxeval._view.index import ensure_index
 from ctxeval._view.server import ViewerApp
 from ctxeval._view.sources import run_source
-from ctxeval.cli import build_parser
+from ctxeval.cli import build_parser, main
 from ctxeval.cli.view import cmd_view
 from ctxeval.testing import assert_metric
-from ctxeval_llm import LLMConfig
+from ctxeval_llm import LLMConfig, pricing
 from fakes.openai_server import FakeOpenAI, scripted_judge
 
 
@@ -91,3 +93,49 @@ def test_the_viewer_says_not_a_real_judge(
     with mock.patch("ctxeval.cli.view.serve_until_stopped"):
         assert cmd_view(args) == 0
     assert "NOT A REAL JUDGE" in capsys.readouterr().err.replace("\n", " ")
+
+
+# --- 4. cost without litellm: the price table comes with ctxeval[llm] ---------------------
+
+
+@pytest.fixture
+def no_litellm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """As on the README's plain install: litellm (and its price table) is not installed."""
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: object) -> object:
+        return None if name.split(".")[0] == "litellm" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    pricing.price_table.cache_clear()
+    yield
+    pricing.price_table.cache_clear()
+
+
+ROWS = [{"id": f"s{i}", "user_input": "q", "reference": f"reference {i}",
+         "retrieved_contexts": ["useful", "useless"]} for i in range(3)]  # fmt: skip
+
+
+def test_dry_run_without_litellm_says_where_the_price_table_comes_from(
+    tmp_path: Path, no_litellm: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    args = ["evaluate", str(data), "-m", "context_precision", "--model", "openai/gpt-4o-mini",
+            "--api-base", "http://127.0.0.1:9/v1", "--dry-run"]  # fmt: skip
+    assert main(args) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "estimated cost: unknown" in printed
+    assert 'it comes with ctxeval[llm] (pip install "ctxeval[llm]")' in printed
+    assert "--price IN,OUT" in printed
+
+
+def test_max_cost_without_litellm_says_where_the_price_table_comes_from(
+    no_litellm: None,
+) -> None:
+    llm = LLMConfig(model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key="k")
+    with pytest.raises(ctxeval.ConfigError) as error:
+        ctxeval.evaluate(ROWS, ["context_precision"], llm=llm, max_cost_usd=1.0)
+    message = str(error.value)
+    assert 'it comes with ctxeval[llm] (pip install "ctxeval[llm]")' in message
+    assert "--price IN,OUT" in message

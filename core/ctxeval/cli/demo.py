@@ -44,6 +44,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "[yellow]spaCy is not installed: the demo skips context_entity_recall "
             "(pip install 'ctxeval\\[spacy]' to include it)[/]",
             markup=True,
+            soft_wrap=True,  # (the command stays on one line, to copy)
         )
     out = Path(args.out)
     stdout.print(

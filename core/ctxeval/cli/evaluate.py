@@ -316,6 +316,8 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     from rich.markup import escape
     from rich.table import Table
 
+    from ctxeval._plugins.optional import price_table_missing
+
     run_model = llm_model(llm)
     by_metric: dict[str, dict[str | None, list[int]]] = {m.name: {} for m in metrics}
     n = 0
@@ -383,10 +385,17 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
                 soft_wrap=True,
             )
     total = sum(t[0] for t in per_model.values())
+    missing = price_table_missing()
+    unknown = (
+        f"unknown ({missing} with --price IN,OUT)"
+        if missing
+        else "unknown (model not in the price table: give its price with --price IN,OUT)"
+    )
     out.print(
         f"{total} LLM calls; estimated cost: "
-        + ("unknown (model not in the price table)" if total_cost is None else f"${total_cost:.4f}")
-        + " (tokens: characters / 4, 60 per answer)"
+        + (escape(unknown) if total_cost is None else f"${total_cost:.4f}")
+        + " (tokens: characters / 4, 60 per answer)",
+        soft_wrap=True,
     )
     return EXIT_OK
 
