@@ -6,7 +6,13 @@ import importlib.util
 
 from ctxeval._errors import MissingExtraError
 
-__all__ = ["PRICE_TABLE_INSTALL", "is_installed", "price_table_missing", "require_pyarrow", "require_ray"]
+__all__ = [
+    "PRICE_TABLE_INSTALL",
+    "is_installed",
+    "price_table_missing",
+    "require_pyarrow",
+    "require_ray",
+]
 
 
 def is_installed(module: str) -> bool:
