@@ -139,3 +139,23 @@ def test_max_cost_without_litellm_says_where_the_price_table_comes_from(
     message = str(error.value)
     assert 'it comes with ctxeval[llm] (pip install "ctxeval[llm]")' in message
     assert "--price IN,OUT" in message
+
+
+# --- 7. two metrics named alike: the options they differ in, and the command ---------------
+
+
+def test_ap_twice_with_another_relevance_level_names_the_option_and_the_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rows = [{"id": "q", "retrieved_context_ids": ["a", "b"],
+             "reference_context_ids": {"a": 1, "b": 2}}]  # fmt: skip
+    with pytest.raises(ctxeval.ConfigError) as error:
+        ctxeval.evaluate(rows, ["AP", ctxeval.get_metric("AP", relevance_level=2)])
+    message = str(error.value)
+    assert "differ in relevance_level (1 and 2), which is not part of the row name" in message
+    assert "-m AP:relevance_level=2,name=AP_relevance_level2" in message
+    assert "non_llm_context_recall" not in message  # (an unrelated metric, before)
+    fixed = ctxeval.evaluate(
+        rows, ["AP", ctxeval.get_metric("AP", relevance_level=2, name="AP_relevance_level2")]
+    )
+    assert [r.score for r in fixed.results] == [1.0, 0.5]
