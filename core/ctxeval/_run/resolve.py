@@ -9,6 +9,7 @@ sample field.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -77,7 +78,8 @@ def _repeated_message(repeated: Sequence[str], resolved: Sequence[Metric]) -> st
             f"with the option name=..., e.g. -m {name}:name={name}_2 on the command line "
             f"(in Python: get_metric(..., name='{name}_2'))"
         )
-    fields = [f.name for f in attrs.fields(type(first)) if f.init and f.name != "name"]
+    kind: Any = type(first)  # (an attrs class: checked above)
+    fields = [f.name for f in attrs.fields(kind) if f.init and f.name != "name"]
     differ = {
         f: getattr(other, f)
         for f in fields
