@@ -12,6 +12,7 @@ import pytest
 
 import ctxeval
 import ctxeval._view as view_package
+from ctxeval._output.qrels import write_qrels
 from ctxeval._plugins.registry import Registry
 from ctxeval._results.judges import SCRIPTED_WARNING
 from ctxeval._view.index import ensure_index
@@ -22,6 +23,10 @@ from ctxeval.cli.view import cmd_view
 from ctxeval.testing import assert_metric
 from ctxeval_llm import LLMConfig, pricing
 from fakes.openai_server import FakeOpenAI, scripted_judge
+from llm_judge import Judge
+from test_qrels_end_to_end import DATA as E2E_DATA
+from test_qrels_end_to_end import GRADES as E2E_GRADES
+from test_qrels_end_to_end import doc_ids as e2e_doc_ids
 
 
 def test_ray_runner_is_unavailable_with_its_install_command_without_ray(
@@ -159,3 +164,54 @@ def test_ap_twice_with_another_relevance_level_names_the_option_and_the_fix(
         rows, ["AP", ctxeval.get_metric("AP", relevance_level=2, name="AP_relevance_level2")]
     )
     assert [r.score for r in fixed.results] == [1.0, 0.5]
+
+
+# --- 3. one rule for "nothing relevant" and the relevance cut-off on both routes ------------
+
+
+ROUTES = [  # context_relevance options, the IR measure on its written qrels
+    ({"measure": "ap"}, "AP"),
+    ({"measure": "ap", "k": 3}, "AP@3"),
+    ({"measure": "precision", "k": 3}, "P@3"),
+    ({"measure": "ndcg", "k": 3}, "nDCG@3"),
+    ({"measure": "ap", "min_grade": 2}, "AP:relevance_level=2"),
+    ({"measure": "precision", "k": 3, "min_grade": 2}, "P@3:relevance_level=2"),
+]
+
+
+@pytest.mark.parametrize("averaging", [False, True], ids=["default", "trec_eval_averaging"])
+def test_context_relevance_and_the_ir_measures_on_its_qrels_agree(
+    tmp_path: Path, averaging: bool
+) -> None:
+    """The same grades, two routes: ``context_relevance:measure=...`` and ``--qrels/--run
+    -m ...`` on the qrels it wrote give the same value (or both ``undefined``) on every query,
+    by default and with trec_eval's averaging (q3: nothing graded relevant)."""
+    with FakeOpenAI(Judge(grades=E2E_GRADES)) as fake:
+        llm = LLMConfig(model="openai/fake-judge", api_base=fake.url, api_key="sk-test")
+        metrics = [
+            ctxeval.get_metric("context_relevance", trec_eval_averaging=averaging, **options)
+            for options, _ in ROUTES
+        ]
+        ev = ctxeval.evaluate(E2E_DATA, metrics, llm=llm, cache=None)
+    qrels, run = tmp_path / "judged.qrels", tmp_path / "retrieved.run"
+    write_qrels(ev, qrels)
+    run.write_text("".join(
+        f"{s['id']} Q0 {doc} {rank} {100 - rank} r\n"
+        for s in E2E_DATA for rank, doc in enumerate(e2e_doc_ids(s), start=1)
+    ))  # fmt: skip
+    ir_metrics = []
+    for _, spec in ROUTES:
+        name, _, option = spec.partition(":relevance_level=")
+        extra = {"relevance_level": int(option), "name": spec} if option else {}
+        ir_metrics.append(ctxeval.get_metric(name, trec_eval_averaging=averaging, **extra))
+    ir = ctxeval.evaluate(ctxeval.load_trec(qrels, run), ir_metrics)
+    theirs = {(r.sample_id, r.metric): r for r in ir.results}
+    statuses = set()
+    for metric, (_, spec) in zip(metrics, ROUTES, strict=True):
+        for row in ev.rows(metric.name):
+            other = theirs[row.sample_id, spec]
+            assert (row.status, row.score) == (other.status, other.score), (spec, row.sample_id)
+            statuses.add(row.status)
+        assert ev.summary()[metric.name].mean == ir.summary()[spec].mean, spec
+    expected = {ctxeval.Status.OK} if averaging else {ctxeval.Status.OK, ctxeval.Status.UNDEFINED}
+    assert statuses == expected

@@ -224,7 +224,7 @@ def _with_trec_eval_averaging(metric: Any) -> Any:
     if not isinstance(metric, TrecEvalAveraging):
         raise UsageError(
             f"--trec-eval-averaging: metric {metric.name!r} has no trec_eval averaging (only "
-            "the ID metrics do)"
+            "the ID metrics and context_relevance do)"
         )
     import attrs
 
