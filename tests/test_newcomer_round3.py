@@ -215,3 +215,55 @@ def test_context_relevance_and_the_ir_measures_on_its_qrels_agree(
         assert ev.summary()[metric.name].mean == ir.summary()[spec].mean, spec
     expected = {ctxeval.Status.OK} if averaging else {ctxeval.Status.OK, ctxeval.Status.UNDEFINED}
     assert statuses == expected
+
+
+# --- 6. a per-query view for IR users, and the hint towards trec_eval's averaging -----------
+
+QRELS = "q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 d4 0\nq2 0 d5 0\nq3 0 d6 1\nq3 0 d7 3\n"
+RUN = "q1 Q0 d2 1 9.5 r\nq1 Q0 d1 2 8.0 r\nq2 Q0 d4 1 3.0 r\nq3 Q0 d7 1 3.0 r\nq3 Q0 d9 2 2 r\n"
+
+
+def test_per_query_table_and_file_as_trec_eval_q(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.txt").write_text(RUN)
+    argv = ["evaluate", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"),
+            "-m", "nDCG@10", "-m", "AP", "-m", "P@5", "-m", "Rprec",
+            "--out", str(tmp_path / "run"), "--per-query"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["query", "nDCG@10"])
+    paths = ("results:", "summary:", "report:", "per query:")  # (a path is as long as it is)
+    assert max(len(line) for line in lines if not line.startswith(paths)) <= 80
+    assert lines[head + 2].split() == ["q1", "0.4796", "0.2500", "0.2000", "0.5000"]
+    assert lines[head + 3].split() == ["q2", "undef", "undef", "undef", "undef"]
+    written = (tmp_path / "run" / "per-query.tsv").read_text().splitlines()
+    assert written[0] == "metric\tquery\tvalue"
+    assert "AP\tq1\t0.25" in written
+    assert "AP\tq2\tundefined" in written
+    assert len(written) == 1 + 3 * 4
+    flat = " ".join(out.split())
+    assert "1 query is undefined" in flat
+    assert "--trec-eval-averaging gives trec_eval's means" in flat
+    # with trec_eval's averaging: no hint, and q2 scored 0
+    averaged = tmp_path / "averaged.tsv"
+    argv = [*argv[:-3], "--trec-eval-averaging", "--per-query", str(averaged)]
+    assert main(argv) == 0
+    assert "--trec-eval-averaging gives" not in " ".join(capsys.readouterr().out.split())
+    assert "AP\tq2\t0.0" in averaged.read_text().splitlines()
+
+
+def test_per_query_without_a_file_or_out_says_what_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.txt").write_text(RUN)
+    argv = ["evaluate", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"),
+            "-m", "AP", "--per-query"]  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert "--per-query FILE" in capsys.readouterr().err

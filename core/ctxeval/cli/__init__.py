@@ -111,6 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --qrels: also the qrels' queries the run misses (trec_eval -c)",
     )
     ev.add_argument(
+        "--per-query",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="every query's value of every metric, as trec_eval -q: a table, and the file FILE "
+        "(default: OUT/per-query.tsv with --out)",
+    )
+    ev.add_argument(
         "--trec-eval-averaging",
         action="store_true",
         help="score a query with nothing retrieved or nothing relevant 0, as trec_eval does",

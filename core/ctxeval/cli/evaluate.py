@@ -19,6 +19,7 @@ from ctxeval._plugins.hooks import (
 )
 from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
+from ctxeval.cli.per_query import averaging_hint
 from ctxeval.cli.progress import run_with_progress
 from ctxeval.cli.render import (
     EXIT_ERRORS,
@@ -507,6 +508,38 @@ def _finish_qrels(qrels: Any) -> bool:
     return True
 
 
+def _per_query(args: argparse.Namespace, out: Any) -> Any:
+    """The per-query file of ``--per-query [FILE]`` (FILE, else OUT/per-query.tsv), or None."""
+    if args.per_query is None:
+        return None
+    from ctxeval.cli.per_query import PerQueryFile
+
+    if args.per_query:
+        path = Path(args.per_query)
+    elif out:
+        path = Path(out) / "per-query.tsv"
+    else:
+        raise UsageError(
+            "--per-query: give the file to write (--per-query FILE), or --out DIR to write "
+            "DIR/per-query.tsv"
+        )
+    try:
+        return PerQueryFile(path)
+    except OSError as exc:
+        raise UsageError(f"--per-query: cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _print_per_query(per_query: Any, metrics: Sequence[str], out: Any) -> None:
+    """The table of ``--per-query`` (its first queries) and where the file is."""
+    if per_query is None:
+        return
+    from ctxeval.cli.per_query import per_query_table
+
+    table, queries = per_query_table(per_query.path, metrics)
+    out.print(table)
+    out.print(f"{'per query:':<11}{per_query.path} ({queries} queries)", soft_wrap=True)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ctxeval._data.loading import load_samples
 
@@ -627,6 +660,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             qrels.abort()
         raise
     consume = folder.add if folder is not None else totals.add
+    per_query = _per_query(args, out)
+    if per_query is not None:
+        consume = per_query.feeding(consume)
     try:
         stopped = run_with_progress(
             samples,
@@ -657,6 +693,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             qrels.abort()
         raise
     qrels_written = _finish_qrels(qrels)
+    if per_query is not None:
+        per_query.close()
 
     from ctxeval._output.summary import summary_dict
 
@@ -696,6 +734,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             )
         if qrels is not None and qrels_written:
             stdout.print(f"{'qrels:':<10}{qrels.path}", soft_wrap=True)
+        _print_per_query(per_query, [m.name for m in metrics], stdout)
+        hint = averaging_hint(summary, args.trec_eval_averaging) if trec else None
+        if hint:
+            stdout.print(hint, highlight=False)
     for verdict in verdicts:  # shown even with --quiet: they decide the exit code
         mark = "[green]pass[/]" if verdict.passed else "[bold red]FAIL[/]"
         console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")
