@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
+import orjson
 import pytest
 
 import ctxeval
@@ -16,6 +18,8 @@ from ctxeval._output.qrels import write_qrels
 from ctxeval._plugins.registry import Registry
 from ctxeval._results.judges import SCRIPTED_WARNING
 from ctxeval._view.index import ensure_index
+from ctxeval._view.reader import Reader
+from ctxeval._view.schema import connect_readonly
 from ctxeval._view.server import ViewerApp
 from ctxeval._view.sources import run_source
 from ctxeval.cli import build_parser, main
@@ -267,3 +271,41 @@ def test_per_query_without_a_file_or_out_says_what_to_give(
         main(argv)
     assert exited.value.code == 2
     assert "--per-query FILE" in capsys.readouterr().err
+
+
+# --- 5. a run written from a DataFrame keeps its texts for the viewer ----------------------
+
+
+def test_write_with_data_in_memory_keeps_the_texts_for_ctxeval_view(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(
+        {
+            "id": ["q1", "q2"],
+            "user_input": ["Where is the tower?", "Who built it?"],
+            "retrieved_contexts": [["The tower is in Paris."], ["Eiffel's firm built it."]],
+            "retrieved_context_ids": [["d1"], ["d2"]],
+            "reference_context_ids": [["d1"], ["d3"]],
+        }
+    )
+    ev = ctxeval.evaluate(frame, ["id_based_context_precision"])
+    ev.write(tmp_path / "run", data=frame)
+    source = run_source(tmp_path / "run")
+    assert source.data == (tmp_path / "run" / "samples.jsonl").resolve()
+    app = ViewerApp(index=ensure_index([source]), runs=[source])
+    app.load_info()
+    assert app.info["runs"][0]["data"] is not None
+    with contextlib.closing(connect_readonly(app.index)) as conn:
+        sample = Reader(conn, app.counts).sample("q2")
+    assert sample is not None
+    texts = json.loads(orjson.dumps(sample["texts"]))  # (kept as JSON, an orjson Fragment)
+    assert texts["user_input"] == "Who built it?"
+    # written without data=: the viewer says plainly that the run names no data file
+    ev.write(tmp_path / "bare")
+    args = build_parser().parse_args(["view", str(tmp_path / "bare"), "--port", "0"])
+    with mock.patch("ctxeval.cli.view.serve_until_stopped"):
+        assert cmd_view(args) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the run names no data file" in err
+    assert "was not found" not in err

@@ -494,7 +494,8 @@ class Evaluation:
             data: where the report finds the samples' texts when the rows do not carry them
                 (runs with an LLM metric): the samples scored (a list, a DataFrame, a dict of
                 columns...) or their data file, which ``summary.json`` then names (for
-                ``ctxeval report`` and ``ctxeval view``).
+                ``ctxeval report`` and ``ctxeval view``). Samples held in memory are written
+                to the folder as ``samples.jsonl``, where ``ctxeval view`` finds the texts.
 
         Returns:
             Each file's path by writer name, the default three also as ``results``,

@@ -91,11 +91,16 @@ def cmd_view(args: argparse.Namespace) -> int:
                 highlight=False,
             )
         if run.data is None:
-            named = f" ({run.data_named})" if run.data_named else ""
+            option = f"--data{'-b' if label else ''}"
+            why = (
+                f"the data file ({escape(run.data_named)}) was not found"
+                if run.data_named
+                else "the run names no data file (ev.write(folder, data=samples) keeps the "
+                "texts in the folder)"
+            )
             say.print(
-                f"[yellow]warning:[/] {run.folder}: the data file{named} was not found: the "
-                "viewer shows scores and evidence without texts; give it with "
-                f"--data{'-b' if label else ''}",
+                f"[yellow]warning:[/] {run.folder}: {why}: the viewer shows scores and "
+                f"evidence without texts; give the data file with {option}",
                 soft_wrap=True,
                 markup=True,
                 highlight=False,
