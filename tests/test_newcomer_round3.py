@@ -309,3 +309,33 @@ def test_write_with_data_in_memory_keeps_the_texts_for_ctxeval_view(
     err = " ".join(capsys.readouterr().err.split())
     assert "the run names no data file" in err
     assert "was not found" not in err
+
+
+# --- 8. docs that do not mislead -----------------------------------------------------------
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+def test_docs_index_installs_from_a_clone_not_the_package_index() -> None:
+    text = (DOCS / "index.md").read_text(encoding="utf-8")
+    commands = [line.split("#")[0].split() for line in text.splitlines()]
+    assert ["pip", "install", "ctxeval"] not in commands
+    assert any(c[:3] == [".venv/bin/pip", "install", "-e"] for c in commands)
+
+
+def test_api_reference_lists_each_name_with_its_summary_readable_in_the_repository() -> None:
+    text = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    names = [line[4:].strip() for line in text.splitlines() if line.startswith("::: ")]
+    assert len(names) > 50
+    for name in names:
+        assert f"- `{name}`: " in text, name
+
+
+def test_serve_judge_page_lists_context_relevance_and_the_embedding_pages_differ() -> None:
+    llm = (DOCS / "llm.md").read_text(encoding="utf-8")
+    answers = llm[llm.index("**What it answers**") :].split("\n- **", 1)[0]
+    assert "`context_relevance`" in answers
+    titles = [(DOCS / f).read_text(encoding="utf-8").splitlines()[0]
+              for f in ("embedding.md", "embeddings.md")]  # fmt: skip
+    assert "Embedding" not in titles[0]
+    assert all(word in titles[1] for word in ("Embeddings", "meaning"))
