@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import inspect
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
+import attrs
 import orjson
 import pytest
 
@@ -17,12 +19,16 @@ import ctxeval._view as view_package
 from ctxeval._output.qrels import write_qrels
 from ctxeval._plugins.registry import Registry
 from ctxeval._results.judges import SCRIPTED_WARNING
+from ctxeval._results.results import Usage
+from ctxeval._run.progress import Progress
+from ctxeval._run.settings import RunOptions, RunSettings
 from ctxeval._view.index import ensure_index
 from ctxeval._view.reader import Reader
 from ctxeval._view.schema import connect_readonly
 from ctxeval._view.server import ViewerApp
 from ctxeval._view.sources import run_source
 from ctxeval.cli import build_parser, main
+from ctxeval.cli.progress import progress_line
 from ctxeval.cli.view import cmd_view
 from ctxeval.testing import assert_metric
 from ctxeval_llm import LLMConfig, pricing
@@ -339,3 +345,45 @@ def test_serve_judge_page_lists_context_relevance_and_the_embedding_pages_differ
               for f in ("embedding.md", "embeddings.md")]  # fmt: skip
     assert "Embedding" not in titles[0]
     assert all(word in titles[1] for word in ("Embeddings", "meaning"))
+
+
+# --- 10. smaller things --------------------------------------------------------------------
+
+
+def test_evaluate_keywords_are_typed_and_agree_with_run_settings() -> None:
+    """An IDE completes evaluate's keywords (RunOptions: **overrides typed), and RunSettings
+    stays their one source of truth: the same names and types, field by field."""
+    options = {name: ref.__forward_arg__ for name, ref in RunOptions.__annotations__.items()}
+    fields = {f.name: str(f.type) for f in attrs.fields(RunSettings)}
+    assert list(options) == list(fields)
+    fields["retry"] += " | None"  # (None is converted to the default RetryPolicy)
+    assert options == fields
+    explicit = ["llm", "registry", "settings", "labels", "runner"]
+    for function in (ctxeval.evaluate, ctxeval.aevaluate, ctxeval.stream):
+        parameters = inspect.signature(function).parameters
+        assert parameters["overrides"].annotation == "Unpack[RunOptions]", function
+        assert all(name in parameters for name in explicit if name != "labels" or
+                   function is not ctxeval.stream), function  # fmt: skip
+    assert "backend" in inspect.signature(ctxeval.evaluate).parameters
+    with pytest.raises(ctxeval.ConfigError, match="did you mean 'max_concurrency'"):
+        ctxeval.evaluate([{}], ["id_mrr"], max_concurency=2)  # type: ignore[call-arg]
+    ev = ctxeval.evaluate(
+        [{"retrieved_context_ids": ["a"], "reference_context_ids": ["a"]}],
+        ["id_mrr"],
+        max_concurrency=2,
+        timeout=5.0,
+    )
+    assert ev.results[0].score == 1.0
+
+
+def test_dir_ctxeval_shows_no_helpers_of_its_own_module() -> None:
+    shown = dir(ctxeval)
+    assert not {"Any", "TYPE_CHECKING", "importlib"} & set(shown)
+    assert {"evaluate", "Evaluation", "__version__", "ConfigError"} <= set(shown)
+
+
+def test_one_row_is_one_row_not_one_rows() -> None:
+    progress = Progress(done=1, total=1, errors=0, undefined=0, resumed=0, usage=Usage(),
+                        elapsed=0.5, finished=True)  # fmt: skip
+    line = " ".join(progress_line(progress, 200, total=1).split())
+    assert "scored 1/1 row in" in line

@@ -27,8 +27,9 @@ used (``ctxeval.evaluate``, ``from ctxeval import Sample``...).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from ctxeval._errors import (
     AuthenticationError,
@@ -58,7 +59,7 @@ from ctxeval._errors import (
 )
 from ctxeval._version import __version__
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from ctxeval import policy
     from ctxeval._calls.cache import SQLiteCache
     from ctxeval._calls.limits import Limits
@@ -129,19 +130,21 @@ _LAZY: dict[str, str] = {
 """Each public name (not an error class) and the module it is imported from when first used."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ctxeval' has no attribute {name!r}")
     if module == f"ctxeval.{name}":  # a submodule (ctxeval.policy): set on import
-        return importlib.import_module(module)
-    value = getattr(importlib.import_module(module), name)
+        return _importlib.import_module(module)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value  # found at once the next time (a cache of constant values)
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public names, and the module's own dunders: not its private helpers (#57)."""
+    shown = (n for n in globals() if not n.startswith("_") or n[:2] == n[-2:] == "__")
+    return sorted({*shown, *__all__})
 
 
 __all__ = [

@@ -23,7 +23,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
@@ -38,7 +38,10 @@ from ctxeval._run.execute import execute, get_runner
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.rows import SampleInput
 from ctxeval._run.rowstream import RowStream
-from ctxeval._run.settings import RunSettings
+from ctxeval._run.settings import RunOptions, RunSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # (typing's from 3.11; for type checkers and IDEs)
 
 __all__ = ["aevaluate", "evaluate", "get_metric", "plugins", "stream"]
 
@@ -76,7 +79,7 @@ async def stream(
     registry: Registry | None = None,
     settings: RunSettings | None = None,
     runner: str | Runner | None = None,
-    **overrides: Any,
+    **overrides: Unpack[RunOptions],
 ) -> AsyncIterator[RowStream]:
     """Score samples and read the rows as they come, in input order.
 
@@ -105,7 +108,7 @@ async def aevaluate(
     settings: RunSettings | None = None,
     labels: Labels | str | os.PathLike[str] | None = None,
     runner: str | Runner | None = None,
-    **overrides: Any,
+    **overrides: Unpack[RunOptions],
 ) -> Evaluation:
     """Score every sample with every metric, inside a running anyio/asyncio/trio program.
 
@@ -196,8 +199,13 @@ def evaluate(
     samples: Iterable[SampleInput],
     metrics: Sequence[str | Metric],
     *,
+    llm: Any = None,
+    registry: Registry | None = None,
+    settings: RunSettings | None = None,
+    labels: Labels | str | os.PathLike[str] | None = None,
+    runner: str | Runner | None = None,
     backend: Backend = "asyncio",
-    **options: Any,
+    **overrides: Unpack[RunOptions],
 ) -> Evaluation:
     """Score every sample with every metric and wait for the result.
 
@@ -216,5 +224,16 @@ def evaluate(
         0.5
     """
     check_backend(backend)
-    run = functools.partial(_aevaluate, samples, metrics, summarize=False, **options)
+    run = functools.partial(
+        _aevaluate,
+        samples,
+        metrics,
+        summarize=False,
+        llm=llm,
+        registry=registry,
+        settings=settings,
+        labels=labels,
+        runner=runner,
+        **overrides,
+    )
     return run_sync(run, backend=backend)
