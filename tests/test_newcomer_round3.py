@@ -387,3 +387,57 @@ def test_one_row_is_one_row_not_one_rows() -> None:
                         elapsed=0.5, finished=True)  # fmt: skip
     line = " ".join(progress_line(progress, 200, total=1).split())
     assert "scored 1/1 row in" in line
+
+
+LOGS = [{"qid": "a", "query": "Where?", "got": ["d1", "d2"], "want": ["d1"]},
+        {"qid": "b", "query": "Who?", "got": ["d3"], "want": ["d3"]}]  # fmt: skip
+MAP = {"id": "qid", "user_input": "query", "retrieved_context_ids": "got",
+       "reference_context_ids": "want"}  # fmt: skip
+
+
+def test_column_map_for_dicts_dataframes_and_files(tmp_path: Path) -> None:
+    expected = [("a", 0.5), ("b", 1.0)]
+    ev = ctxeval.evaluate(LOGS, ["id_based_context_precision"], column_map=MAP)
+    assert [(r.sample_id, r.score) for r in ev.results] == expected
+    pandas = pytest.importorskip("pandas")
+    frame = ctxeval.evaluate(pandas.DataFrame(LOGS), ["id_based_context_precision"], column_map=MAP)
+    assert [(r.sample_id, r.score) for r in frame.results] == expected
+    path = tmp_path / "logs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in LOGS))
+    [first, _] = list(ctxeval.load_samples(path, column_map=MAP))
+    assert (first.id, first.user_input, first.retrieved_context_ids) == (
+        "a",
+        "Where?",
+        ("d1", "d2"),
+    )
+    with pytest.raises(ctxeval.DataError, match="column 'want'"):
+        list(ctxeval.load_samples(_missing(tmp_path), column_map=MAP))
+
+
+def _missing(tmp_path: Path) -> Path:
+    path = tmp_path / "short.jsonl"
+    path.write_text(json.dumps({k: v for k, v in LOGS[0].items() if k != "want"}) + "\n")
+    return path
+
+
+def test_column_map_to_an_unknown_field_is_a_config_error_naming_the_fields() -> None:
+    with pytest.raises(ctxeval.ConfigError) as error:
+        ctxeval.evaluate(LOGS, ["id_mrr"], column_map={"questoin": "query"})
+    message = str(error.value)
+    assert "'questoin' is not a sample field (did you mean 'user_input'?)" in message
+    assert "retrieved_context_ids" in message
+
+
+def test_map_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "logs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in LOGS))
+    argv = ["evaluate", str(path), "-m", "id_based_context_precision", "--out",
+            str(tmp_path / "run"), "-q"]  # fmt: skip
+    for field, column in MAP.items():
+        argv += ["--map", f"{field}={column}"]
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").open()]
+    assert [(r["sample_id"], r["score"]) for r in rows] == [("a", 0.5), ("b", 1.0)]
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(path), "-m", "id_mrr", "--map", "questoin=query"])
+    assert "did you mean 'user_input'" in capsys.readouterr().err

@@ -80,10 +80,15 @@ def samples_in_memory(source: Any) -> Iterator[Sample | None]:
             yield None
 
 
-def file_lookup(source: str | os.PathLike[str] | Iterable[Any] | None) -> SampleLookup:
+def file_lookup(
+    source: str | os.PathLike[str] | Iterable[Any] | None,
+    *,
+    column_map: Mapping[str, str] | None = None,
+) -> SampleLookup:
     """Finds samples by id in ``source`` (a data file, read again up to the last sample
-    wanted; or samples in memory: samples, dicts, a DataFrame, a dict of columns...); a
-    sample without an id is known by its position."""
+    wanted, through ``column_map`` when the run read it so; or samples in memory: samples,
+    dicts, a DataFrame, a dict of columns...); a sample without an id is known by its
+    position."""
 
     def find(ids: Collection[str]) -> Mapping[str, Sample]:
         from ctxeval._data.loading import load_samples
@@ -93,7 +98,7 @@ def file_lookup(source: str | os.PathLike[str] | Iterable[Any] | None) -> Sample
         if source is None or not wanted:
             return found
         on_disk = isinstance(source, (str, os.PathLike))
-        opened = load_samples(source) if on_disk else None  # type: ignore[arg-type]
+        opened = load_samples(source, column_map=column_map) if on_disk else None  # type: ignore[arg-type]
         samples: Iterable[Sample | Exception | None] = (
             opened._samples_and_errors() if opened is not None else samples_in_memory(source)
         )

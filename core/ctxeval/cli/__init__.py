@@ -103,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--config", metavar="RUN.toml", help="a run file with data, out, model, [[metrics]] ..."
     )
+    ev.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="read sample field FIELD from column COLUMN of DATA (repeat for more), e.g. "
+        "--map user_input=query --map retrieved_contexts=chunks",
+    )
     ev.add_argument("--qrels", metavar="QRELS", help="TREC qrels (instead of DATA; with --run)")
     ev.add_argument("--run", metavar="RUN", help="a TREC run, ranked by score as trec_eval does")
     ev.add_argument(

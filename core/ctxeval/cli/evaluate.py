@@ -540,6 +540,21 @@ def _print_per_query(per_query: Any, metrics: Sequence[str], out: Any) -> None:
     out.print(f"{'per query:':<11}{per_query.path} ({queries} queries)", soft_wrap=True)
 
 
+def _column_map(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--map FIELD=COLUMN`` (repeated), checked; None without one."""
+    from ctxeval._data.column_map import parse_map_options
+    from ctxeval._errors import ConfigError
+
+    if not args.map:
+        return None
+    if args.qrels or args.run:
+        raise UsageError("--map reads the columns of DATA; --qrels/--run have no columns to map")
+    try:
+        return parse_map_options(args.map)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ctxeval._data.loading import load_samples
 
@@ -595,7 +610,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         path = Path(str(data))
         # (with --lenient, the run makes each bad row's error rows: the stream stays strict)
-        samples = load_samples(path)
+        column_map = _column_map(args)
+        samples = load_samples(path, column_map=column_map)
     stdout = console()
     if args.dry_run:
         provider = provider or llm_provider(
@@ -648,7 +664,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     title=f"ctxeval: {path.name}",
                     formats=formats,
                     totals=totals,
-                    lookup=file_lookup(samples if trec else path),
+                    lookup=file_lookup(samples if trec else path, column_map=_column_map(args)),
                     lock=claim,
                 )
             except UnwritableFolderError as exc:  # its files cannot be begun (a link...)
