@@ -66,14 +66,14 @@ WORKED = [
     ({}, 6 / 12),  # mean grade / 3
     ({"k": 2}, 3 / 6),
     ({"k": 5}, 6 / 15),  # an empty rank counts grade 0
-    ({"measure": "precision"}, 2 / 4),  # grades >= 2: chunks a and c
+    ({"measure": "precision"}, 3 / 4),  # grades >= 1 (trec_eval's -l 1): a, c and d
     ({"measure": "precision", "min_grade": 3}, 1 / 4),
-    ({"measure": "precision", "min_grade": 1}, 3 / 4),
+    ({"measure": "precision", "min_grade": 2}, 2 / 4),
     ({"measure": "precision", "k": 2}, 1 / 2),
-    ({"measure": "precision", "k": 5}, 2 / 5),  # trec_eval's P_5: / k
-    ({"measure": "ap"}, (1 / 1 + 2 / 3) / 2),  # relevant at ranks 1 and 3
-    ({"measure": "ap", "min_grade": 1}, (1 / 1 + 2 / 3 + 3 / 4) / 3),
-    ({"measure": "ap", "k": 2}, (1 / 1) / 2),  # map_cut_2: still / all relevant judged
+    ({"measure": "precision", "k": 5}, 3 / 5),  # trec_eval's P_5: / k
+    ({"measure": "ap"}, (1 / 1 + 2 / 3 + 3 / 4) / 3),  # relevant at ranks 1, 3 and 4
+    ({"measure": "ap", "min_grade": 2}, (1 / 1 + 2 / 3) / 2),
+    ({"measure": "ap", "k": 2}, (1 / 1) / 3),  # map_cut_2: still / all relevant judged
     ({"measure": "ap", "min_grade": 3}, 1.0),
     ({"measure": "ndcg"}, dcg([3, 0, 2, 1]) / dcg([3, 2, 1, 0])),
     ({"measure": "ndcg", "k": 2}, dcg([3, 0]) / dcg([3, 2])),
@@ -107,8 +107,8 @@ def test_exact_ends_of_the_scale() -> None:
         assert relevance_score([3, 3, 3], measure) == 1.0  # exactly
         assert relevance_score([0, 0], measure) == 0.0  # no relevant chunk scores 0
     assert relevance_score([3, 2, 3], "mean") == 8 / 9
-    assert relevance_score(GRADES, "ap") == 5 / 6  # exact: the policy's fractions
-    assert relevance_score(GRADES, "ap", min_grade=1) == 29 / 36
+    assert relevance_score(GRADES, "ap", min_grade=2) == 5 / 6  # exact: the policy's fractions
+    assert relevance_score(GRADES, "ap") == 29 / 36
     assert relevance_score([0, 3], "ndcg") == pytest.approx(1 / math.log2(3) / 3 * 3)
 
 
@@ -257,7 +257,7 @@ def test_row_details_and_qrels_with_ids(server: FakeOpenAI) -> None:
     ids = ["d1", "d2", "d3", "d1"]  # two chunks of document d1
     [row] = run([sample(retrieved_context_ids=ids)], [relevance(measure="ap")], server).results
     assert row.details["measure"] == "ap"
-    assert row.details["min_grade"] == 2
+    assert row.details["min_grade"] == 1
     assert row.details["chunks"][1] == {
         "index": 1,
         "doc_id": "d2",
@@ -328,7 +328,8 @@ def test_names_and_options() -> None:
     assert relevance(k=5).name == "context_relevance_mean_at_5"
     assert relevance(measure="ndcg", k=10).name == "context_relevance_ndcg_at_10"
     assert relevance(measure="precision", min_grade=3).name == "context_relevance_precision_min3"
-    assert relevance(measure="ap", min_grade=2).name == "context_relevance_ap"
+    assert relevance(measure="ap", min_grade=1).name == "context_relevance_ap"
+    assert relevance(measure="ap", min_grade=2).name == "context_relevance_ap_min2"
     assert ctxeval.get_metric("context_sufficiency", with_reference=True).name == (
         "context_sufficiency_with_reference"
     )

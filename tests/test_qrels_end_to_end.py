@@ -57,7 +57,7 @@ DATA: list[dict[str, Any]] = [
         "retrieved_contexts": [C[6], C[8], C[7], C[9]],
         "retrieved_context_ids": ["d7", "d9", "d8", "d10"],
     },
-    {  # nothing relevant: nDCG 0 (as trec_eval scores it; ctxeval's nDCG@k: undefined)
+    {  # nothing relevant: nDCG undefined on both routes (0 with trec_eval's averaging)
         "id": "q3",
         "user_input": "How many arrondissements has Paris?",
         "retrieved_contexts": [C[9], C[3], C[5]],
@@ -167,7 +167,8 @@ def test_write_qrels_from_context_relevance_end_to_end(
     assert set(asked.values()) == {1}
     assert server.count == len(DISTINCT) == 16  # not 3 measures x 18 chunks
     rows = rows_of(out)
-    assert {r["status"] for r in rows.values()} == {"ok"}
+    undefined = {key for key, r in rows.items() if r["status"] != "ok"}
+    assert undefined == {("q3", ROWS["ndcg_k"]), ("q3", ROWS["ndcg"])}  # nothing relevant
     summary = json.loads((out / "summary.json").read_text())
     assert summary["usage"]["requests"] == len(DISTINCT)
 
@@ -196,10 +197,13 @@ def test_write_qrels_from_context_relevance_end_to_end(
         theirs = trec.get(sample["id"], {})  # (a query with nothing relevant: 0)
         for row, measure, k in ((ROWS["ndcg_k"], f"ndcg_cut_{K}", K), (ROWS["ndcg"], "ndcg", None)):
             ours = rows[sample["id"], row]["score"]
+            if sample["id"] == "q3":  # nothing relevant: undefined (trec_eval: 0)
+                assert ours is None
+                continue
             assert abs(ours - theirs.get(measure, 0.0)) < 1e-9, (sample["id"], measure)
             assert abs(ours - ndcg_by_hand(grades, k)) < 1e-9, (sample["id"], measure)
     assert 0 < rows["q1", ROWS["ndcg_k"]]["score"] < 1
-    assert rows["q3", ROWS["ndcg_k"]]["score"] == 0.0
+    assert rows["q3", ROWS["ndcg_k"]]["status"] == "undefined"
 
     # 5. ctxeval's own --qrels/--run path gives the same, and Judged@k is 1.0 throughout
     ir_out = tmp_path / "ir"
@@ -212,19 +216,20 @@ def test_write_qrels_from_context_relevance_end_to_end(
         assert ir[query, f"Judged@{K}"]["score"] == 1.0
         assert ir[query, "Judged@10"]["score"] == 1.0
         ndcg = ir[query, f"nDCG@{K}"]
+        mine = rows[query, ROWS["ndcg_k"]]
+        assert ndcg["status"] == mine["status"], query  # one rule on both routes (#57)
         if ndcg["status"] == "ok":
-            assert abs(ndcg["score"] - rows[query, ROWS["ndcg_k"]]["score"]) < 1e-9, query
-        else:  # no relevant document: undefined for the IR metric, 0 for context_relevance
+            assert abs(ndcg["score"] - mine["score"]) < 1e-9, query
+        else:  # no relevant document: undefined on both
             assert query == "q3"
-            assert rows[query, ROWS["ndcg_k"]]["score"] == 0.0
-    # with trec_eval's averaging, the query with nothing relevant is 0 there too, as
-    # pytrec_eval and context_relevance score it
+    # with trec_eval's averaging, the query with nothing relevant is 0, as pytrec_eval
+    # scores it
     averaged = tmp_path / "ir-averaged"
     argv = ["evaluate", "--qrels", str(judged), "--run", str(run_file), "-m", f"nDCG@{K}",
             "--trec-eval-averaging", "--out", str(averaged), "-q"]  # fmt: skip
     assert main(argv) == 0
     for (query, _), row in rows_of(averaged).items():
-        assert abs(row["score"] - rows[query, ROWS["ndcg_k"]]["score"]) < 1e-9, query
+        assert abs(row["score"] - (rows[query, ROWS["ndcg_k"]]["score"] or 0.0)) < 1e-9, query
         assert abs(row["score"] - trec.get(query, {}).get(f"ndcg_cut_{K}", 0.0)) < 1e-9, query
     assert server.count == len(DISTINCT)  # the IR path asks no judge
 

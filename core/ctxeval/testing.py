@@ -23,6 +23,7 @@ from typing import Any
 from ctxeval._output.gates import Gate
 from ctxeval._plugins.metric_names import resolve_metric_name
 from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.judges import SCRIPTED_WARNING
 
 __all__ = ["assert_metric", "ctxeval_assert"]
 
@@ -57,6 +58,7 @@ def assert_metric(
     mean = "none" if summary.mean is None else f"{summary.mean:.3f}"
     lines = [
         f"ctxeval gate failed: {verdict.describe()}",
+        *([f"  {SCRIPTED_WARNING}"] if evaluation.judges().scripted else []),
         f"  {metric}: mean {mean}, 95% CI {ci} ({summary.ci95_method or 'n/a'}); "
         f"{summary.n_ok} ok, {summary.n_undefined} undefined, {summary.n_error} error",
     ]

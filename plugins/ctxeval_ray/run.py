@@ -31,6 +31,7 @@ from ctxeval.plugin import (
     BudgetExceededError,
     ConfigError,
     DataError,
+    Dependency,
     Metric,
     MetricResult,
     MissingExtraError,
@@ -100,6 +101,8 @@ class RayRunner:
     """
 
     name: ClassVar[str] = "ray"
+    dependencies: ClassVar[tuple[Dependency, ...]] = (Dependency("ray", _INSTALL),)
+    """Ray, so that ``ctxeval plugins`` lists the runner as unavailable without it."""
 
     def __init__(
         self,

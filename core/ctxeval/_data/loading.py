@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
 
+from ctxeval._data.column_map import check_column_map, renamed
 from ctxeval._data.sample import (
     FIELD_ALIASES,
     ID_LIST_FIELDS,
@@ -262,7 +263,11 @@ class SampleStream(Iterator[Sample]):
 
 
 def load_samples(
-    path: str | os.PathLike[str], *, format: str | None = None, strict: bool = True
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    strict: bool = True,
+    column_map: Mapping[str, str] | None = None,
 ) -> SampleStream:
     """Open ``path`` and return a lazy stream of its samples.
 
@@ -271,12 +276,16 @@ def load_samples(
         format: read the file as this format, whatever its suffix.
         strict: raise at the first bad row (default); when False, log bad rows, collect them in
             :attr:`SampleStream.errors` and go on with the good ones.
+        column_map: sample field -> the column that holds it, for files whose columns have
+            other names (``{"user_input": "query"}``; the command line's ``--map
+            user_input=query``); a row without a mapped column is a bad row.
 
     Raises:
         DataError: the file does not exist or cannot be read (at once), or a row is bad
             (while iterating, in strict mode); the message names file, line and field.
-        ConfigError: the format is unknown, or ``path`` is not a path (samples held in memory,
-            such as a DataFrame, go to ``evaluate`` as they are).
+        ConfigError: the format is unknown, ``path`` is not a path (samples held in memory,
+            such as a DataFrame, go to ``evaluate`` as they are), or ``column_map`` names a
+            field that is not a sample field.
         MissingExtraError: a Parquet file without ``pyarrow`` installed.
     """
     if not isinstance(path, (str, os.PathLike)):
@@ -302,11 +311,32 @@ def load_samples(
         raise DataError("is a directory, not a file", path=str(file))
     if not os.access(file, os.R_OK):
         raise DataError("permission denied", path=str(file))
+    mapping = None if column_map is None else check_column_map(column_map)
     if format == "parquet":
         from ctxeval._plugins.optional import require_pyarrow
 
         require_pyarrow(f"reading {file}")
+    if mapping:
+        return SampleStream(file, format, strict, _mapped(_READERS[format](file), mapping))
     return SampleStream(file, format, strict)
+
+
+def _mapped(rows: Iterator[Row], mapping: Mapping[str, str]) -> Iterator[Row]:
+    """The rows of a reader with ``mapping`` applied (``raw`` dropped: the row changed); a row
+    without a mapped column becomes a bad row, with its reason."""
+    try:
+        for line, row, _ in rows:
+            if isinstance(row, _Bad):
+                yield line, row, None
+                continue
+            try:
+                yield line, renamed(row, mapping), None
+            except DataError as exc:
+                yield line, _Bad(exc.problem, hint="check column_map / --map"), None
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
 
 
 # --- readers: each yields (line, row, raw) -------------------------------------------------

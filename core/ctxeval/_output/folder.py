@@ -491,6 +491,33 @@ def write_evaluation(
         lock.release()
 
 
+SAMPLES_FILE = "samples.jsonl"
+"""The samples' texts of a run written from memory (``write(folder, data=df)``), in the run
+folder: ``ctxeval view`` and ``ctxeval report`` find them there."""
+
+SAMPLES_KEY = "samples_file"
+"""The key of ``summary.json`` that names :data:`SAMPLES_FILE` (a name in the folder)."""
+
+
+def _write_samples(target: Path, data: Any) -> str:
+    """Write the samples of ``data`` (held in memory) to ``target/samples.jsonl``, one JSON
+    object per sample, as they are read (a sample without an id gets its position, the key
+    the rows know it by; one that cannot be read is left out); returns the file's name."""
+    import orjson
+
+    from ctxeval._output.files import private_open
+    from ctxeval._output.rebuild import samples_in_memory
+
+    with private_open(target / SAMPLES_FILE) as handle:
+        for position, sample in enumerate(samples_in_memory(data)):
+            if sample is None:
+                continue
+            fields = sample.to_dict()
+            fields.setdefault("id", str(position))
+            handle.write(orjson.dumps(fields, default=str).decode() + "\n")
+    return SAMPLES_FILE
+
+
 def _write_evaluation(
     evaluation: Evaluation,
     target: Path,
@@ -520,6 +547,8 @@ def _write_evaluation(
     extra: dict[str, Any] = {"ctxeval": __version__}
     if data_file is not None:
         extra["data"] = str(data_file)
+    elif data is not None:  # in memory (a DataFrame...): its texts kept beside the rows (#57)
+        extra[SAMPLES_KEY] = _write_samples(target, data)
     return write_outputs(
         evaluation,
         target,

@@ -26,7 +26,7 @@ from ctxeval._output.summary import summary_dict
 from ctxeval._results.results import MetricResult
 from ctxeval._results.totals import RunTotals
 
-__all__ = ["file_lookup", "read_parts", "rebuild_report", "write_report"]
+__all__ = ["file_lookup", "read_parts", "rebuild_report", "samples_in_memory", "write_report"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def read_parts(path: str | os.PathLike[str]) -> Iterator[list[MetricResult]]:
         yield batch
 
 
-def _in_memory(source: Any) -> Iterator[Sample | None]:
+def samples_in_memory(source: Any) -> Iterator[Sample | None]:
     """The samples of ``source`` held in memory (samples, dicts of their fields, or a table:
     a DataFrame, a dict of columns...), None for one that cannot be read (its position
     counts)."""
@@ -80,10 +80,15 @@ def _in_memory(source: Any) -> Iterator[Sample | None]:
             yield None
 
 
-def file_lookup(source: str | os.PathLike[str] | Iterable[Any] | None) -> SampleLookup:
+def file_lookup(
+    source: str | os.PathLike[str] | Iterable[Any] | None,
+    *,
+    column_map: Mapping[str, str] | None = None,
+) -> SampleLookup:
     """Finds samples by id in ``source`` (a data file, read again up to the last sample
-    wanted; or samples in memory: samples, dicts, a DataFrame, a dict of columns...); a
-    sample without an id is known by its position."""
+    wanted, through ``column_map`` when the run read it so; or samples in memory: samples,
+    dicts, a DataFrame, a dict of columns...); a sample without an id is known by its
+    position."""
 
     def find(ids: Collection[str]) -> Mapping[str, Sample]:
         from ctxeval._data.loading import load_samples
@@ -93,9 +98,9 @@ def file_lookup(source: str | os.PathLike[str] | Iterable[Any] | None) -> Sample
         if source is None or not wanted:
             return found
         on_disk = isinstance(source, (str, os.PathLike))
-        opened = load_samples(source) if on_disk else None  # type: ignore[arg-type]
+        opened = load_samples(source, column_map=column_map) if on_disk else None  # type: ignore[arg-type]
         samples: Iterable[Sample | Exception | None] = (
-            opened._samples_and_errors() if opened is not None else _in_memory(source)
+            opened._samples_and_errors() if opened is not None else samples_in_memory(source)
         )
         try:  # (a bad row keeps its place, as it does in a lenient run; the first id wins)
             for position, sample in enumerate(samples):
@@ -269,7 +274,10 @@ def write_report(
             given,
         )
     if title is None:
+        inside = isinstance(data, (str, os.PathLike)) and Path(data).parent == folder.resolve()
+        # (the samples a run written from memory keeps in its folder: titled by the folder)
         file = named if named else data if isinstance(data, (str, os.PathLike)) else None
+        file = None if inside and not named else file
         title = f"ctxeval: {Path(file).name}" if file else None
     return rebuild_report(
         folder, data=data, output=out, title=title, summary=summary, results=results

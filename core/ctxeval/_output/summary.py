@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ctxeval._results.judges import SCRIPTED_WARNING
 from ctxeval._results.results import Usage
 
 if TYPE_CHECKING:
@@ -15,12 +16,6 @@ if TYPE_CHECKING:
     from ctxeval._results.judges import JudgeLog
 
 __all__ = ["SCRIPTED_WARNING", "Summarized", "summary_dict"]
-
-SCRIPTED_WARNING = (
-    "NOT A REAL JUDGE: rows of this run were judged by ctxeval serve-judge, which answers by "
-    "word overlap with no model; their scores say nothing about the retrieval"
-)
-"""What ``summary.json`` and the report say of a run judged by the scripted judge."""
 
 
 class Summarized(Protocol):

@@ -6,7 +6,13 @@ import importlib.util
 
 from ctxeval._errors import MissingExtraError
 
-__all__ = ["is_installed", "require_pyarrow", "require_ray"]
+__all__ = [
+    "PRICE_TABLE_INSTALL",
+    "is_installed",
+    "price_table_missing",
+    "require_pyarrow",
+    "require_ray",
+]
 
 
 def is_installed(module: str) -> bool:
@@ -15,6 +21,21 @@ def is_installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+PRICE_TABLE_INSTALL = 'pip install "ctxeval[llm]"'
+"""What brings the price table of the LLM models (litellm's, read without importing it)."""
+
+
+def price_table_missing() -> str | None:
+    """Why no model has a known price, when that is so: the price table comes with litellm
+    (``ctxeval[llm]``), which the plain install lacks (#57); None when it is installed."""
+    if is_installed("litellm"):
+        return None
+    return (
+        f"no price table is installed: it comes with ctxeval[llm] ({PRICE_TABLE_INSTALL}); "
+        "or give the price yourself"
+    )
 
 
 def require_pyarrow(purpose: str) -> None:

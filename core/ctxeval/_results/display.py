@@ -156,6 +156,10 @@ def plain_text(*renderables: RenderableType | str, width: int = PLAIN_WIDTH) -> 
 _CELL: Final = "padding:3px 10px;text-align:right;font-variant-numeric:tabular-nums;"
 _HEAD: Final = "border-bottom:1px solid rgba(127,127,127,.5);"
 _LINE: Final = "border-top:1px solid rgba(127,127,127,.18);"
+_WARNING: Final = (
+    "padding:4px 10px;margin:2px 0;font-weight:700;color:#7a4b00;"
+    "background:#fff3cd;border-left:4px solid #e0a100"
+)
 _BAR: Final = (
     "display:inline-block;width:56px;height:7px;margin-left:8px;vertical-align:middle;"
     "background:rgba(127,127,127,.22);border-radius:2px;overflow:hidden"
@@ -172,11 +176,16 @@ def _mean_bar(mean: float | None) -> str:
 
 
 def summary_html(
-    metrics: Mapping[str, Any], *, caption: str | None = None, notes: Iterable[str] = ()
+    metrics: Mapping[str, Any],
+    *,
+    caption: str | None = None,
+    notes: Iterable[str] = (),
+    warning: str | None = None,
 ) -> str:
     """The summary table as a small self-contained HTML fragment (a notebook's view): inline
     styles only, every text escaped, the theme's colours and fonts kept. ``notes``: lines of
-    plain text shown under the table (one that starts with a space, indented)."""
+    plain text shown under the table (one that starts with a space, indented); ``warning``:
+    a line shown above it, bold on an amber band (the scripted judge's NOT A REAL JUDGE)."""
     head = "".join(
         f"<th style='{_CELL}{_HEAD}text-align:{'left' if i == 0 else 'right'}'>"
         f"{html.escape(c)}</th>"
@@ -207,8 +216,9 @@ def summary_html(
         f"{html.escape(note.strip())}</div>"
         for note in notes
     )
+    above = f"<div role='alert' style='{_WARNING}'>{html.escape(warning)}</div>" if warning else ""
     return (
-        "<div class='ctxeval-summary'>"
+        f"<div class='ctxeval-summary'>{above}"
         f"<table style='border-collapse:collapse'>{title}<thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>{below}</div>"
     )

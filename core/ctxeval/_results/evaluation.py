@@ -31,7 +31,7 @@ from ctxeval._results.display import (
     summary_table,
     usage_line,
 )
-from ctxeval._results.judges import JudgeLog
+from ctxeval._results.judges import SCRIPTED_WARNING, JudgeLog
 from ctxeval._results.results import MetricResult, Status, Usage
 from ctxeval._results.stats import mean_ci
 
@@ -263,7 +263,12 @@ class Evaluation:
         return iter(self.results)
 
     def __repr__(self) -> str:
-        return f"<Evaluation {len(self)} rows, metrics={list(self.metrics)}>"
+        judge = " NOT A REAL JUDGE (ctxeval serve-judge)" if self._scripted() else ""
+        return f"<Evaluation {len(self)} rows, metrics={list(self.metrics)}{judge}>"
+
+    def _scripted(self) -> bool:
+        """Whether ``ctxeval serve-judge`` (NOT A REAL JUDGE) judged any row."""
+        return self.judges().scripted
 
     # --- shown: print(ev), a rich console, a notebook ----------------------------------------
 
@@ -277,6 +282,8 @@ class Evaluation:
         """The lines under the table: the LLM usage, and the error rows grouped by metric and
         reason (most frequent first, at most ``limit`` reasons)."""
         notes = [line for line in (usage_line(summary.usage),) if line]
+        if self._scripted():
+            notes.insert(0, SCRIPTED_WARNING)
         errors = self.errors() if not self.ok else []
         if errors:
             groups: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -309,13 +316,19 @@ class Evaluation:
 
         summary = self.summary()
         table = summary_table(summary, title=f"summary: {self._caption(summary)}")
-        return Group(table, *(Text(note) for note in self._notes(summary)))
+        notes = [
+            Text(note, style="bold yellow" if note == SCRIPTED_WARNING else "")
+            for note in self._notes(summary)
+        ]
+        return Group(table, *notes)
 
     def _repr_html_(self) -> str:
         """The notebook view: the summary table as a small self-contained HTML table."""
         summary = self.summary()
+        notes = self._notes(summary)
+        warning = notes.pop(0) if notes[:1] == [SCRIPTED_WARNING] else None
         return summary_html(
-            summary, caption=f"ctxeval: {self._caption(summary)}", notes=self._notes(summary)
+            summary, caption=f"ctxeval: {self._caption(summary)}", notes=notes, warning=warning
         )
 
     def rows(self, metric: str) -> list[MetricResult]:
@@ -480,7 +493,8 @@ class Evaluation:
             data: where the report finds the samples' texts when the rows do not carry them
                 (runs with an LLM metric): the samples scored (a list, a DataFrame, a dict of
                 columns...) or their data file, which ``summary.json`` then names (for
-                ``ctxeval report`` and ``ctxeval view``).
+                ``ctxeval report`` and ``ctxeval view``). Samples held in memory are written
+                to the folder as ``samples.jsonl``, where ``ctxeval view`` finds the texts.
 
         Returns:
             Each file's path by writer name, the default three also as ``results``,

@@ -14,10 +14,18 @@ import orjson
 
 from ctxeval._results.results import LazyDetails, MetricResult
 
-__all__ = ["MAX_JUDGES", "SCRIPTED_JUDGE", "JudgeLog", "is_scripted"]
+__all__ = ["MAX_JUDGES", "SCRIPTED_JUDGE", "SCRIPTED_WARNING", "JudgeLog", "is_scripted"]
 
 SCRIPTED_JUDGE: Final = "scripted-judge"
 """The model name ``ctxeval serve-judge`` answers as (its ``/v1/models`` lists only it)."""
+
+SCRIPTED_WARNING: Final = (
+    "NOT A REAL JUDGE: rows of this run were judged by ctxeval serve-judge, which answers by "
+    "word overlap with no model; their scores say nothing about the retrieval"
+)
+"""What every view of a run judged by the scripted judge says of it: the terminal,
+``summary.json``, the report, ``print(evaluation)``, a notebook's table, a failed
+:func:`~ctxeval.testing.assert_metric` and ``ctxeval view`` (#57)."""
 
 MAX_JUDGES: Final = 8
 """Judges kept per metric (a run that names more lists these and counts the rest)."""

@@ -21,12 +21,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from ctxeval._errors import ConfigError
 from ctxeval._judge.labels import Labels
 from ctxeval._plugins.protocols import Metric
 from ctxeval._plugins.protocols import RunnerPlugin as Runner
@@ -38,7 +39,10 @@ from ctxeval._run.execute import execute, get_runner
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.rows import SampleInput
 from ctxeval._run.rowstream import RowStream
-from ctxeval._run.settings import RunSettings
+from ctxeval._run.settings import RunOptions, RunSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # (typing's from 3.11; for type checkers and IDEs)
 
 __all__ = ["aevaluate", "evaluate", "get_metric", "plugins", "stream"]
 
@@ -76,7 +80,8 @@ async def stream(
     registry: Registry | None = None,
     settings: RunSettings | None = None,
     runner: str | Runner | None = None,
-    **overrides: Any,
+    column_map: Mapping[str, str] | None = None,
+    **overrides: Unpack[RunOptions],
 ) -> AsyncIterator[RowStream]:
     """Score samples and read the rows as they come, in input order.
 
@@ -89,7 +94,9 @@ async def stream(
     Leaving the block early cancels the work still running. Arguments are those of
     :func:`aevaluate`.
     """
-    samples = check_run_inputs(samples, llm=llm, registry=registry, labels=None)
+    samples = with_column_map(
+        check_run_inputs(samples, llm=llm, registry=registry, labels=None), column_map
+    )
     await _discover_plugins(registry)
     plan = RunPlan.build(metrics, llm=llm, registry=registry, settings=settings, **overrides)
     async with execute(plan, samples, get_runner(runner, registry=registry)) as rows:
@@ -105,7 +112,8 @@ async def aevaluate(
     settings: RunSettings | None = None,
     labels: Labels | str | os.PathLike[str] | None = None,
     runner: str | Runner | None = None,
-    **overrides: Any,
+    column_map: Mapping[str, str] | None = None,
+    **overrides: Unpack[RunOptions],
 ) -> Evaluation:
     """Score every sample with every metric, inside a running anyio/asyncio/trio program.
 
@@ -124,6 +132,9 @@ async def aevaluate(
             ``"processes"`` (every core of this machine), ``"ray"``, a third party's runner
             name, or a runner object (:mod:`ctxeval.runners`, e.g.
             ``ProcessesRunner(workers=2)``). The rows are the same whatever runs them.
+        column_map: sample field -> the column (key) that holds it, for a table or dicts
+            whose columns have other names: ``{"user_input": "query", "retrieved_contexts":
+            "chunks"}``; a field that is not a sample field is a ``ConfigError``.
         **overrides: any field of :class:`~ctxeval.RunSettings` (``max_concurrency=8``,
             ``journal="run.jsonl"``...), in place of the same field of ``settings``.
 
@@ -146,6 +157,7 @@ async def aevaluate(
         settings=settings,
         labels=labels,
         runner=runner,
+        column_map=column_map,
         **overrides,
     )
 
@@ -160,12 +172,14 @@ async def _aevaluate(
     settings: RunSettings | None = None,
     labels: Labels | str | os.PathLike[str] | None = None,
     runner: str | Runner | None = None,
+    column_map: Mapping[str, str] | None = None,
     **overrides: Any,
 ) -> Evaluation:
     """:func:`aevaluate`; ``summarize``: compute the summary before returning, in a worker
     thread (:func:`evaluate` leaves it to the first :meth:`~Evaluation.summary`, as the
     loop it runs on has nothing else to do)."""
     samples = check_run_inputs(samples, llm=llm, registry=registry, labels=labels)
+    samples = with_column_map(samples, column_map)
     await _discover_plugins(registry)
     plan = RunPlan.build(
         metrics, llm=llm, registry=registry, settings=settings, labels=labels, **overrides
@@ -174,6 +188,29 @@ async def _aevaluate(
     if summarize:
         await evaluation.asummary()
     return evaluation
+
+
+def with_column_map(samples: Any, column_map: Mapping[str, str] | None) -> Any:
+    """``samples`` read through ``column_map`` (checked first), or as they are without one.
+
+    Raises:
+        ConfigError: a bad map, or samples it cannot apply to (a file's stream: give the map
+            to ``load_samples``; an async iterable).
+    """
+    if column_map is None:
+        return samples
+    from ctxeval._data.column_map import check_column_map, map_columns
+    from ctxeval._data.loading import SampleStream
+
+    mapping = check_column_map(column_map)
+    if isinstance(samples, SampleStream):
+        raise ConfigError(
+            "column_map: the samples are read from a file already; give the map to "
+            "load_samples(path, column_map=...)"
+        )
+    if hasattr(samples, "__aiter__") and not hasattr(samples, "__iter__"):
+        raise ConfigError("column_map applies to samples read in order: a list, a table, dicts")
+    return map_columns(samples, mapping)
 
 
 async def evaluate_plan(plan: RunPlan, samples: Any, runner: Runner) -> Evaluation:
@@ -196,8 +233,14 @@ def evaluate(
     samples: Iterable[SampleInput],
     metrics: Sequence[str | Metric],
     *,
+    llm: Any = None,
+    registry: Registry | None = None,
+    settings: RunSettings | None = None,
+    labels: Labels | str | os.PathLike[str] | None = None,
+    runner: str | Runner | None = None,
+    column_map: Mapping[str, str] | None = None,
     backend: Backend = "asyncio",
-    **options: Any,
+    **overrides: Unpack[RunOptions],
 ) -> Evaluation:
     """Score every sample with every metric and wait for the result.
 
@@ -216,5 +259,17 @@ def evaluate(
         0.5
     """
     check_backend(backend)
-    run = functools.partial(_aevaluate, samples, metrics, summarize=False, **options)
+    run = functools.partial(
+        _aevaluate,
+        samples,
+        metrics,
+        summarize=False,
+        llm=llm,
+        registry=registry,
+        settings=settings,
+        labels=labels,
+        runner=runner,
+        column_map=column_map,
+        **overrides,
+    )
     return run_sync(run, backend=backend)

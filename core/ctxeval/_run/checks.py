@@ -22,6 +22,7 @@ from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._judge.labels import Labels
 from ctxeval._pipeline.judging import Panel, judge_name
 from ctxeval._plugins.hooks import PricedLLM, llm_model, needs_llm, own_llm, pipeline_parts
+from ctxeval._plugins.optional import price_table_missing
 from ctxeval._plugins.protocols import Metric, Price, PricedLLMProvider
 from ctxeval._plugins.registry import Registry
 
@@ -85,8 +86,11 @@ def check_metrics_have_llm(
     unpriced = [value for value in used if _price_of(value, registry) is None]
     if unpriced:
         shown = ", ".join(repr(judge_name(v) or type(v).__name__) for v in unpriced)
+        missing = price_table_missing()
         raise ConfigError(
-            f"max_cost_usd: the price of {shown} is not known, so the cost cap could not count "
+            f"max_cost_usd: the price of {shown} is not known"
+            + (f" ({missing})" if missing else "")
+            + ", so the cost cap could not count "
             "its requests and would never stop the run; give the price in USD per million "
             "prompt and completion tokens: llm=LLMConfig(model=..., "
             "price_per_million_tokens=(input, output)), or --price IN,OUT on the command line "

@@ -9,6 +9,9 @@ sample field.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
 
 from ctxeval._data.sample import SAMPLE_FIELDS
 from ctxeval._errors import ConfigError
@@ -50,11 +53,7 @@ def resolve_metrics(metrics: Sequence[str | Metric], registry: Registry) -> list
     names = [m.name for m in resolved]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ConfigError(
-            f"metric name(s) {', '.join(map(repr, repeated))} given more than once; give each "
-            "a distinct name, e.g. get_metric('non_llm_context_recall', name='recall_partial', "
-            "measure='partial')"
-        )
+        raise ConfigError(_repeated_message(repeated, resolved))
     for metric in resolved:
         unknown = [f for f in metric.requires if f not in SAMPLE_FIELDS]
         if unknown:
@@ -63,3 +62,41 @@ def resolve_metrics(metrics: Sequence[str | Metric], registry: Registry) -> list
                 f"sample fields are {', '.join(SAMPLE_FIELDS)}"
             )
     return resolved
+
+
+def _repeated_message(repeated: Sequence[str], resolved: Sequence[Metric]) -> str:
+    """Why two metrics named alike are refused, and how to name them apart: the options
+    they differ in (``relevance_level`` is not part of a row name, as ``k`` is: ``-m AP -m
+    AP:relevance_level=2`` gives two metrics named ``AP``), with the command that does it."""
+    name = repeated[0]
+    same = [m for m in resolved if m.name == name]
+    first, other = same[0], same[1]
+    head = f"metric name(s) {', '.join(map(repr, repeated))} given more than once"
+    if type(first) is not type(other) or not attrs.has(type(first)):
+        return (
+            f"{head}: the rows of both would be named {name!r}; give each a name of its own "
+            f"with the option name=..., e.g. -m {name}:name={name}_2 on the command line "
+            f"(in Python: get_metric(..., name='{name}_2'))"
+        )
+    kind: Any = type(first)  # (an attrs class: checked above)
+    fields = [f.name for f in attrs.fields(kind) if f.init and f.name != "name"]
+    differ = {
+        f: getattr(other, f)
+        for f in fields
+        if getattr(first, f) != getattr(other, f)
+        and isinstance(getattr(other, f), (int, float, str))  # (an option -m can write)
+    }
+    if not differ:
+        return f"{head}: the same metric with the same options twice; give it once"
+    shown = ", ".join(
+        f"{key} ({getattr(first, key)!r} and {value!r})" for key, value in differ.items()
+    )
+    options = ",".join(f"{key}={value}" for key, value in differ.items())
+    suffix = "_".join(f"{key}{value}" for key, value in differ.items())
+    python = ", ".join(f"{key}={value!r}" for key, value in differ.items())
+    return (
+        f"{head}: the two differ in {shown}, which is not part of the row name, so both "
+        f"would name their rows {name!r}; give the second a name of its own: "
+        f"-m {name}:{options},name={name}_{suffix} on the command line (in Python: "
+        f"get_metric({name!r}, {python}, name='{name}_{suffix}'))"
+    )

@@ -16,7 +16,7 @@ import difflib
 import inspect
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import attrs
 
@@ -35,7 +35,7 @@ from ctxeval._plugins.validators import (
 )
 from ctxeval._run.progress import Progress
 
-__all__ = ["RetryPolicy", "RunSettings"]
+__all__ = ["RetryPolicy", "RunOptions", "RunSettings"]
 
 
 def _setting(validator: Validator) -> Validator:
@@ -299,3 +299,25 @@ class RunSettings:
         if "max_concurrency" in overrides and "limits" not in overrides:
             overrides["limits"] = None  # the shortcut replaces the limits it overrides
         return attrs.evolve(settings, **overrides)
+
+
+class RunOptions(TypedDict, total=False):
+    """The fields of :class:`RunSettings` as keyword arguments of :func:`~ctxeval.evaluate`,
+    :func:`~ctxeval.aevaluate` and :func:`~ctxeval.stream` (``**overrides``), typed so that an
+    IDE completes and checks them (#57). :class:`RunSettings` stays the one source of truth:
+    its fields are checked when a run starts (:meth:`RunSettings.build`), and a test keeps
+    these names and types equal to its fields."""
+
+    limits: Limits | Mapping[str, Limits] | None
+    max_concurrency: int | None
+    retry: RetryPolicy | None
+    timeout: float | None
+    samples_in_flight: int
+    journal: str | os.PathLike[str] | None
+    resume: bool
+    on_progress: Callable[[Progress], object] | None
+    cache: Cache | None
+    max_cost_usd: float | None
+    metric_timeout: float | None
+    lenient: bool
+    shared_limits: SharedLimits | None

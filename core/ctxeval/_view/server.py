@@ -79,6 +79,7 @@ class ViewerApp:
                         "data": None if run.data is None else str(run.data),
                         "data_named": run.data_named,
                         "metrics": run.summary.get("metrics", {}),
+                        "scripted_judge": run.summary.get("scripted_judge"),
                     }
                     for i, run in enumerate(self.runs)
                 ],

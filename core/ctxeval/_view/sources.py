@@ -59,6 +59,9 @@ def run_source(folder: Path, data: Path | None = None) -> RunSource:
         pass
     named = summary.get("data")
     named = named if isinstance(named, str) and named else None
+    inside = summary.get("samples_file")  # the texts of a run written from memory (#57)
+    if data is None and isinstance(inside, str) and inside and (folder / inside).is_file():
+        data = folder / inside
     if data is None and named is not None:
         data = next((p for p in data_candidates(folder, named) if p.is_file()), None)
     return RunSource(

@@ -103,12 +103,29 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--config", metavar="RUN.toml", help="a run file with data, out, model, [[metrics]] ..."
     )
+    ev.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="read sample field FIELD from column COLUMN of DATA (repeat for more), e.g. "
+        "--map user_input=query --map retrieved_contexts=chunks; with --from, where the "
+        "trace reader finds FIELD (question=root, retrieval=last, id_key=metadata.doc_id)",
+    )
     ev.add_argument("--qrels", metavar="QRELS", help="TREC qrels (instead of DATA; with --run)")
     ev.add_argument("--run", metavar="RUN", help="a TREC run, ranked by score as trec_eval does")
     ev.add_argument(
         "--complete",
         action="store_true",
         help="with --qrels: also the qrels' queries the run misses (trec_eval -c)",
+    )
+    ev.add_argument(
+        "--per-query",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="every query's value of every metric, as trec_eval -q: a table, and the file FILE "
+        "(default: OUT/per-query.tsv with --out)",
     )
     ev.add_argument(
         "--trec-eval-averaging",
@@ -258,13 +275,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FORMAT",
         help="DATA holds traces, not samples: openinference (OTLP JSON), mlflow, langsmith, "
         "phoenix, or a trace reader plugin's name; one trace is one sample (docs/traces.md)",
-    )
-    ev.add_argument(
-        "--map",
-        action="append",
-        metavar="FIELD=PATH",
-        help="with --from: where the reader finds FIELD (question=root, retrieval=last, "
-        "id_key=metadata.doc_id ...); repeat for more",
     )
     ev.add_argument(
         "--references",

@@ -42,8 +42,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         specs = [s for s in specs if s[0] != "context_entity_recall"]
         stdout.print(
             "[yellow]spaCy is not installed: the demo skips context_entity_recall "
-            "(pip install 'ctxeval[spacy]' to include it)[/]",
+            "(pip install 'ctxeval\\[spacy]' to include it)[/]",
             markup=True,
+            soft_wrap=True,  # (the command stays on one line, to copy)
         )
     out = Path(args.out)
     stdout.print(

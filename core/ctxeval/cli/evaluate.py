@@ -19,6 +19,7 @@ from ctxeval._plugins.hooks import (
 )
 from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
+from ctxeval.cli.per_query import averaging_hint
 from ctxeval.cli.progress import run_with_progress
 from ctxeval.cli.render import (
     EXIT_ERRORS,
@@ -229,7 +230,7 @@ def _with_trec_eval_averaging(metric: Any) -> Any:
     if not isinstance(metric, TrecEvalAveraging):
         raise UsageError(
             f"--trec-eval-averaging: metric {metric.name!r} has no trec_eval averaging (only "
-            "the ID metrics do)"
+            "the ID metrics and context_relevance do)"
         )
     import attrs
 
@@ -321,6 +322,8 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     from rich.markup import escape
     from rich.table import Table
 
+    from ctxeval._plugins.optional import price_table_missing
+
     run_model = llm_model(llm)
     by_metric: dict[str, dict[str | None, list[int]]] = {m.name: {} for m in metrics}
     n = 0
@@ -388,10 +391,17 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
                 soft_wrap=True,
             )
     total = sum(t[0] for t in per_model.values())
+    missing = price_table_missing()
+    unknown = (
+        f"unknown ({missing} with --price IN,OUT)"
+        if missing
+        else "unknown (model not in the price table: give its price with --price IN,OUT)"
+    )
     out.print(
         f"{total} LLM calls; estimated cost: "
-        + ("unknown (model not in the price table)" if total_cost is None else f"${total_cost:.4f}")
-        + " (tokens: characters / 4, 60 per answer)"
+        + (escape(unknown) if total_cost is None else f"${total_cost:.4f}")
+        + " (tokens: characters / 4, 60 per answer)",
+        soft_wrap=True,
     )
     return EXIT_OK
 
@@ -525,9 +535,8 @@ def _finish_qrels(qrels: Any) -> bool:
 def _check_trace_options(args: argparse.Namespace, trec: bool) -> None:
     """``--map``, ``--references`` and ``--join-on`` go with ``--from``; ``--from`` with DATA."""
     if not args.from_format:
-        for given, option in ((args.map, "--map"), (args.references, "--references")):
-            if given:
-                raise UsageError(f"{option} goes with --from FORMAT (DATA holds traces)")
+        if args.references:
+            raise UsageError("--references goes with --from FORMAT (DATA holds traces)")
         if args.join_on:
             raise UsageError("--join-on goes with --from FORMAT and --references FILE")
     elif trec:
@@ -565,6 +574,18 @@ def _traces(args: argparse.Namespace, path: Path, *, strict: bool = True) -> Any
         raise UsageError(f"--from {args.from_format}: {exc}") from None
 
 
+def _lookup(args: argparse.Namespace, path: Path, samples: Any, *, trec: bool) -> Any:
+    """Where the report finds each sample's texts: the samples of TREC files, the traces read
+    again (``--from``), or DATA read again with its ``--map`` columns."""
+    from ctxeval._output.rebuild import file_lookup
+
+    if trec:
+        return file_lookup(samples)
+    if args.from_format:
+        return file_lookup(_TraceSamples(args, path))
+    return file_lookup(path, column_map=_column_map(args))
+
+
 class _TraceSamples:
     """The traces' samples read again (the report finds samples by id in them), quietly:
     a trace that gives no sample keeps its place, as it does in a lenient run."""
@@ -579,6 +600,53 @@ class _TraceSamples:
         stream = _traces(self._args, self._path)
         for item in stream._samples_and_errors():
             yield item if isinstance(item, Sample) else None
+
+
+def _per_query(args: argparse.Namespace, out: Any) -> Any:
+    """The per-query file of ``--per-query [FILE]`` (FILE, else OUT/per-query.tsv), or None."""
+    if args.per_query is None:
+        return None
+    from ctxeval.cli.per_query import PerQueryFile
+
+    if args.per_query:
+        path = Path(args.per_query)
+    elif out:
+        path = Path(out) / "per-query.tsv"
+    else:
+        raise UsageError(
+            "--per-query: give the file to write (--per-query FILE), or --out DIR to write "
+            "DIR/per-query.tsv"
+        )
+    try:
+        return PerQueryFile(path)
+    except OSError as exc:
+        raise UsageError(f"--per-query: cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _print_per_query(per_query: Any, metrics: Sequence[str], out: Any) -> None:
+    """The table of ``--per-query`` (its first queries) and where the file is."""
+    if per_query is None:
+        return
+    from ctxeval.cli.per_query import per_query_table
+
+    table, queries = per_query_table(per_query.path, metrics)
+    out.print(table)
+    out.print(f"{'per query:':<11}{per_query.path} ({queries} queries)", soft_wrap=True)
+
+
+def _column_map(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--map FIELD=COLUMN`` (repeated), checked; None without one."""
+    from ctxeval._data.column_map import parse_map_options
+    from ctxeval._errors import ConfigError
+
+    if not args.map:
+        return None
+    if args.qrels or args.run:
+        raise UsageError("--map reads the columns of DATA; --qrels/--run have no columns to map")
+    try:
+        return parse_map_options(args.map)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -637,7 +705,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         path = Path(str(data))
         # (with --lenient, the run makes each bad row's error rows: the stream stays strict)
-        samples = _traces(args, path) if args.from_format else load_samples(path)
+        if args.from_format:
+            samples = _traces(args, path)
+        else:
+            samples = load_samples(path, column_map=_column_map(args))
     stdout = console()
     if args.dry_run:
         provider = provider or llm_provider(
@@ -687,8 +758,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         names = [m.name for m in metrics]
         totals = _totals(names, labels, metrics)
         if out:
-            from ctxeval._output.rebuild import file_lookup
-
             try:
                 folder = RunFolder(
                     out,
@@ -696,9 +765,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     title=f"ctxeval: {path.name}",
                     formats=formats,
                     totals=totals,
-                    lookup=file_lookup(
-                        samples if trec else _TraceSamples(args, path) if args.from_format else path
-                    ),
+                    lookup=_lookup(args, path, samples, trec=trec),
                     lock=claim,
                 )
             except UnwritableFolderError as exc:  # its files cannot be begun (a link...)
@@ -710,6 +777,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             qrels.abort()
         raise
     consume = folder.add if folder is not None else totals.add
+    per_query = _per_query(args, out)
+    if per_query is not None:
+        consume = per_query.feeding(consume)
     try:
         stopped = run_with_progress(
             samples,
@@ -740,6 +810,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             qrels.abort()
         raise
     qrels_written = _finish_qrels(qrels)
+    if per_query is not None:
+        per_query.close()
 
     from ctxeval._output.summary import summary_dict
 
@@ -779,6 +851,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             )
         if qrels is not None and qrels_written:
             stdout.print(f"{'qrels:':<10}{qrels.path}", soft_wrap=True)
+        _print_per_query(per_query, [m.name for m in metrics], stdout)
+        hint = averaging_hint(summary, args.trec_eval_averaging) if trec else None
+        if hint:
+            stdout.print(hint, highlight=False)
     for verdict in verdicts:  # shown even with --quiet: they decide the exit code
         mark = "[green]pass[/]" if verdict.passed else "[bold red]FAIL[/]"
         console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")

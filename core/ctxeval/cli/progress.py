@@ -194,7 +194,8 @@ class _Piece:
 def _pieces(p: Progress, total: int | None, rate: float | None, left: float | None) -> list[_Piece]:
     """Every piece of the line, in display order."""
     usage: Usage = p.usage
-    count = f"{p.done}/{total} rows" if total is not None else f"{p.done} rows"
+    unit = "row" if (total if total is not None else p.done) == 1 else "rows"  # not "1 rows"
+    count = f"{p.done}/{total} {unit}" if total is not None else f"{p.done} {unit}"
     errors = _Piece(_plural(p.errors, "error"), 3, "bold red" if p.errors else "")
     extra = [errors]
     if p.resumed:

@@ -70,6 +70,8 @@ class _Bar:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from ctxeval._view.index import ensure_index
     from ctxeval._view.server import make_server, server_url
 
@@ -80,12 +82,25 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError("--data-b goes with a second run: ctxeval view RUN_A RUN_B --data-b FILE")
     say = console(stderr=True)
     for label, run in zip(("", "B") if len(runs) > 1 else ("",), runs, strict=False):
-        if run.data is None:
-            named = f" ({run.data_named})" if run.data_named else ""
+        warning = run.summary.get("scripted_judge")
+        if warning:
             say.print(
-                f"[yellow]warning:[/] {run.folder}: the data file{named} was not found: the "
-                "viewer shows scores and evidence without texts; give it with "
-                f"--data{'-b' if label else ''}",
+                f"[bold yellow]{run.folder}: {escape(str(warning))}[/]",
+                soft_wrap=True,
+                markup=True,
+                highlight=False,
+            )
+        if run.data is None:
+            option = f"--data{'-b' if label else ''}"
+            why = (
+                f"the data file ({escape(run.data_named)}) was not found"
+                if run.data_named
+                else "the run names no data file (ev.write(folder, data=samples) keeps the "
+                "texts in the folder)"
+            )
+            say.print(
+                f"[yellow]warning:[/] {run.folder}: {why}: the viewer shows scores and "
+                f"evidence without texts; give the data file with {option}",
                 soft_wrap=True,
                 markup=True,
                 highlight=False,

@@ -460,9 +460,11 @@ class LLMContextRecall(PipelineMetric):
 RELEVANCE_MEASURES = ("mean", "precision", "ap", "ndcg")
 """The measures ``context_relevance`` computes from the chunks' grades."""
 
-DEFAULT_MIN_GRADE = 2
-"""The least grade that counts as relevant for ``precision`` and ``ap`` (UMBRELA's "has some
-answer")."""
+DEFAULT_MIN_GRADE = 1
+"""The least grade that counts as relevant for ``precision`` and ``ap``: 1, as trec_eval's
+default relevance level (``-l 1``) and the ID metrics' ``relevance_level``, so that
+``context_relevance`` and the IR measures on its written qrels agree (#57). UMBRELA's "has
+some answer" (TREC DL's ``-l 2``) is ``min_grade=2`` here and ``relevance_level=2`` there."""
 
 _MEMO_SIZE = 4096
 """Finished judgements a run keeps in memory for its other metrics (the oldest go first)."""
@@ -491,7 +493,8 @@ def relevance_score(
     * ``ndcg``: nDCG with gain = grade, the ideal ranking made of the judged chunks' grades
       (trec_eval's ``ndcg_cut_k``; without ``k``, over the whole list): ``policy.NDCGAtK``.
 
-    A list where no chunk is relevant scores 0 (as trec_eval scores it).
+    A list where no chunk is relevant scores 0 (as trec_eval scores it; the metric makes
+    that row ``undefined`` unless ``trec_eval_averaging``, as the ID metrics do).
     """
     if not grades:
         raise ValueError("no grades: a score needs at least one judged chunk")
@@ -623,7 +626,12 @@ class ContextRelevance(BaseMetric):
     """Score the top k chunks only (every chunk is still judged: the ideal of ``ndcg`` and the
     relevant chunks of ``ap`` count them all, as trec_eval counts its qrels)."""
     min_grade: int | None = attrs.field(default=None)
-    """The least grade that counts as relevant for ``precision`` and ``ap`` (default 2)."""
+    """The least grade that counts as relevant for ``precision`` and ``ap`` (default 1, the
+    ID metrics' ``relevance_level``)."""
+    trec_eval_averaging: bool = attrs.field(default=False, validator=validators.boolean)
+    """A question with no chunk graded relevant (``min_grade`` or more; for ``ndcg``, above 0)
+    scores 0 with ``precision``, ``ap`` and ``ndcg`` (trec_eval's averaging) instead of
+    ``undefined``: the rule of the ID metrics on the written qrels (#57)."""
     batch: bool = attrs.field(default=False, validator=validators.boolean)
     """Grade all chunks of a sample in one request instead of one request per chunk."""
     llm: Any = attrs.field(default=None, repr=False)
@@ -679,6 +687,8 @@ class ContextRelevance(BaseMetric):
             out["k"] = self.k
         if self.measure in ("precision", "ap"):
             out["min_grade"] = self.threshold
+        if self.trec_eval_averaging:
+            out["trec_eval_averaging"] = True
         return out
 
     def provenance(self, ctx: RunContext) -> dict[str, Any]:
@@ -743,7 +753,6 @@ class ContextRelevance(BaseMetric):
             per_chunk.append(
                 {"index": index, "doc_id": doc_id, "grade": grade, "reason": found["reason"]}
             )
-        score = relevance_score(grades, self.measure, k=self.k, min_grade=self.threshold)
         details: dict[str, Any] = {
             **settings,
             "chunks": per_chunk,
@@ -753,7 +762,26 @@ class ContextRelevance(BaseMetric):
             details["shared"] = shared  # judgements made for another row of the run
         if asked:
             details["provenance"] = self.provenance(ctx)
+        why = self.none_relevant(grades)
+        if why is not None:
+            return MetricResult.undefined(why, details=details)
+        score = relevance_score(grades, self.measure, k=self.k, min_grade=self.threshold)
         return MetricResult.ok(score, details=details)
+
+    def none_relevant(self, grades: Sequence[int]) -> str | None:
+        """Why the row is ``undefined``: no chunk is relevant (graded :attr:`threshold` or
+        more; for ``ndcg``, above 0), as the ID metrics find a query whose qrels judge nothing
+        relevant; None when some is, for ``mean``, or with :attr:`trec_eval_averaging`."""
+        if self.measure == "mean" or self.trec_eval_averaging:
+            return None
+        level = 1 if self.measure == "ndcg" else self.threshold
+        if any(grade >= level for grade in grades):
+            return None
+        return (
+            f"nothing relevant: no chunk graded {level} or more, so there is nothing to rank "
+            "(as the IR measures find it on the written qrels; trec_eval_averaging=True "
+            "scores it 0)"
+        )
 
     async def _grade(
         self, question: str, chunks: Sequence[str], ctx: RunContext

@@ -36,9 +36,14 @@
     const notice = document.getElementById("notice");
     for (const r of info.runs) {
       const who = r.label ? `run ${r.label}: ` : "";
+      if (r.scripted_judge) {
+        const warning = el("div", who + r.scripted_judge);
+        warning.className = "scripted-judge";
+        notice.appendChild(warning);
+      }
       if (!r.data) {
-        notice.appendChild(el("div", `${who}no texts: the data file ${r.data_named ? "(" + r.data_named + ") " : ""}` +
-          "was not found, so only scores and evidence are shown; give it with --data" + (r.label === "B" ? "-b" : "")));
+        const why = r.data_named ? `the data file (${r.data_named}) was not found` : "the run names no data file";
+        notice.appendChild(el("div", `${who}no texts: ${why}, so only scores and evidence are shown; give it with --data` + (r.label === "B" ? "-b" : "")));
       }
     }
     if (info.texts_missing && info.runs.some((r) => r.data)) {
