@@ -1,0 +1,163 @@
+"""One translation of ctxeval's results for every host, and the session an adapter scores with.
+
+A :class:`~ctxeval.MetricResult` becomes an :class:`Outcome`, which each adapter writes in its
+host's type:
+
+* ``ok``: the score (a float in [0, 1]);
+* ``undefined``: **no score** (``None``; the host's "not scored", never 0), the reason in the
+  comment;
+* ``error``: no score, the host's error shape, the reason in the comment.
+
+The comment is the host's rationale / comment / explanation; the metadata carries ctxeval's
+status, the metric, the evidence (``details``: per-chunk verdicts, matched IDs, the judge's
+provenance) and the usage (requests, tokens, cost, cache hits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+import ctxeval
+from ctxeval import MetricResult, Status
+from ctxeval.plugin import Metric
+from ctxeval_hosts._rowmap import FieldError, FieldMap, metric_names, metrics_of, required_fields
+
+__all__ = ["Adapter", "Outcome", "outcome_of", "outcome_of_error"]
+
+
+@attrs.frozen
+class Outcome:
+    """One metric's result for one row, as every host adapter writes it."""
+
+    metric: str
+    status: str
+    """``"ok"``, ``"undefined"`` (not scored) or ``"error"``."""
+    score: float | None
+    comment: str
+    metadata: dict[str, Any]
+
+    @property
+    def scored(self) -> bool:
+        return self.status == "ok"
+
+
+def outcome_of(result: MetricResult, metric: str) -> Outcome:
+    row = result.to_dict()
+    metadata = {
+        "ctxeval_status": row["status"],
+        "ctxeval_metric": metric,
+        "details": row["details"],
+        "usage": row["usage"],
+    }
+    if result.status is Status.OK:
+        comment = f"{metric} = {result.score:.4g}"
+        if result.reason:
+            comment += f": {result.reason}"
+        return Outcome(metric, "ok", result.score, comment, metadata)
+    if result.status is Status.UNDEFINED:
+        comment = f"not scored: {metric} is undefined for this row: {result.reason}"
+        return Outcome(metric, "undefined", None, comment, metadata)
+    return Outcome(metric, "error", None, f"{metric} failed: {result.reason}", metadata)
+
+
+def outcome_of_error(metric: str, reason: str) -> Outcome:
+    """The error of a row that never reached the metric (a field missing in the host's row)."""
+    metadata = {"ctxeval_status": "error", "ctxeval_metric": metric, "details": {}, "usage": {}}
+    return Outcome(metric, "error", None, f"{metric} failed: {reason}", metadata)
+
+
+class Adapter:
+    """The session, the metrics and the field map behind one host adapter object.
+
+    Built once per adapter object (an Inspect scorer, a LangSmith evaluator...) and shared by
+    every row the host scores with it, from any thread or loop, so the rows share one budget,
+    one cache and one meter. ``session=`` shares one :class:`ctxeval.Session` between adapters
+    (its metrics must include these); otherwise the adapter builds its own from ``llm``,
+    ``registry``, ``settings`` and ``overrides`` (what :func:`ctxeval.evaluate` takes) and
+    :meth:`close` closes it.
+    """
+
+    def __init__(
+        self,
+        metrics: str | Metric | Sequence[str | Metric],
+        fields: FieldMap,
+        *,
+        session: Any = None,
+        llm: Any = None,
+        registry: ctxeval.Registry | None = None,
+        settings: ctxeval.RunSettings | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> None:
+        built = metrics_of(metrics, registry)
+        self.names = metric_names(built)
+        self.required = required_fields(built)
+        self.needs_llm = any(getattr(m, "needs_llm", False) for m in built)
+        """Whether a metric calls an LLM (the host's "llm" / "code" kind of evaluator)."""
+        self.fields = fields
+        if session is None:
+            session = ctxeval.Session(
+                built, llm=llm, registry=registry, settings=settings, **dict(overrides or {})
+            )
+            self._owned = True
+        else:
+            if llm is not None or settings is not None or overrides:
+                raise ctxeval.ConfigError(
+                    f"{fields.host}: give either session= or llm/settings (the session "
+                    "already has its own)"
+                )
+            self._owned = False
+        have = tuple(session.metrics)
+        missing = [name for name in self.names if name not in have]
+        if missing:
+            raise ctxeval.ConfigError(
+                f"{fields.host}: the session scores {list(have)}, not {missing}: build the "
+                "session with these metrics"
+            )
+        self._at = [have.index(name) for name in self.names]
+        self.session = session
+
+    def sample(self, places: Mapping[str, Any], sample_id: str | None = None) -> dict[str, Any]:
+        sample = self.fields.sample(places, self.required)
+        if sample_id is not None:
+            sample["id"] = sample_id
+        return sample
+
+    def _pick(self, results: Sequence[MetricResult]) -> list[Outcome]:
+        return [
+            outcome_of(results[at], name) for at, name in zip(self._at, self.names, strict=True)
+        ]
+
+    def _failed(self, exc: Exception) -> list[Outcome]:
+        return [outcome_of_error(name, str(exc)) for name in self.names]
+
+    def score(self, places: Mapping[str, Any], sample_id: str | None = None) -> list[Outcome]:
+        """Score one host row (from any thread): one outcome per metric, in order."""
+        try:
+            sample = self.sample(places, sample_id)
+        except FieldError as exc:
+            return self._failed(exc)
+        try:
+            return self._pick(self.session.score(sample))
+        except ctxeval.DataError as exc:  # the sample itself is malformed: this row's error
+            return self._failed(exc)
+
+    async def ascore(
+        self, places: Mapping[str, Any], sample_id: str | None = None
+    ) -> list[Outcome]:
+        """:meth:`score` from a running event loop (asyncio or trio)."""
+        try:
+            sample = self.sample(places, sample_id)
+        except FieldError as exc:
+            return self._failed(exc)
+        try:
+            return self._pick(await self.session.ascore(sample))
+        except ctxeval.DataError as exc:
+            return self._failed(exc)
+
+    def close(self) -> None:
+        """Close the session if this adapter built it (a shared session is its owner's)."""
+        if self._owned:
+            self.session.close()
