@@ -346,7 +346,9 @@ def test_promptfoo_eval_through_npx(tmp_path: Path) -> None:
         "PROMPTFOO_DISABLE_TELEMETRY": "1",
         "PROMPTFOO_DISABLE_UPDATE": "1",
         "PROMPTFOO_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT / "core")]),
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "plugins"), str(ROOT / "core"), os.environ.get("PYTHONPATH", "")]
+        ),
         "PROMPTFOO_CONFIG_DIR": str(tmp_path / ".promptfoo"),
     }
     run = subprocess.run(

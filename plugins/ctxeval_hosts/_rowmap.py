@@ -21,6 +21,7 @@ hold documents whose ID is under ``id`` or ``metadata["id"]``.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Union
@@ -134,6 +135,20 @@ def _id_of(item: Any, field: str, index: int) -> str | int:
     raise FieldError(f"{field}[{index}] is a {type(item).__name__}, expected an ID")
 
 
+def _json_list(text: str, field: str) -> Any:
+    """The list a JSON text holds; other text is left as it is (one context) for contexts and
+    refused for IDs."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, list):
+        return value
+    if field in ID_FIELDS and not (field == "reference_context_ids" and isinstance(value, dict)):
+        raise FieldError(f"{field} is text that is not a JSON list of IDs: {text[:80]!r}")
+    return value if isinstance(value, dict) else text
+
+
 def _missing(value: Any) -> bool:
     """None, or a float NaN (a DataFrame's empty cell)."""
     return value is None or (isinstance(value, float) and math.isnan(value))
@@ -171,6 +186,9 @@ class FieldMap:
     fields: Mapping[str, Path] = attrs.field(factory=dict)
     example: str = "PLACE.KEY"
     """How a path looks for this host, in the hint of a missing field's message."""
+    json_lists: bool = False
+    """A list field given as a string holding a JSON list is that list (promptfoo: a var that
+    is a YAML list makes one test case per item, so lists travel as JSON text)."""
 
     def __attrs_post_init__(self) -> None:
         unknown = sorted(set(self.fields) - set(FIELDS))
@@ -215,5 +233,7 @@ class FieldMap:
                     f"need it; map it with fields={{{field!r}: '{self.example}'}}"
                 )
             if not _missing(value):
+                if self.json_lists and field not in TEXT_FIELDS and isinstance(value, str):
+                    value = _json_list(value, field)
                 out[field] = convert(field, value)
         return out

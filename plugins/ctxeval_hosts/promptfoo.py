@@ -17,7 +17,9 @@ Where the fields are by default (``fields=`` maps any other path, see docs/hosts
 the provider's ``output`` is the ``response``; every other field is the test's variable of its
 own name, ``vars.user_input``, ``vars.retrieved_contexts``, ``vars.reference_context_ids``...
 (promptfoo's own context metrics read ``vars.context``: ``fields={"retrieved_contexts":
-"vars.context"}``; a single string is a list of one context).
+"vars.context"}``). A list travels as JSON text in a var (a YAML list var makes promptfoo run
+one test case per item): a list field's var holding a JSON list is that list; any other text is
+one context (contexts) or an error (IDs).
 
 The answer is a promptfoo grading result ``{pass, score, reason, componentResults,
 namedScores}`` with one component per metric. There is **no default threshold** (promptfoo's
@@ -152,7 +154,13 @@ def assertion(
         session: a :class:`ctxeval.Session` to share (else one is built from the rest).
         llm, registry, settings, overrides: as :func:`ctxeval.evaluate` takes them.
     """
-    fieldmap = FieldMap("promptfoo assertion", DEFAULT_FIELDS, dict(fields or {}))
+    fieldmap = FieldMap(
+        "promptfoo assertion",
+        DEFAULT_FIELDS,
+        dict(fields or {}),
+        example="vars.NAME",
+        json_lists=True,
+    )
     adapter = Adapter(
         metrics,
         fieldmap,
