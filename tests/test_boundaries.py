@@ -27,6 +27,7 @@ PLUGIN_PACKAGES = {
     "ctxeval_spacy": ROOT / "plugins" / "ctxeval_spacy",
     "ctxeval_ray": ROOT / "plugins" / "ctxeval_ray",
     "ctxeval_embed": ROOT / "plugins" / "ctxeval_embed",
+    "ctxeval_hosts": ROOT / "plugins" / "ctxeval_hosts",
     "ctxeval.builtin": ROOT / "core" / "ctxeval" / "builtin",
     "ctxeval_example": ROOT / "examples" / "ctxeval-example-plugin" / "src" / "ctxeval_example",
 }
@@ -37,6 +38,7 @@ PLUGIN_TOP_LEVELS = {
     "ctxeval_spacy",
     "ctxeval_ray",
     "ctxeval_embed",
+    "ctxeval_hosts",
     "ctxeval_example",
 }
 PUBLIC = {
