@@ -6,6 +6,7 @@ The public surface, all importable from ``ctxeval``:
 * where a run executes: ``runner=`` (see :mod:`ctxeval.runners`); the LLM answer cache
   :class:`SQLiteCache` (``evaluate(..., cache=SQLiteCache(path))``);
 * running: :func:`evaluate`, :func:`aevaluate`, :func:`stream`, :func:`get_metric`,
+  :class:`Session` (one row at a time, from any thread or event loop, for host harnesses),
   :class:`Evaluation`, and the run's settings :class:`RunSettings` (with :class:`Limits`,
   :class:`RetryPolicy`) and its :class:`Progress` events;
 * results: :class:`MetricResult`, :class:`Status`, :class:`Usage`, :class:`MetricSummary`
@@ -52,6 +53,7 @@ from ctxeval._errors import (
     PluginError,
     RateLimitError,
     ServiceError,
+    SessionClosedError,
     TransientCallError,
     UnknownNameError,
     UnusableLLMError,
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
     from ctxeval._run.progress import Progress
     from ctxeval._run.rowstream import RowStream
     from ctxeval._run.settings import RetryPolicy, RunSettings
+    from ctxeval._session.session import Session
 
 _LAZY: dict[str, str] = {
     "BatchMetric": "ctxeval._plugins.protocols",
@@ -109,6 +112,7 @@ _LAZY: dict[str, str] = {
     "RunSettings": "ctxeval._run.settings",
     "SQLiteCache": "ctxeval._calls.cache",
     "Sample": "ctxeval._data.sample",
+    "Session": "ctxeval._session.session",
     "SampleStream": "ctxeval._data.loading",
     "Status": "ctxeval._results.results",
     "Summary": "ctxeval._results.evaluation",
@@ -188,6 +192,8 @@ __all__ = [
     "Sample",
     "SampleStream",
     "ServiceError",
+    "Session",
+    "SessionClosedError",
     "Status",
     "Summary",
     "TransientCallError",

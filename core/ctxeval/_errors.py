@@ -9,7 +9,8 @@ shown to a user as it is.
     CtxevalError
     ├── DataError            a sample or an input file is malformed (also a ValueError)
     ├── ConfigError          a metric, option or argument is wrong (also a ValueError)
-    │   └── UnknownNameError a plugin name that no registered plugin has (also a LookupError)
+    │   ├── UnknownNameError a plugin name that no registered plugin has (also a LookupError)
+    │   └── SessionClosedError   a :class:`~ctxeval.Session` used after ``close()``
     ├── PluginError          a plugin could not be loaded or misbehaved
     │   ├── PluginConflictError  two distributions claim one name
     │   └── MissingExtraError    an optional dependency is not installed (also an ImportError)
@@ -62,6 +63,7 @@ __all__ = [
     "PluginError",
     "RateLimitError",
     "ServiceError",
+    "SessionClosedError",
     "TransientCallError",
     "UnknownNameError",
     "UnusableLLMError",
@@ -156,6 +158,12 @@ def _rebuild_data_error(
 
 class ConfigError(CtxevalError, ValueError):
     """A metric, an option or an argument is wrong; the message names it and the accepted values."""
+
+
+class SessionClosedError(ConfigError):
+    """A :class:`~ctxeval.Session` was used after :meth:`~ctxeval.Session.close` (or closed
+    while a sample of this call was being scored): make a new session, or score before
+    closing."""
 
 
 def plugin_kind(group: str) -> str:

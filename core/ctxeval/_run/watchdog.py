@@ -131,6 +131,7 @@ class Watchdog:
         self._said: set[FrameType] = set()
         self.pending: tuple[FrameType, type[LoopCut]] | None = None
         """A cut sent by signal, for the SIGINT handler to raise."""
+        self._thread: threading.Thread | None = None
 
     # -- the loop's side
 
@@ -141,6 +142,7 @@ class Watchdog:
         self._by_signal = _watch_signals(self)
         thread = threading.Thread(target=self._watch, name="ctxeval-watchdog", daemon=True)
         thread.start()
+        self._thread = thread
 
     def stop(self) -> None:
         """Stop watching: no cut is sent after this returns."""
@@ -150,6 +152,13 @@ class Watchdog:
         if self._by_signal:
             _unwatch_signals(self)
             self._by_signal = False
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait (at most ``timeout`` seconds) for the watchdog's thread to end, after
+        :meth:`stop` (it ends within :data:`TICK`)."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     async def ascore(self, metric: Metric, sample: Sample, ctx: RunContext) -> object:
         """``await metric.ascore(sample, ctx)``, watched: a call that holds the loop past

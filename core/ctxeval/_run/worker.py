@@ -150,12 +150,15 @@ class SyncWorker:
                     self._cut(job)
         return job.results
 
-    def close(self) -> None:
-        """Let the worker thread end once its job is done (a new one starts when needed)."""
+    def close(self) -> threading.Thread | None:
+        """Let the worker thread end once its job is done (a new one starts when needed);
+        the thread told to end, if there was one (to join)."""
         with self._lock:
-            if self._thread is not None:
+            thread = self._thread
+            if thread is not None:
                 self._jobs.put(None)
                 self._thread = None
+            return thread
 
     # -- the waiting side
 
