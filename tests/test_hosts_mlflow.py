@@ -318,6 +318,7 @@ def test_an_llm_metric_through_mlflow_evaluate_equals_ctxeval_evaluate(
     made = scorers(["context_precision", "id_mrr"], llm=llm, threshold=0.5)
     result = mlflow.genai.evaluate(data=data(), predict_fn=app, scorers=made)
     sent = judge_server.count
+    assert sent > 0
     expected = ctxeval.evaluate(plain_samples(), ["context_precision"], llm=llm)
     assert judge_server.count == 2 * sent  # the same requests, and each row scored once
     frame = result.result_df
