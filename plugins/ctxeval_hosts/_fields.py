@@ -106,8 +106,8 @@ def read_documents(
     texts = [document_text(d) for d in documents]
     ids = [document_id(d, id_keys) for d in documents]
     return Documents(
-        _all_or_none(texts, field, f"a text ({' or '.join(TEXT_KEYS)})"),
-        _all_or_none(ids, field, f"an ID ({', '.join(id_keys)})"),
+        _all_or_none(texts, field, f"text ({' or '.join(TEXT_KEYS)})"),
+        _all_or_none(ids, field, f"ID ({', '.join(id_keys)})"),
     )
 
 

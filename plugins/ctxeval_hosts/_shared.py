@@ -76,12 +76,10 @@ class SharedSession:
         """A new session of ``metrics`` (names or :func:`ctxeval.get_metric` objects)."""
         if isinstance(metrics, str):
             metrics = [metrics]
-        resolved = [
+        resolved: list[Any] = [
             ctxeval.get_metric(m, registry=registry) if isinstance(m, str) else m for m in metrics
         ]
-        llm_metrics = frozenset(
-            m.name for m in resolved if isinstance(m, NeedsLLM) and bool(m.needs_llm)
-        )
+        llm_metrics = frozenset(str(m.name) for m in resolved if _needs_llm(m))
         session = ctxeval.Session(
             resolved, llm=llm, registry=registry, settings=settings, **overrides
         )
@@ -180,6 +178,10 @@ class SharedSession:
             row.future.set_exception(exc)
         else:  # cancelled: the metrics waiting for this row say so
             row.future.set_exception(RuntimeError(f"scoring this row was stopped ({exc!r})"))
+
+
+def _needs_llm(metric: object) -> bool:
+    return isinstance(metric, NeedsLLM) and bool(metric.needs_llm)
 
 
 async def _wait(future: concurrent.futures.Future[list[MetricResult]]) -> None:

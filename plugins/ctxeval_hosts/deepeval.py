@@ -105,7 +105,7 @@ def sample_from(test_case: LLMTestCase, *, reference_ids_key: str = REFERENCE_ID
     )
 
 
-class CtxevalMetric(BaseMetric):  # type: ignore[misc]
+class CtxevalMetric(BaseMetric):  # type: ignore[no-untyped-call]
     """One ctxeval metric as a DeepEval metric.
 
     Args:
@@ -150,7 +150,7 @@ class CtxevalMetric(BaseMetric):  # type: ignore[misc]
         self.evaluation_model = None
 
     @property
-    def __name__(self) -> str:  # type: ignore[override]
+    def __name__(self) -> str:
         return self.metric
 
     def _sample(self, test_case: LLMTestCase) -> Sample | MetricResult:
@@ -159,7 +159,9 @@ class CtxevalMetric(BaseMetric):  # type: ignore[misc]
         except DataError as exc:
             return MetricResult.error(str(exc)).labelled(test_case.name or "", self.metric)
 
-    def measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
+    def measure(  # type: ignore[override]
+        self, test_case: LLMTestCase, *args: Any, **kwargs: Any
+    ) -> float | None:
         """Score ``test_case`` (from any thread; blocks until the shared session answers)."""
         sample = self._sample(test_case)
         result = (
@@ -167,7 +169,9 @@ class CtxevalMetric(BaseMetric):  # type: ignore[misc]
         )
         return self._take(result)
 
-    async def a_measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
+    async def a_measure(  # type: ignore[override]
+        self, test_case: LLMTestCase, *args: Any, **kwargs: Any
+    ) -> float | None:
         """Score ``test_case`` on the running loop (DeepEval's async mode)."""
         sample = self._sample(test_case)
         if isinstance(sample, MetricResult):
@@ -202,7 +206,7 @@ class CtxevalMetric(BaseMetric):  # type: ignore[misc]
         return self.score
 
     def is_successful(self) -> bool:
-        if self.error is not None or self.score is None:
+        if self.error is not None or self.score is None or self.threshold is None:
             self.success = False
         else:
             self.success = self.score >= self.threshold

@@ -99,7 +99,10 @@ class TraceFields:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TraceFields:
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        values: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in data.items()
+        }
+        return cls(**values)
 
 
 def _question(inputs: Any, keys: Sequence[str]) -> Any:
@@ -253,7 +256,7 @@ def _score(
     return feedback_of(host, name=name)
 
 
-class CtxevalScorer(Scorer):  # type: ignore[misc]
+class CtxevalScorer(Scorer):
     """One ctxeval metric as an MLflow scorer, on a session shared with its siblings.
 
     Made by :func:`scorers` (several metrics, one session); ``CtxevalScorer.of(shared,
@@ -280,7 +283,7 @@ class CtxevalScorer(Scorer):  # type: ignore[misc]
         made._fields = fields or TraceFields()
         return made
 
-    def __call__(
+    def __call__(  # type: ignore[override]
         self,
         *,
         inputs: Any = None,
