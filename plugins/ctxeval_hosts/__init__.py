@@ -1,15 +1,17 @@
-"""ctxeval inside the evaluation harnesses teams already run (issue #51).
+"""ctxeval's metrics inside the evaluation harnesses teams already run.
 
-One module per host, each importing its host only when used (each host is an extra):
+One module per host, each behind an extra of its own and imported only when used (importing
+this package imports no host):
 
-* :mod:`ctxeval_hosts.inspect_ai`: an Inspect AI ``@scorer`` (``pip install 'ctxeval[inspect]'``);
-* :mod:`ctxeval_hosts.langsmith`: a LangSmith evaluator ``(inputs, outputs, reference_outputs)``;
-* :mod:`ctxeval_hosts.braintrust`: an autoevals ``Scorer`` for Braintrust's ``Eval``;
-* :mod:`ctxeval_hosts.phoenix`: a Phoenix evals evaluator for ``evaluate_dataframe``;
-* :mod:`ctxeval_hosts.promptfoo`: a promptfoo python assertion ``get_assert(output, context)``.
+* :mod:`ctxeval_hosts.mlflow`: MLflow GenAI scorers (``mlflow.genai.evaluate``), extra
+  ``mlflow``; docs/hosts/mlflow.md.
+* :mod:`ctxeval_hosts.deepeval`: DeepEval metrics (``deepeval.evaluate``, ``assert_test``),
+  extra ``deepeval``; docs/hosts/deepeval.md.
+* :mod:`ctxeval_hosts.inspect_ai`, :mod:`ctxeval_hosts.langsmith`,
+  :mod:`ctxeval_hosts.braintrust`, :mod:`ctxeval_hosts.phoenix`,
+  :mod:`ctxeval_hosts.promptfoo`: Inspect AI, and the callables of LangSmith, Braintrust,
+  Phoenix and promptfoo.
 
-Every adapter stands on one :class:`ctxeval.Session` (one budget, cache and meter for all the rows
-the host scores with it), reads the sample's fields through one explicit mapping rule set
-(:mod:`ctxeval_hosts._rowmap`) and writes ctxeval's results one way (:mod:`ctxeval_hosts._outcome`):
-``undefined`` is the host's "not scored", never 0.
+Every adapter stands on one :class:`ctxeval.Session` (one budget, cache and meter for all the
+host's threads and tasks); ctxeval's ``undefined`` is the host's "not scored", never 0.
 """
