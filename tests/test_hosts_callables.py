@@ -141,7 +141,7 @@ def test_langsmith_undefined_and_error_rows() -> None:
     assert undefined["score"] is None
     assert "not scored" in undefined["comment"]
     assert "nothing to recall" in undefined["comment"]
-    assert undefined["metadata"]["ctxeval_status"] == "undefined"
+    assert undefined["metadata"]["ctxeval.status"] == "undefined"
     assert "extra" not in undefined
     assert error["score"] is None
     assert error["extra"] == {"error": True}
@@ -237,7 +237,7 @@ def test_phoenix_evaluate_dataframe() -> None:
     assert scores[2]["label"] == "undefined"
     assert "nothing to recall" in scores[2]["explanation"]
     assert "label" not in scores[0]
-    assert scores[0]["metadata"]["details"]["missing"] == ["d9"]
+    assert scores[0]["metadata"]["ctxeval.details"]["missing"] == ["d9"]
     evaluator.ctxeval_session.close()
 
 
@@ -427,4 +427,4 @@ def test_an_llm_metric_through_each_callable_matches_evaluate(judge: FakeOpenAI)
     assert got_ls["score"] == want
     assert got_bt.score == want
     assert got_pf["namedScores"] == {metric: want}
-    assert got_ls["metadata"]["usage"]["requests"] >= 1
+    assert got_ls["metadata"]["ctxeval.usage"]["requests"] >= 1

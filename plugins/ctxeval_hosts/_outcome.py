@@ -8,9 +8,12 @@ host's type:
   comment;
 * ``error``: no score, the host's error shape, the reason in the comment.
 
-The comment is the host's rationale / comment / explanation; the metadata carries ctxeval's
-status, the metric, the evidence (``details``: per-chunk verdicts, matched IDs, the judge's
-provenance) and the usage (requests, tokens, cost, cache hits).
+The translation is the package's one (:mod:`ctxeval_hosts._results`, shared with the MLflow
+and DeepEval adapters): the comment is the host's rationale / comment / explanation (the
+row's reason, else a one-line account of its evidence); the metadata carries
+``ctxeval.status``, ``ctxeval.metric``, the evidence (``ctxeval.verdicts``,
+``ctxeval.details``), the judge's provenance (``ctxeval.provenance``) and the usage
+(``ctxeval.usage``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import attrs
 import ctxeval
 from ctxeval import MetricResult, Status
 from ctxeval.plugin import Metric
+from ctxeval_hosts._results import translate
 from ctxeval_hosts._rowmap import FieldError, FieldMap, metric_names, metrics_of, required_fields
 
 __all__ = ["Adapter", "Outcome", "outcome_of", "outcome_of_error"]
@@ -45,28 +49,19 @@ class Outcome:
 
 
 def outcome_of(result: MetricResult, metric: str) -> Outcome:
-    row = result.to_dict()
-    metadata = {
-        "ctxeval_status": row["status"],
-        "ctxeval_metric": metric,
-        "details": row["details"],
-        "usage": row["usage"],
-    }
-    if result.status is Status.OK:
-        comment = f"{metric} = {result.score:.4g}"
-        if result.reason:
-            comment += f": {result.reason}"
-        return Outcome(metric, "ok", result.score, comment, metadata)
-    if result.status is Status.UNDEFINED:
-        comment = f"not scored: {metric} is undefined for this row: {result.reason}"
-        return Outcome(metric, "undefined", None, comment, metadata)
-    return Outcome(metric, "error", None, f"{metric} failed: {result.reason}", metadata)
+    """``result`` (the row of ``metric``) through the package's one translation
+    (:func:`ctxeval_hosts._results.translate`)."""
+    host = translate(result.labelled(result.sample_id, metric))
+    if host.status == "ok":
+        comment = host.rationale or f"{metric} = {host.score:.4g}"
+    else:
+        comment = host.error or host.rationale or host.status
+    return Outcome(metric, host.status, host.score, comment, host.metadata)
 
 
 def outcome_of_error(metric: str, reason: str) -> Outcome:
     """The error of a row that never reached the metric (a field missing in the host's row)."""
-    metadata = {"ctxeval_status": "error", "ctxeval_metric": metric, "details": {}, "usage": {}}
-    return Outcome(metric, "error", None, f"{metric} failed: {reason}", metadata)
+    return outcome_of(MetricResult.error(reason), metric)
 
 
 class Adapter:

@@ -12,11 +12,13 @@ given in ``fields=``, only the fields a metric requires (and those given explici
 and a required field that is not there is that row's error, naming the path that was read and
 the keys that were there.
 
-Values are taken as they are, with three documented conversions: a list of contexts may hold
-documents (dicts) whose text is under ``page_content`` or ``content`` (LangChain's and
-LlamaIndex's names, both read: MLflow's groundedness scorer silently failed on the second); a
-single string where a list of contexts is expected is a list of one; a list of context IDs may
-hold documents whose ID is under ``id`` or ``metadata["id"]``.
+Values are taken as they are, with the package's documented document rules
+(:mod:`ctxeval_hosts._fields`): a list of contexts may hold documents whose text is their
+``page_content`` or ``content`` (LangChain's and LlamaIndex's names, both read: MLflow's
+groundedness scorer silently failed on the second); a list of context IDs may hold documents
+whose ID is their ``id``, ``metadata.doc_uri`` or ``metadata.id``; a NaN (a DataFrame's empty
+cell) is a missing value; a numpy array is a list. A single string where a list is expected
+is an error (promptfoo's JSON-text vars aside, see :attr:`FieldMap.json_lists`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import attrs
 
 import ctxeval
 from ctxeval.plugin import Metric
+
+from ctxeval_hosts._fields import DEFAULT_ID_KEYS, TEXT_KEYS, document_id, document_text
 
 __all__ = [
     "FieldError",
@@ -48,7 +52,6 @@ TEXT_FIELDS: Final = ("user_input", "response", "reference")
 CONTEXT_FIELDS: Final = ("retrieved_contexts", "reference_contexts")
 ID_FIELDS: Final = ("retrieved_context_ids", "reference_context_ids")
 FIELDS: Final = (*TEXT_FIELDS, *CONTEXT_FIELDS, *ID_FIELDS)
-TEXT_KEYS: Final = ("page_content", "content")
 
 
 class FieldError(Exception):
@@ -109,30 +112,25 @@ def _lookup(places: Mapping[str, Any], path: str) -> Any:
 
 
 def _text_of(item: Any, field: str, index: int) -> str:
-    if isinstance(item, str):
-        return item
-    if isinstance(item, Mapping):
-        for key in TEXT_KEYS:
-            if isinstance(item.get(key), str):
-                return str(item[key])
+    text = document_text(item)
+    if text is None:
         raise FieldError(
-            f"{field}[{index}] is a document without text: it needs 'page_content' or "
-            f"'content' ({_keys(item)})"
+            f"{field}[{index}] has no text: a context is a string or a document with "
+            f"{' or '.join(TEXT_KEYS)} ({_keys(item)})"
         )
-    raise FieldError(f"{field}[{index}] is a {type(item).__name__}, expected text or a document")
+    return text
 
 
 def _id_of(item: Any, field: str, index: int) -> str | int:
     if isinstance(item, (str, int)) and not isinstance(item, bool):
         return item
-    if isinstance(item, Mapping):
-        found = item.get("id")
-        if found is None and isinstance(item.get("metadata"), Mapping):
-            found = item["metadata"].get("id")
-        if isinstance(found, (str, int)) and not isinstance(found, bool):
-            return found
-        raise FieldError(f"{field}[{index}] is a document without 'id' or metadata['id']")
-    raise FieldError(f"{field}[{index}] is a {type(item).__name__}, expected an ID")
+    found = document_id(item)
+    if found is None:
+        raise FieldError(
+            f"{field}[{index}] has no ID: an ID is a string, an integer or a document with "
+            f"{', '.join(DEFAULT_ID_KEYS)} ({_keys(item)})"
+        )
+    return found
 
 
 def _json_list(text: str, field: str) -> Any:
@@ -146,7 +144,9 @@ def _json_list(text: str, field: str) -> Any:
         return value
     if field in ID_FIELDS and not (field == "reference_context_ids" and isinstance(value, dict)):
         raise FieldError(f"{field} is text that is not a JSON list of IDs: {text[:80]!r}")
-    return value if isinstance(value, dict) else text
+    if field in CONTEXT_FIELDS:
+        return [text]  # one context, as promptfoo's own context metrics read vars.context
+    return value
 
 
 def _missing(value: Any) -> bool:
@@ -162,8 +162,6 @@ def convert(field: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise FieldError(f"{field} is a {type(value).__name__}, expected text")
         return value
-    if field in CONTEXT_FIELDS and isinstance(value, str):
-        return [value]
     if field == "reference_context_ids" and isinstance(value, Mapping):
         return dict(value)  # graded: ID -> grade, as a qrels line has it
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
@@ -187,8 +185,9 @@ class FieldMap:
     example: str = "PLACE.KEY"
     """How a path looks for this host, in the hint of a missing field's message."""
     json_lists: bool = False
-    """A list field given as a string holding a JSON list is that list (promptfoo: a var that
-    is a YAML list makes one test case per item, so lists travel as JSON text)."""
+    """A list field given as a string holding a JSON list is that list, other text one
+    context (promptfoo: a var that is a YAML list makes one test case per item, so lists
+    travel as JSON text; its own context metrics read ``vars.context`` as one text)."""
 
     def __attrs_post_init__(self) -> None:
         unknown = sorted(set(self.fields) - set(FIELDS))
