@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 import ctxeval
-from ctxeval import MetricResult, Status
+from ctxeval import MetricResult
 from ctxeval.plugin import Metric
 from ctxeval_hosts._results import translate
 from ctxeval_hosts._rowmap import FieldError, FieldMap, metric_names, metrics_of, required_fields

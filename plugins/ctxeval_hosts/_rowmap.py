@@ -32,7 +32,6 @@ import attrs
 
 import ctxeval
 from ctxeval.plugin import Metric
-
 from ctxeval_hosts._fields import DEFAULT_ID_KEYS, TEXT_KEYS, document_id, document_text
 
 __all__ = [
