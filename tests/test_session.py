@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import json
 import os
 import threading
@@ -401,4 +402,15 @@ def test_close_mid_flight_cancels_requests_keeps_scored_rows_and_leaves_no_threa
         with pytest.raises(ConfigError):  # (a SessionClosedError is a ConfigError)
             session.score({"retrieved_context_ids": ["a"]})
         session.close()  # (again: nothing)
+    assert no_threads_left(before)
+
+
+def test_a_session_dropped_without_close_ends_its_loop(server: FakeOpenAI) -> None:
+    before = thread_names()
+    session = ctxeval.Session(["context_precision"], llm=llm(server), retry=FAST)
+    [row] = session.score(llm_samples(1)[0])
+    assert row.status is Status.OK
+    assert any(t.name == "ctxeval-session" for t in threading.enumerate())
+    del session
+    gc.collect()
     assert no_threads_left(before)
