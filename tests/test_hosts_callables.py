@@ -399,6 +399,30 @@ def test_a_shared_session_serves_several_adapters() -> None:
             langsmith.evaluator("id_mrr", session=session)
 
 
+def test_a_shared_session_scores_each_row_once_for_all_its_adapters(judge: FakeOpenAI) -> None:
+    from ctxeval_hosts._shared import SharedSession
+
+    llm = LLMConfig(model="openai/fake-judge", api_base=judge.url, api_key="sk-test")
+    row = {
+        "user_input": "What is the capital of France?",
+        "reference": "Paris.",
+        "retrieved_contexts": ["Berlin.", "Paris is the capital."],
+        "retrieved_context_ids": ["b", "p"],
+        "reference_context_ids": ["p"],
+    }
+    shared = SharedSession.build(["context_precision", "id_based_context_recall"], llm=llm)
+    ls = langsmith.evaluator("context_precision", session=shared)
+    # (a row is one sample for both: each adapter reads every field the session's metrics need)
+    bt = braintrust.scorer(
+        "id_based_context_recall", session=shared, fields={"reference": "expected.reference"}
+    )
+    assert ls({"user_input": row["user_input"]}, row, row)["score"] == 0.5
+    assert bt(input=row["user_input"], output=row, expected=row).score == 1.0
+    assert len(judge.requests) == 2  # one row, judged once: its two chunks
+    assert len(shared.evaluation().results) == 2  # one sample, two metrics
+    shared.close()
+
+
 @pytest.fixture
 def judge() -> Iterator[FakeOpenAI]:
     with FakeOpenAI(Judge(verdicts={"Paris is the capital.": 1, "Berlin.": 0})) as fake:

@@ -28,6 +28,7 @@ from ctxeval import MetricResult
 from ctxeval.plugin import Metric
 from ctxeval_hosts._results import translate
 from ctxeval_hosts._rowmap import FieldError, FieldMap, metric_names, metrics_of, required_fields
+from ctxeval_hosts._shared import SharedSession
 
 __all__ = ["Adapter", "Outcome", "outcome_of", "outcome_of_error"]
 
@@ -69,10 +70,12 @@ class Adapter:
 
     Built once per adapter object (an Inspect scorer, a LangSmith evaluator...) and shared by
     every row the host scores with it, from any thread or loop, so the rows share one budget,
-    one cache and one meter. ``session=`` shares one :class:`ctxeval.Session` between adapters
-    (its metrics must include these); otherwise the adapter builds its own from ``llm``,
-    ``registry``, ``settings`` and ``overrides`` (what :func:`ctxeval.evaluate` takes) and
-    :meth:`close` closes it.
+    one cache and one meter. ``session=`` shares a session between adapters (its metrics must
+    include these): a :class:`ctxeval.Session` (each call scores all its metrics), or a
+    :class:`~ctxeval_hosts._shared.SharedSession` (``SharedSession.build([...])``), whose
+    adapters score a row once between them, each taking its own metrics' rows. Otherwise the
+    adapter builds its own session from ``llm``, ``registry``, ``settings`` and ``overrides``
+    (what :func:`ctxeval.evaluate` takes) and :meth:`close` closes it.
     """
 
     def __init__(
@@ -112,6 +115,13 @@ class Adapter:
                 "session with these metrics"
             )
         self._at = [have.index(name) for name in self.names]
+        self._shared = session if isinstance(session, SharedSession) else None
+        if self._shared is not None:
+            for name in self.names:
+                self._shared.want(name)
+            # one row is one sample for every adapter of the table: read what all need
+            everything = metrics_of(list(have), registry)
+            self.required = required_fields([*built, *everything])
         self.session = session
 
     def sample(self, places: Mapping[str, Any], sample_id: str | None = None) -> dict[str, Any]:
@@ -135,6 +145,9 @@ class Adapter:
         except FieldError as exc:
             return self._failed(exc)
         try:
+            if self._shared is not None:
+                made = ctxeval.Sample(**sample)
+                return [outcome_of(self._shared.result(made, n), n) for n in self.names]
             return self._pick(self.session.score(sample))
         except ctxeval.DataError as exc:  # the sample itself is malformed: this row's error
             return self._failed(exc)
@@ -148,6 +161,9 @@ class Adapter:
         except FieldError as exc:
             return self._failed(exc)
         try:
+            if self._shared is not None:
+                made = ctxeval.Sample(**sample)
+                return [outcome_of(await self._shared.aresult(made, n), n) for n in self.names]
             return self._pick(await self.session.ascore(sample))
         except ctxeval.DataError as exc:
             return self._failed(exc)
