@@ -87,11 +87,12 @@ def _keys(value: Any) -> str:
     return f"it is a {type(value).__name__}, not a dict"
 
 
-_ABSENT: Final = object()
+_PLAIN_TEXT: Final = (str,)
+_PLAIN_ID: Final = (str, int)
 
 
 def _lookup(places: Mapping[str, Any], path: str) -> Any:
-    """The value at ``path`` in ``places``, or ``_ABSENT`` (raising :class:`FieldError` when a
+    """The value at ``path`` in ``places`` (a :class:`FieldError` when it is missing or a
     step of the path is not a dict)."""
     place, *keys = path.split(".")
     if place not in places:
@@ -155,6 +156,10 @@ def _missing(value: Any) -> bool:
 
 def convert(field: str, value: Any) -> Any:
     """``value`` as the sample field ``field`` takes it (the conversions in the module's doc)."""
+    if type(value) is list:  # the usual case first: a list of plain texts or IDs, as it is
+        plain = _PLAIN_TEXT if field in CONTEXT_FIELDS else _PLAIN_ID
+        if all(type(item) in plain for item in value):
+            return value
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()  # a numpy array (a DataFrame cell read from Parquet)
     if field in TEXT_FIELDS:
