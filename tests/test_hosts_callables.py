@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -42,6 +41,7 @@ from langsmith.schemas import Example, Run  # noqa: E402
 from ctxeval_hosts import braintrust, langsmith, phoenix, promptfoo  # noqa: E402
 from ctxeval_llm import LLMConfig  # noqa: E402
 from fakes.openai_server import FakeOpenAI  # noqa: E402
+from hosts_offline import refuse_network  # noqa: E402
 from llm_judge import Judge  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,21 +69,12 @@ ID_METRICS = ["id_based_context_recall", "id_based_context_precision"]
 
 
 @pytest.fixture(autouse=True)
-def no_calls_home(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any connection to another machine fails the test (telemetry, tracing, an update check)."""
-    connect = socket.socket.connect
-
-    def local_only(self: socket.socket, address: Any) -> Any:
-        host = address[0] if isinstance(address, tuple) else address
-        if (
-            isinstance(host, str)
-            and host not in ("127.0.0.1", "::1", "localhost")
-            and (self.family in (socket.AF_INET, socket.AF_INET6))
-        ):
-            raise AssertionError(f"a connection to {address!r}: the hosts must stay offline")
-        return connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", local_only)
+def no_calls_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every connection (and name lookup) outside the loopback is refused and recorded: the
+    test fails if the host tried one (telemetry, tracing, an update check, a download)."""
+    tried = refuse_network(monkeypatch)
+    yield
+    assert tried == [], f"{tried}: the hosts must stay offline"
 
 
 def expected(rows: list[dict[str, Any]], metric: str, **options: Any) -> list[float | None]:

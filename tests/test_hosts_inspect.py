@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from inspect_ai.solver import Generate, TaskState, generate, solver
 from ctxeval_hosts.inspect_ai import InspectJudge, ctxeval_scorer
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI
+from hosts_offline import refuse_network
 from llm_judge import Judge
 
 ROWS: list[dict[str, Any]] = [
@@ -56,16 +56,12 @@ VERDICTS = {"Paris is the capital.": 1, "The Eiffel Tower is in Paris.": 1}
 
 
 @pytest.fixture(autouse=True)
-def no_calls_home(monkeypatch: pytest.MonkeyPatch) -> None:
-    connect = socket.socket.connect
-
-    def local_only(self: socket.socket, address: Any) -> Any:
-        host = address[0] if isinstance(address, tuple) else None
-        if host is not None and host not in ("127.0.0.1", "::1", "localhost"):
-            raise AssertionError(f"a connection to {address!r}: Inspect must stay offline")
-        return connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", local_only)
+def no_calls_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every connection (and name lookup) outside the loopback is refused and recorded: the
+    test fails if the host tried one (telemetry, tracing, an update check, a download)."""
+    tried = refuse_network(monkeypatch)
+    yield
+    assert tried == [], f"{tried}: the hosts must stay offline"
 
 
 def _samples(rows: list[dict[str, Any]], **target: Any) -> list[Sample]:
