@@ -22,6 +22,7 @@ so every later row of that LLM is an error with the same reason, at once and uns
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, cast
@@ -60,6 +61,17 @@ def _inline(metric: Metric, metric_timeout: float | None) -> Callable[[Sample], 
     return None
 
 
+def _fields_of(requires: tuple[str, ...]) -> Callable[[Sample], tuple[object, ...]] | None:
+    """A function giving a sample's values of the fields ``requires`` names (as a tuple), or
+    None when it names none."""
+    if not requires:
+        return None
+    values = operator.attrgetter(*requires)
+    if len(requires) == 1:
+        return lambda sample: (values(sample),)
+    return values  # (a tuple for two names or more)
+
+
 class InlineScorer:
     """Reads a sample and scores the rows the calling thread scores (see the module)."""
 
@@ -68,7 +80,8 @@ class InlineScorer:
         self.names: tuple[str, ...] = plan.names
         timeout = plan.settings.metric_timeout
         self._plan = tuple(
-            (metric, _inline(metric, timeout), tuple(metric.requires)) for metric in self.metrics
+            (metric, _inline(metric, timeout), _fields_of(tuple(metric.requires)))
+            for metric in self.metrics
         )
 
     def read(self, item: object, position: int) -> tuple[Sample, str] | list[MetricResult]:
@@ -100,13 +113,12 @@ class InlineScorer:
         and the rows of the metrics it scores; the positions of the others (to score in the
         loop)."""
         waiting: list[int] = []
-        for position, (metric, score, requires) in enumerate(self._plan):
-            if requires:
-                missing = sample.missing(requires)
-                if missing:
-                    row = missing_field_error(sample, metric, missing)
-                    rows[position] = row.labelled(sample_id, metric.name)
-                    continue
+        for position, (metric, score, fields) in enumerate(self._plan):
+            if fields is not None and None in fields(sample):
+                missing = sample.missing(metric.requires)
+                row = missing_field_error(sample, metric, missing)
+                rows[position] = row.labelled(sample_id, metric.name)
+                continue
             if score is None:
                 waiting.append(position)
                 continue

@@ -15,6 +15,7 @@ import concurrent.futures
 import itertools
 import logging
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, cast
@@ -55,6 +56,20 @@ def _check_settings(settings: RunSettings) -> None:
             "a Session takes no on_progress= (it scores the rows its caller asks for, one call "
             "at a time): count the calls in your harness, or use ctxeval.evaluate()"
         )
+
+
+def _end(loop: LoopThread, scorer: LoopScorer) -> None:
+    """End a session's loop and threads (see :meth:`Session.close`)."""
+    if loop.in_loop():  # (the last reference dropped in the loop itself: it ends after)
+        loop.stop(0)
+        return
+    if not loop.stop(CLOSE_WAIT):
+        logger.warning(
+            "the session's event loop did not end within %g s of close() (a plugin holds "
+            "it); it is a daemon thread, left behind", CLOSE_WAIT,
+        )  # fmt: skip
+        return
+    scorer.join()
 
 
 class Session:
@@ -106,11 +121,13 @@ class Session:
         self._width = len(plan.metrics)
         self._positions = itertools.count()
         self._rows: list[MetricResult] = []
-        self._rows_lock = threading.Lock()
         self._lock = threading.Lock()
         self._closed = False
         self._loop: LoopThread | None = None
         self._scorer: LoopScorer | None = None
+        self._ending: weakref.finalize[[LoopThread, LoopScorer], Session] | None = None
+        """Ends the loop: at close(), or when the session is collected or the interpreter
+        exits (the loop's thread holds no reference to the session)."""
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -207,8 +224,9 @@ class Session:
         return done
 
     def _record(self, rows: Sequence[MetricResult]) -> None:
-        with self._rows_lock:
-            self._rows.extend(rows)
+        # (one list.extend of a list: atomic, with no lock for threads to queue on, on
+        # CPython with or without the GIL)
+        self._rows.extend(rows)
 
     def _running_loop(self) -> tuple[LoopThread, LoopScorer]:
         """The session's event loop and what scores in it, started on first use."""
@@ -219,12 +237,13 @@ class Session:
             if self._closed:
                 raise self._closed_error(None)
             if self._loop is None or self._scorer is None:
-                scorer = LoopScorer(self._plan, self._record)
+                scorer = LoopScorer(self._plan, self._rows.extend)  # (not self: see _end)
                 started = LoopThread(
                     name="ctxeval-session", on_start=scorer.start, on_stop=scorer.aclose
                 )
                 started.start()
                 self._scorer, self._loop = scorer, started
+                self._ending = weakref.finalize(self, _end, started, scorer)
             return self._loop, self._scorer
 
     def _closed_error(self, sample_id: str | None) -> SessionClosedError:
@@ -245,28 +264,21 @@ class Session:
         """The rows scored so far, sample by sample in the order their scoring ended (metric
         by metric within a sample), as an :class:`~ctxeval.Evaluation`: its ``summary()``,
         ``trust()``, ``write()``... Also after :meth:`close`."""
-        with self._rows_lock:
-            rows = tuple(self._rows)
+        rows = tuple(self._rows)  # (atomic, as list.extend is)
         return Evaluation(rows, self.metrics, formulas=self._plan.formulas)
 
     def close(self) -> None:
         """Cancel the rows in flight (their callers get :class:`~ctxeval.SessionClosedError`),
         close the session's HTTP clients and end its loop and threads. The rows scored so far
-        stay in :meth:`evaluation`. Closing again does nothing."""
+        stay in :meth:`evaluation`. Closing again does nothing. (A session dropped without
+        ``close()`` is closed when it is garbage-collected, or at the interpreter's exit.)"""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            loop, scorer = self._loop, self._scorer
-        if loop is None or scorer is None:
-            return
-        if not loop.stop(CLOSE_WAIT):
-            logger.warning(
-                "the session's event loop did not end within %g s of close() (a plugin holds "
-                "it); it is a daemon thread, left behind", CLOSE_WAIT,
-            )  # fmt: skip
-            return
-        scorer.join()
+            ending = self._ending
+        if ending is not None:
+            ending()
 
     async def aclose(self) -> None:
         """:meth:`close`, awaited: the caller's loop stays free while the session's ends."""
