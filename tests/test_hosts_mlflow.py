@@ -40,8 +40,13 @@ ID_METRICS = ["id_based_context_recall", "id_based_context_precision", "id_mrr"]
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One SQLite tracking store for the module (MLflow takes seconds to create one)."""
-    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.sqlite'}"
+    """One SQLite tracking store for the module (MLflow takes seconds to create one), its
+    artifacts in an absolute folder (a relative one would follow the working folder)."""
+    folder = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{folder / 'mlflow.sqlite'}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.create_experiment("ctxeval-hosts", artifact_location=(folder / "artifacts").as_uri())
+    return uri
 
 
 @pytest.fixture(autouse=True)
