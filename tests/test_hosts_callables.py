@@ -443,3 +443,64 @@ def test_an_llm_metric_through_each_callable_matches_evaluate(judge: FakeOpenAI)
     assert got_bt.score == want
     assert got_pf["namedScores"] == {metric: want}
     assert got_ls["metadata"]["ctxeval.usage"]["requests"] >= 1
+
+
+PARITY_ROWS: list[dict[str, Any]] = [
+    {
+        "user_input": "What is the capital of France?",
+        "reference": "Paris.",
+        "retrieved_contexts": ["Berlin.", "Paris is the capital."],
+        "reference_contexts": ["Paris is the capital of France."],
+        "retrieved_context_ids": ["b", "p"],
+        "reference_context_ids": ["p", "x"],
+    },
+    {
+        "user_input": "Where is the Eiffel Tower?",
+        "reference": "In Paris.",
+        "retrieved_contexts": ["Rome.", "Berlin.", "Paris is the capital."],
+        "reference_contexts": [],
+        "retrieved_context_ids": ["r"],
+        "reference_context_ids": [],
+    },
+]
+
+
+@pytest.mark.parametrize(
+    "metric", ["id_based_context_precision", "non_llm_context_recall", "context_precision"]
+)
+def test_every_callable_gives_evaluate_s_score_for_each_metric_kind(
+    metric: str, judge: FakeOpenAI
+) -> None:
+    """ID, string-similarity and LLM metrics: the same rows through the four callables and
+    through ``ctxeval.evaluate`` give the same scores (None: not scored)."""
+    import pandas as pd
+    from phoenix.evals import evaluate_dataframe
+
+    llm = LLMConfig(model="openai/fake-judge", api_base=judge.url, api_key="sk-test")
+    want = expected(PARITY_ROWS, metric, llm=llm)
+    out = {"retrieved_contexts", "retrieved_context_ids"}
+    ref = {"reference", "reference_contexts", "reference_context_ids"}
+
+    def split(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        return (
+            {"user_input": row["user_input"]},
+            {k: v for k, v in row.items() if k in out},
+            {k: v for k, v in row.items() if k in ref},
+        )
+
+    with langsmith.evaluator(metric, llm=llm) as ls:
+        got_ls = [ls(*split(row))["score"] for row in PARITY_ROWS]
+    with braintrust.scorer(metric, llm=llm, fields={"reference": "expected.reference"}) as bt:
+        got_bt = [
+            bt(input=i["user_input"], output=o, expected=r).score
+            for i, o, r in map(split, PARITY_ROWS)
+        ]
+    with promptfoo.assertion(metric, llm=llm) as pf:
+        got_pf = [pf("answer", _context(row))["namedScores"].get(metric) for row in PARITY_ROWS]
+    ph = phoenix.evaluator(metric, llm=llm)
+    cells = evaluate_dataframe(
+        dataframe=pd.DataFrame(PARITY_ROWS), evaluators=[ph], hide_tqdm_bar=True
+    )[f"{metric}_score"]
+    got_ph = [cell.get("score") for cell in cells]
+    ph.ctxeval_session.close()
+    assert got_ls == got_bt == got_pf == got_ph == want
