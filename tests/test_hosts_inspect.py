@@ -240,6 +240,8 @@ def test_inspects_own_model_as_the_judge(server: FakeOpenAI, tmp_path: Path) -> 
     assert {k: value(s) for k, s in got.items()} == want
     assert len(calls) == sent  # one Inspect model call per judge request evaluate() sent
     assert len(server.requests) == sent  # and none went to the server
+    [judged] = got["s0"].metadata["ctxeval.provenance"]["judges"]
+    assert judged["model"] == "inspect/mockllm/model"
 
 
 def test_the_judge_outside_an_eval_says_where_it_belongs() -> None:

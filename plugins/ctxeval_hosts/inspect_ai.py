@@ -144,18 +144,19 @@ def ctxeval_scorer(
     The scorer's session is ``scorer.ctxeval_session`` (``.evaluation()`` has the rows).
     """
     fieldmap = FieldMap("Inspect scorer", DEFAULT_FIELDS, dict(fields or {}))
+    judge = llm if isinstance(llm, InspectJudge) else None
     adapter = Adapter(
         metric,
         fieldmap,
         session=session,
-        llm=llm,
+        # (named, so the rows' provenance says which Inspect model judged)
+        llm={"model": judge.name, "completion": judge} if judge is not None else llm,
         registry=registry,
         settings=settings,
         overrides=overrides,
     )
     if len(adapter.names) != 1:
         raise ctxeval.ConfigError("an Inspect scorer made here scores one metric: give one")
-    judge = llm if isinstance(llm, InspectJudge) else None
 
     def ctxeval_metric() -> Scorer:
         async def score(state: TaskState, target: Target) -> Score:
@@ -270,6 +271,13 @@ class InspectJudge:
         self.config = config
         self._resolved: Model | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def name(self) -> str:
+        """The judge's name in ctxeval's provenance: ``inspect/`` and the model, or its role."""
+        if self.model is not None:
+            return f"inspect/{self.model}"
+        return f"inspect/role:{self.role}" if self.role else "inspect/model-under-evaluation"
 
     def bind(self) -> None:
         """Called by the scorer, in the eval's task: the model and the eval's loop."""
