@@ -255,3 +255,33 @@ def test_the_judge_outside_an_eval_says_where_it_belongs() -> None:
 def test_fields_name_only_sample_fields() -> None:
     with pytest.raises(ctxeval.ConfigError, match="contexts"):
         ctxeval_scorer("id_mrr", fields={"contexts": "metadata.docs"})
+
+
+def test_inspects_max_connections_bounds_the_judge(tmp_path: Path) -> None:
+    """The judge's requests go through Inspect's model (its OpenAI provider, here at the fake
+    server): Inspect's ``max_connections`` for that model holds, whatever ctxeval's own limit."""
+    from inspect_ai.model import GenerateConfig
+
+    rows = [
+        {
+            "user_input": f"question {i}?",
+            "reference": "Paris.",
+            "retrieved_contexts": [f"Berlin {i}.", f"Rome {i}.", "Paris is the capital."],
+        }
+        for i in range(6)
+    ]
+    with FakeOpenAI(Judge(verdicts=VERDICTS), latency=0.05) as server:
+        grader = get_model(
+            "openai/fake-judge",
+            base_url=server.url,
+            api_key="sk-test",
+            responses_api=False,
+            config=GenerateConfig(max_connections=2),
+            memoize=False,
+        )
+        scorer = ctxeval_scorer("context_precision", llm=InspectJudge(grader), max_concurrency=16)
+        log = run(Task(dataset=_samples(rows), solver=[], scorer=scorer), tmp_path)
+        got = scores_of(log, "context_precision")
+        assert all(value(s) == pytest.approx(1 / 3) for s in got.values())
+        assert len(server.requests) == 18
+        assert server.peak_in_flight <= 2
