@@ -65,7 +65,8 @@ def server(latency: float) -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert process.stdout is not None and process.stdin is not None
+    assert process.stdout is not None
+    assert process.stdin is not None
     url = process.stdout.readline().strip()
 
     def stats() -> dict[str, Any]:
@@ -85,7 +86,9 @@ def rows(samples: int, chunks: int) -> list[dict[str, Any]]:
             "id": f"q{i}",
             "user_input": f"Question {i}: where is the tower?",
             "reference": f"Tower {i} is in Paris.",
-            "retrieved_contexts": [f"Chunk {j} of question {i}: about Paris." for j in range(chunks)],
+            "retrieved_contexts": [
+                f"Chunk {j} of question {i}: about Paris." for j in range(chunks)
+            ],
         }
         for i in range(samples)
     ]
@@ -111,7 +114,9 @@ def baseline(samples: list[dict[str, Any]], latency: float, concurrency: int) ->
 # --- MLflow -------------------------------------------------------------------------------------
 
 
-def mlflow_runs(samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path) -> dict[str, Any]:
+def mlflow_runs(
+    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path
+) -> dict[str, Any]:
     import mlflow
     from mlflow.entities import Document
     from mlflow.genai.scorers import scorer
@@ -132,7 +137,10 @@ def mlflow_runs(samples: list[dict[str, Any]], latency: float, concurrency: int,
         return "an answer"
 
     data = [
-        {"inputs": {"question": s["user_input"]}, "expectations": {"expected_response": s["reference"]}}
+        {
+            "inputs": {"question": s["user_input"]},
+            "expectations": {"expected_response": s["reference"]},
+        }
         for s in samples
     ]
 
@@ -141,16 +149,26 @@ def mlflow_runs(samples: list[dict[str, Any]], latency: float, concurrency: int,
         return 1.0
 
     out: dict[str, Any] = {}
-    out["host_only"] = timed(lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=[constant]))
+    out["host_only"] = timed(
+        lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=[constant])
+    )
     cache = folder / "mlflow-cache.sqlite"
     with server(latency) as (url, stats):
         llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
-        made = scorers(["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache))
-        out["adapter"] = timed(lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=made))
+        made = scorers(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["adapter"] = timed(
+            lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=made)
+        )
         made[0].session.close()
         out["adapter_stats"] = stats()
-        again = scorers(["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache))
-        out["rerun"] = timed(lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=again))
+        again = scorers(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["rerun"] = timed(
+            lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=again)
+        )
         again[0].session.close()
         out["rerun_requests"] = stats()["requests"] - out["adapter_stats"]["requests"]
     return out
@@ -159,7 +177,9 @@ def mlflow_runs(samples: list[dict[str, Any]], latency: float, concurrency: int,
 # --- DeepEval -----------------------------------------------------------------------------------
 
 
-def deepeval_runs(samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path) -> dict[str, Any]:
+def deepeval_runs(
+    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path
+) -> dict[str, Any]:
     from deepeval import evaluate
     from deepeval.evaluate.configs import AsyncConfig, DisplayConfig
     from deepeval.metrics import BaseMetric
@@ -196,16 +216,26 @@ def deepeval_runs(samples: list[dict[str, Any]], latency: float, concurrency: in
     fast = AsyncConfig(run_async=True, max_concurrent=32)
     os.chdir(folder)  # DeepEval writes its .deepeval folder here
     out: dict[str, Any] = {}
-    out["host_only"] = timed(lambda: evaluate(cases, [Constant()], async_config=fast, display_config=quiet))
+    out["host_only"] = timed(
+        lambda: evaluate(cases, [Constant()], async_config=fast, display_config=quiet)
+    )
     cache = folder / "deepeval-cache.sqlite"
     with server(latency) as (url, stats):
         llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
-        made = metrics(["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache))
-        out["adapter"] = timed(lambda: evaluate(cases, made, async_config=fast, display_config=quiet))
+        made = metrics(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["adapter"] = timed(
+            lambda: evaluate(cases, made, async_config=fast, display_config=quiet)
+        )
         made[0].shared.close()
         out["adapter_stats"] = stats()
-        again = metrics(["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache))
-        out["rerun"] = timed(lambda: evaluate(cases, again, async_config=fast, display_config=quiet))
+        again = metrics(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["rerun"] = timed(
+            lambda: evaluate(cases, again, async_config=fast, display_config=quiet)
+        )
         again[0].shared.close()
         out["rerun_requests"] = stats()["requests"] - out["adapter_stats"]["requests"]
     return out
@@ -221,9 +251,13 @@ def report(host: str, base: dict[str, Any], runs: dict[str, Any], concurrency: i
         "re-run sends none": runs["rerun_requests"] == 0,
     }
     print(f"\n{host}")
-    print(f"  ctxeval.evaluate           {base['seconds']:7.2f} s  {base['requests']} requests, peak {base['peak_in_flight']} in flight")
+    print(
+        f"  ctxeval.evaluate           {base['seconds']:7.2f} s  {base['requests']} requests, peak {base['peak_in_flight']} in flight"
+    )
     print(f"  {host} + constant scorer  {runs['host_only']:7.2f} s  (the host's own cost)")
-    print(f"  {host} + ctxeval adapter  {runs['adapter']:7.2f} s  {stats['requests']} requests, peak {stats['peak_in_flight']} in flight  (limit {limit:.2f} s)")
+    print(
+        f"  {host} + ctxeval adapter  {runs['adapter']:7.2f} s  {stats['requests']} requests, peak {stats['peak_in_flight']} in flight  (limit {limit:.2f} s)"
+    )
     print(f"  re-run, same cache         {runs['rerun']:7.2f} s  {runs['rerun_requests']} requests")
     for what, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {what}")
@@ -248,7 +282,15 @@ def main() -> None:
             folder = Path(tmp) / host
             folder.mkdir()
             run = mlflow_runs if host == "mlflow" else deepeval_runs
-            good = report(host, base, run(samples, args.latency, args.concurrency, folder), args.concurrency) and good
+            good = (
+                report(
+                    host,
+                    base,
+                    run(samples, args.latency, args.concurrency, folder),
+                    args.concurrency,
+                )
+                and good
+            )
     sys.exit(0 if good else 1)
 
 

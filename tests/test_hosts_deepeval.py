@@ -198,3 +198,26 @@ def test_an_llm_metric_in_async_mode_equals_ctxeval_evaluate(judge_server: FakeO
         assert data.score == row.score
         assert data.evaluation_model == "openai/fake-judge"
     made[0].shared.close()
+
+
+def test_string_metrics_take_context_as_the_reference_contexts() -> None:
+    names = ["non_llm_context_recall", "non_llm_context_precision_with_reference"]
+    made = metrics(names)
+    case = LLMTestCase(
+        input="q",
+        retrieval_context=[CORPUS["d1"], CORPUS["d3"]],
+        context=[CORPUS["d1"], CORPUS["d2"]],
+    )
+    got = [metric.measure(case) for metric in made]
+    expected = ctxeval.evaluate(
+        [
+            {
+                "retrieved_contexts": [CORPUS["d1"], CORPUS["d3"]],
+                "reference_contexts": [CORPUS["d1"], CORPUS["d2"]],
+            }
+        ],
+        names,
+    ).results
+    assert got == [r.score for r in expected]
+    assert got != [1.0, 1.0]
+    made[0].shared.close()

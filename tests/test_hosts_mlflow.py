@@ -378,3 +378,26 @@ def test_a_rebuilt_registrable_scorer_scores_the_same(monkeypatch: pytest.Monkey
     original = made(inputs="q", outputs=None, expectations=expectations, trace=trace)
     again = rebuilt(inputs="q", outputs=None, expectations=expectations, trace=trace)
     assert original.value == again.value == 0.5
+
+
+STRING_METRICS = ["non_llm_context_recall", "non_llm_context_precision_with_reference"]
+
+
+def test_string_metrics_read_the_reference_contexts_of_their_own_key() -> None:
+    made = scorers(STRING_METRICS)
+    trace = traced(lambda: retrieve_content("q", ["d1", "d3"]))
+    expectations = {"reference_contexts": [CORPUS["d1"], CORPUS["d2"]]}
+    got = [s(inputs="q", outputs=None, expectations=expectations, trace=trace) for s in made]
+    expected = ctxeval.evaluate(
+        [
+            {
+                "retrieved_contexts": [CORPUS["d1"], CORPUS["d3"]],
+                "reference_contexts": [CORPUS["d1"], CORPUS["d2"]],
+            }
+        ],
+        STRING_METRICS,
+    ).results
+    assert [f.value for f in got] == [r.score for r in expected]
+    assert [f.value for f in got] != [1.0, 1.0]  # not the retrieved contexts against themselves
+    assert all(f.source.source_type == AssessmentSourceType.CODE for f in got)
+    made[0].session.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -185,7 +186,22 @@ def _needs_llm(metric: object) -> bool:
 
 
 async def _wait(future: concurrent.futures.Future[list[MetricResult]]) -> None:
-    if current_async_library() == "asyncio":
+    """Until ``future`` is done, woken through the caller's own loop (no thread held per
+    waiting row: a worker thread each would cap the rows in flight at anyio's 40)."""
+    library = current_async_library()
+    if library == "asyncio":
         await asyncio.wrap_future(future)
-    else:
+    elif library == "trio":
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+
+        def wake(_: object) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(done.set)
+
+        future.add_done_callback(wake)
+        await done.wait()
+    else:  # pragma: no cover - anyio runs on asyncio or trio
         await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
