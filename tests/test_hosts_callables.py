@@ -232,6 +232,27 @@ def test_phoenix_evaluate_dataframe() -> None:
     evaluator.ctxeval_session.close()
 
 
+def test_phoenix_async_evaluate_dataframe() -> None:
+    """Phoenix's async path runs the evaluator in its thread pool, its rows through one
+    session (the rows in order, the same scores)."""
+    import asyncio
+
+    import pandas as pd
+    from phoenix.evals import async_evaluate_dataframe
+
+    frame = pd.DataFrame(ID_ROWS * 5)
+    evaluator = phoenix.evaluator("id_based_context_recall")
+    out = asyncio.run(
+        async_evaluate_dataframe(
+            dataframe=frame, evaluators=[evaluator], concurrency=4, hide_tqdm_bar=True
+        )
+    )
+    scores = [cell.get("score") for cell in out["id_based_context_recall_score"]]
+    assert scores == expected(ID_ROWS, "id_based_context_recall") * 5
+    assert len(evaluator.ctxeval_session.evaluation().results) == len(frame)
+    evaluator.ctxeval_session.close()
+
+
 def test_phoenix_missing_column_is_that_row_s_error() -> None:
     import pandas as pd
     from phoenix.evals import evaluate_dataframe
