@@ -30,6 +30,7 @@ PLUGIN_PACKAGES = {
     "ctxeval_embed": ROOT / "plugins" / "ctxeval_embed",
     "ctxeval_spark": ROOT / "plugins" / "ctxeval_spark",
     "ctxeval_traces": ROOT / "plugins" / "ctxeval_traces",
+    "ctxeval_hosts": ROOT / "plugins" / "ctxeval_hosts",
     "ctxeval.builtin": ROOT / "core" / "ctxeval" / "builtin",
     "ctxeval_example": ROOT / "examples" / "ctxeval-example-plugin" / "src" / "ctxeval_example",
 }
@@ -42,6 +43,7 @@ PLUGIN_TOP_LEVELS = {
     "ctxeval_embed",
     "ctxeval_spark",
     "ctxeval_traces",
+    "ctxeval_hosts",
     "ctxeval_example",
 }
 PUBLIC = {

@@ -113,6 +113,12 @@ def test_doc_example_runs(
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "HOME": str(tmp_path),
         "PYTHONPATH": os.pathsep.join([str(example_plugin), os.environ.get("PYTHONPATH", "")]),
+        # the host harnesses of docs/hosts/ offline: no telemetry, no price table fetched
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+        "DEEPEVAL_DISABLE_DOTENV": "1",
+        "DEEPEVAL_NO_INSPECT_PROMPT": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
     done = subprocess.run(
         [sys.executable, str(script)],

@@ -1,0 +1,298 @@
+"""One budget across a host harness's threads: ctxeval's LLM metric inside MLflow GenAI and
+DeepEval, side by side with ``ctxeval.evaluate`` on the same rows.
+
+    python bench/hosts_budget.py [--samples 1000] [--chunks 2] [--latency 0.02]
+                                 [--concurrency 16] [--hosts mlflow,deepeval]
+
+For each host, against the fake OpenAI server (bench/fake_judge_server.py, its own process, a
+fresh one per run so that its high-water mark of requests in flight is that run's):
+
+1. ``ctxeval.evaluate`` of ``context_precision`` with ``max_concurrency``: wall time, requests;
+2. the host's own cost: the same host evaluate with a metric that returns a constant;
+3. the host with ctxeval's adapter (``ctxeval_hosts.mlflow.scorers`` through
+   ``mlflow.genai.evaluate`` with ``MLFLOW_GENAI_EVAL_MAX_WORKERS=32``;
+   ``ctxeval_hosts.deepeval.metrics`` through ``deepeval.evaluate`` in its async mode with
+   ``max_concurrent=32``), one session with ``max_concurrency`` and an answer cache;
+4. the same again with the same cache.
+
+What must hold (the last column): run 3 sends exactly run 1's requests, never more than
+``max_concurrency`` in flight, and takes at most run 2's time + 1.3 x run 1's; run 4 sends none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+for name, value in {
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DO_NOT_TRACK": "true",
+    "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+    "DEEPEVAL_DISABLE_DOTENV": "1",
+    "DEEPEVAL_NO_INSPECT_PROMPT": "1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "MLFLOW_GENAI_EVAL_MAX_WORKERS": "32",
+    # 32 row threads writing traces and assessments to a local SQLite store: SQLAlchemy's default
+    # pool (5 + 10 overflow) makes them wait 30 s for a connection, then drop the trace.
+    "MLFLOW_SQLALCHEMYSTORE_POOL_SIZE": "64",
+    "MLFLOW_SQLALCHEMYSTORE_MAX_OVERFLOW": "64",
+    "MLFLOW_GENAI_EVAL_SKIP_TRACE_VALIDATION": "true",
+    "TQDM_DISABLE": "1",
+}.items():
+    os.environ.setdefault(name, value)
+
+import ctxeval  # noqa: E402
+from ctxeval import SQLiteCache  # noqa: E402
+from ctxeval_llm import LLMConfig  # noqa: E402
+
+
+@contextmanager
+def server(latency: float) -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "fake_judge_server.py"), "--latency", str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdin is not None
+    url = process.stdout.readline().strip()
+
+    def stats() -> dict[str, Any]:
+        with urllib.request.urlopen(url.removesuffix("/v1") + "/stats") as answer:
+            return dict(json.load(answer))
+
+    try:
+        yield url, stats
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
+def rows(samples: int, chunks: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"q{i}",
+            "user_input": f"Question {i}: where is the tower?",
+            "reference": f"Tower {i} is in Paris.",
+            "retrieved_contexts": [
+                f"Chunk {j} of question {i}: about Paris." for j in range(chunks)
+            ],
+        }
+        for i in range(samples)
+    ]
+
+
+def timed(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def baseline(samples: list[dict[str, Any]], latency: float, concurrency: int) -> dict[str, Any]:
+    with server(latency) as (url, stats):
+        llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
+        seconds = timed(
+            lambda: ctxeval.evaluate(
+                samples, ["context_precision"], llm=llm, max_concurrency=concurrency
+            )
+        )
+        return {"seconds": seconds, **stats()}
+
+
+# --- MLflow -------------------------------------------------------------------------------------
+
+
+def mlflow_runs(
+    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path
+) -> dict[str, Any]:
+    import mlflow
+    from mlflow.entities import Document
+    from mlflow.genai.scorers import scorer
+
+    from ctxeval_hosts.mlflow import scorers
+
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.sqlite'}")
+    mlflow.create_experiment("hosts-budget", artifact_location=(folder / "artifacts").as_uri())
+    mlflow.set_experiment("hosts-budget")
+    by_question = {s["user_input"]: s for s in samples}
+
+    @mlflow.trace(span_type="RETRIEVER")
+    def retrieve(question: str) -> list[Document]:
+        return [Document(page_content=t) for t in by_question[question]["retrieved_contexts"]]
+
+    def app(question: str) -> str:
+        retrieve(question)
+        return "an answer"
+
+    data = [
+        {
+            "inputs": {"question": s["user_input"]},
+            "expectations": {"expected_response": s["reference"]},
+        }
+        for s in samples
+    ]
+
+    @scorer
+    def constant(inputs: Any, outputs: Any, expectations: Any, trace: Any) -> float:
+        return 1.0
+
+    out: dict[str, Any] = {}
+    out["host_only"] = timed(
+        lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=[constant])
+    )
+    cache = folder / "mlflow-cache.sqlite"
+    with server(latency) as (url, stats):
+        llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
+        made = scorers(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["adapter"] = timed(
+            lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=made)
+        )
+        made[0].session.close()
+        out["adapter_stats"] = stats()
+        again = scorers(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["rerun"] = timed(
+            lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=again)
+        )
+        again[0].session.close()
+        out["rerun_requests"] = stats()["requests"] - out["adapter_stats"]["requests"]
+    return out
+
+
+# --- DeepEval -----------------------------------------------------------------------------------
+
+
+def deepeval_runs(
+    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path
+) -> dict[str, Any]:
+    from deepeval import evaluate
+    from deepeval.evaluate.configs import AsyncConfig, DisplayConfig
+    from deepeval.metrics import BaseMetric
+    from deepeval.test_case import LLMTestCase
+
+    from ctxeval_hosts.deepeval import metrics
+
+    class Constant(BaseMetric):  # type: ignore[misc]
+        def __init__(self, threshold: float = 0.5) -> None:
+            self.threshold = threshold
+
+        def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
+            self.score, self.success = 1.0, True
+            return 1.0
+
+        async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
+            return self.measure(test_case)
+
+        def is_successful(self) -> bool:
+            return True
+
+        @property
+        def __name__(self) -> str:
+            return "constant"
+
+    cases = [
+        LLMTestCase(
+            input=s["user_input"], actual_output="an answer", expected_output=s["reference"],
+            retrieval_context=s["retrieved_contexts"], name=s["id"],
+        )
+        for s in samples
+    ]  # fmt: skip
+    quiet = DisplayConfig(show_indicator=False, print_results=False, inspect_after_run=False)
+    fast = AsyncConfig(run_async=True, max_concurrent=32)
+    os.chdir(folder)  # DeepEval writes its .deepeval folder here
+    out: dict[str, Any] = {}
+    out["host_only"] = timed(
+        lambda: evaluate(cases, [Constant()], async_config=fast, display_config=quiet)
+    )
+    cache = folder / "deepeval-cache.sqlite"
+    with server(latency) as (url, stats):
+        llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
+        made = metrics(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["adapter"] = timed(
+            lambda: evaluate(cases, made, async_config=fast, display_config=quiet)
+        )
+        made[0].shared.close()
+        out["adapter_stats"] = stats()
+        again = metrics(
+            ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
+        )
+        out["rerun"] = timed(
+            lambda: evaluate(cases, again, async_config=fast, display_config=quiet)
+        )
+        again[0].shared.close()
+        out["rerun_requests"] = stats()["requests"] - out["adapter_stats"]["requests"]
+    return out
+
+
+def report(host: str, base: dict[str, Any], runs: dict[str, Any], concurrency: int) -> bool:
+    limit = runs["host_only"] + 1.3 * base["seconds"]
+    stats = runs["adapter_stats"]
+    checks = {
+        "same requests": stats["requests"] == base["requests"],
+        f"<= {concurrency} in flight": stats["peak_in_flight"] <= concurrency,
+        "time within host + 1.3x": runs["adapter"] <= limit,
+        "re-run sends none": runs["rerun_requests"] == 0,
+    }
+    print(f"\n{host}")
+    print(
+        f"  ctxeval.evaluate           {base['seconds']:7.2f} s  {base['requests']} requests, peak {base['peak_in_flight']} in flight"
+    )
+    print(f"  {host} + constant scorer  {runs['host_only']:7.2f} s  (the host's own cost)")
+    print(
+        f"  {host} + ctxeval adapter  {runs['adapter']:7.2f} s  {stats['requests']} requests, peak {stats['peak_in_flight']} in flight  (limit {limit:.2f} s)"
+    )
+    print(f"  re-run, same cache         {runs['rerun']:7.2f} s  {runs['rerun_requests']} requests")
+    for what, ok in checks.items():
+        print(f"  {'ok  ' if ok else 'FAIL'} {what}")
+    return all(checks.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--chunks", type=int, default=2)
+    parser.add_argument("--latency", type=float, default=0.02)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--hosts", default="mlflow,deepeval")
+    args = parser.parse_args()
+    samples = rows(args.samples, args.chunks)
+    print(f"{args.samples} samples x {args.chunks} chunks, context_precision, latency "
+          f"{args.latency * 1000:.0f} ms, max_concurrency {args.concurrency}")  # fmt: skip
+    base = baseline(samples, args.latency, args.concurrency)
+    good = True
+    with tempfile.TemporaryDirectory(prefix="ctxeval-hosts-bench-") as tmp:
+        for host in args.hosts.split(","):
+            folder = Path(tmp) / host
+            folder.mkdir()
+            run = mlflow_runs if host == "mlflow" else deepeval_runs
+            good = (
+                report(
+                    host,
+                    base,
+                    run(samples, args.latency, args.concurrency, folder),
+                    args.concurrency,
+                )
+                and good
+            )
+    sys.exit(0 if good else 1)
+
+
+if __name__ == "__main__":
+    main()
