@@ -19,8 +19,6 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-import anyio
-import anyio.from_thread
 import orjson
 
 from ctxeval._calls.cache import SQLiteCache
@@ -33,6 +31,7 @@ from ctxeval._run.processes import divided_settings
 from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.settings import RunSettings
 from ctxeval._run.sink import GatheredParts, RowSink
+from ctxeval._run.loop_thread import LoopThread
 
 __all__ = ["ROW_COLUMNS", "BatchScorer"]
 
@@ -78,7 +77,7 @@ class BatchScorer:
         self.plan = plan.for_workers()
         self.cache_path = None if cache_path is None else os.fspath(cache_path)
         self.details = details
-        self._loop: _LoopThread | None = None
+        self._loop: LoopThread | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -157,7 +156,7 @@ class BatchScorer:
         samples = [_sample(record) for record in records]
         if not samples:
             return []
-        rows: list[MetricResult] = self._event_loop().call(self._score, samples)
+        rows: list[MetricResult] = self._event_loop().submit(self._score, samples).result()
         return rows
 
     async def _score(self, samples: list[Any]) -> list[MetricResult]:
@@ -166,13 +165,15 @@ class BatchScorer:
         await score_locally(self.plan, samples, sink)
         return [row for part in gathered.parts for row in part]
 
-    def _event_loop(self) -> _LoopThread:
+    def _event_loop(self) -> LoopThread:
         with self._lock:
             if self._loop is None:
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
                 if self.cache_path is not None:  # one handle per process, for every batch
                     self.plan = self.plan.for_workers(cache=SQLiteCache(self.cache_path))
-                self._loop = _LoopThread()
+                loop = LoopThread(name="ctxeval-batch-loop", on_start=_nothing, on_stop=_done)
+                loop.start()
+                self._loop = loop
             return self._loop
 
     def close(self) -> None:
@@ -180,36 +181,15 @@ class BatchScorer:
         with self._lock:
             loop, self._loop = self._loop, None
         if loop is not None:
-            loop.stop()
+            loop.stop(10.0)
 
 
-class _LoopThread:
-    """An event loop in a daemon thread that runs the coroutines other threads hand it."""
+def _nothing() -> None:
+    """What the loop makes before it takes work: nothing (the plan makes its own)."""
 
-    def __init__(self) -> None:
-        started = threading.Event()
-        self._portal: anyio.from_thread.BlockingPortal | None = None
 
-        async def serve() -> None:
-            async with anyio.from_thread.BlockingPortal() as portal:
-                self._portal = portal
-                started.set()
-                await portal.sleep_until_stopped()
-
-        self._thread = threading.Thread(
-            target=anyio.run, args=(serve,), name="ctxeval-batch-loop", daemon=True
-        )
-        self._thread.start()
-        started.wait()
-
-    def call(self, func: Any, *args: Any) -> Any:
-        assert self._portal is not None
-        return self._portal.call(func, *args)
-
-    def stop(self) -> None:
-        if self._portal is not None:
-            self._portal.call(self._portal.stop)
-        self._thread.join()
+async def _done() -> None:
+    """What the loop cleans up when it stops: nothing."""
 
 
 def _records(batch: Any) -> tuple[list[dict[str, Any]], str]:

@@ -6,7 +6,7 @@ their own thread pools or inside their own running event loop. A :class:`Session
 (metrics resolved once, settings checked once) and scores one sample per call, from any thread
 (:meth:`Session.score`) or any event loop, asyncio or trio (:meth:`Session.ascore`); the calls
 of every thread and loop share one scheduler (see :mod:`ctxeval._session.scoring` for what is
-scored where, and :mod:`ctxeval._session.loop` for the session's own event loop).
+scored where, and :mod:`ctxeval._run.loop_thread` for the session's own event loop).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ctxeval._results.results import MetricResult
 from ctxeval._run.checks import check_run_inputs
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.settings import RunSettings
-from ctxeval._session.loop import LoopThread, wait_for
+from ctxeval._run.loop_thread import LoopThread, wait_for
 from ctxeval._session.scoring import InlineScorer, LoopScorer, Rows
 from ctxeval._session.store import RowStore
 

@@ -1,5 +1,6 @@
-"""A session's own event loop, in a daemon thread: :class:`LoopThread`, and how any thread or
-any event loop hands it work and waits for the result.
+"""An event loop of ctxeval's own, in a daemon thread: :class:`LoopThread`, and how any thread
+or any event loop hands it work and waits for the result (a :class:`~ctxeval.Session`'s loop;
+a :class:`~ctxeval.runners.BatchScorer`'s, one per worker process).
 
 A :class:`~ctxeval.Session` is called from threads it does not own (a host's row threads) and
 from event loops it does not own (a notebook's, Inspect AI's, a trio program's). Its LLM work
