@@ -26,12 +26,12 @@ from ctxeval._errors import ConfigError, DataError
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.results import MetricResult
 from ctxeval._run.local import score_locally
+from ctxeval._run.loop_thread import LoopThread
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.processes import divided_settings
 from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.settings import RunSettings
 from ctxeval._run.sink import GatheredParts, RowSink
-from ctxeval._run.loop_thread import LoopThread
 
 __all__ = ["ROW_COLUMNS", "BatchScorer"]
 

@@ -30,9 +30,9 @@ from ctxeval._plugins.registry import Registry
 from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.results import MetricResult
 from ctxeval._run.checks import check_run_inputs
+from ctxeval._run.loop_thread import LoopThread, wait_for
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.settings import RunSettings
-from ctxeval._run.loop_thread import LoopThread, wait_for
 from ctxeval._session.scoring import InlineScorer, LoopScorer, Rows
 from ctxeval._session.store import RowStore
 
