@@ -434,3 +434,110 @@ async def test_cancelling_ascore_cancels_the_rows_request(anyio_backend: str) ->
             assert len(session.evaluation()) == 0  # no row for a cancelled call
             rows = await session.ascore({"user_input": "q", "reference": "r"})
             assert rows[0].status is Status.ERROR  # (no retrieved_contexts: the session goes on)
+
+
+def test_the_cost_cap_makes_later_llm_rows_errors_without_a_request(server: FakeOpenAI) -> None:
+    price = (1_000_000.0, 1_000_000.0)  # one USD a token: the first request spends the cap
+    priced = llm(server, price_per_million_tokens=price)
+    with ctxeval.Session(
+        ["context_precision", "id_mrr"], llm=priced, max_cost_usd=1e-9, max_concurrency=1
+    ) as session:
+        first = session.score(llm_samples(1)[0])
+        sent = len(server.requests)
+        later = [session.score(s) for s in llm_samples(3)]
+        assert len(server.requests) == sent  # the cap is reached: no request
+        summary = session.evaluation().summary()
+    assert first[0].usage.cost_usd is not None
+    assert first[0].usage.cost_usd > 1e-9
+    for rows in later:
+        assert rows[0].status is Status.ERROR
+        assert "BudgetExceededError" in (rows[0].reason or "")
+        assert rows[1].status is Status.OK  # (the ID rows are scored all the same)
+    assert summary.usage.cost_usd == first[0].usage.cost_usd  # one meter: the session's
+
+
+def test_rows_from_many_host_loops_share_one_budget() -> None:
+    """Four threads, each with an event loop of its own (two asyncio, two trio), each awaiting
+    rows concurrently: the server never sees more than the session's 3 requests at once."""
+    samples = llm_samples(24)
+    with FakeOpenAI(scripted_judge) as reference_server:
+        expected = ctxeval.evaluate(samples, ["context_precision"], llm=llm(reference_server))
+        expected_requests = sent(reference_server)
+    scored: dict[str, list[MetricResult]] = {}
+    with (
+        FakeOpenAI(scripted_judge, latency=0.02) as server,
+        ctxeval.Session(
+            ["context_precision"], llm=llm(server), max_concurrency=3, retry=FAST
+        ) as session,
+    ):
+
+        async def host(part: list[tuple[int, dict[str, Any]]]) -> None:
+            async def one(index: int, sample: dict[str, Any]) -> None:
+                scored[str(index)] = await session.ascore({**sample, "id": str(index)})
+
+            async with anyio.create_task_group() as group:
+                for index, sample in part:
+                    group.start_soon(one, index, sample)
+
+        numbered = list(enumerate(samples))
+        threads = [
+            threading.Thread(
+                target=anyio.run, args=(host, numbered[i::4]), kwargs={"backend": backend}
+            )
+            for i, backend in enumerate(["asyncio", "trio", "asyncio", "trio"])
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert server.peak_in_flight <= 3
+        assert sent(server) == expected_requests
+    assert len(scored) == len(samples)
+    for theirs in expected.results:
+        same_rows(scored[theirs.sample_id][0], theirs)
+
+
+def test_kept_rows_are_packed_and_read_back_equal_in_order() -> None:
+    """Past COMPACT_AT rows, a session packs its rows; evaluation() reads them back equal, each
+    sample's rows together, from 8 threads."""
+    from ctxeval._session.store import COMPACT_AT
+
+    metrics = ["id_based_context_recall", "non_llm_context_recall", "nDCG@10"]
+    samples = [{**s, "id": str(i)} for i, s in enumerate(deterministic_samples(3000))]
+    assert len(samples) * len(metrics) > COMPACT_AT
+    with (
+        ctxeval.Session(metrics) as session,
+        concurrent.futures.ThreadPoolExecutor(8) as pool,
+    ):
+        scored = {rows[0].sample_id: rows for rows in pool.map(session.score, samples)}
+        kept = session.evaluation().results
+    assert len(kept) == len(samples) * len(metrics)
+    for start in range(0, len(kept), len(metrics)):
+        rows = kept[start : start + len(metrics)]
+        assert [r.metric for r in rows] == metrics
+        for mine, returned in zip(rows, scored[rows[0].sample_id], strict=True):
+            assert mine == returned
+            same_rows(mine, returned)
+
+
+def test_a_row_store_packs_as_it_goes_and_loses_nothing() -> None:
+    from ctxeval._session.store import RowStore
+
+    store = RowStore(compact_at=7)
+    details = {"provenance": {"judges": [{"model": "m", "prompts": ["p@1"]}]}, "n": 1}
+
+    def add(part: range) -> None:
+        for i in part:
+            row = MetricResult.ok(i / 10_000, details=details)
+            store.add([row.labelled(str(i), "a"), MetricResult.error("x").labelled(str(i), "b")])
+
+    threads = [threading.Thread(target=add, args=(range(i, 4000, 8),)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = store.rows()
+    assert len(rows) == len(store) == 8000
+    assert [r.metric for r in rows] == ["a", "b"] * 4000  # each sample's rows together
+    assert sorted(r.score for r in rows if r.score is not None) == [i / 10_000 for i in range(4000)]
+    assert rows[0].details == details

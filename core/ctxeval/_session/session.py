@@ -34,6 +34,7 @@ from ctxeval._run.plan import RunPlan
 from ctxeval._run.settings import RunSettings
 from ctxeval._session.loop import LoopThread, wait_for
 from ctxeval._session.scoring import InlineScorer, LoopScorer, Rows
+from ctxeval._session.store import RowStore
 
 __all__ = ["Session"]
 
@@ -120,7 +121,7 @@ class Session:
         self._inline = InlineScorer(plan)
         self._width = len(plan.metrics)
         self._positions = itertools.count()
-        self._rows: list[MetricResult] = []
+        self._rows = RowStore()
         self._lock = threading.Lock()
         self._closed = False
         self._loop: LoopThread | None = None
@@ -190,7 +191,10 @@ class Session:
         if isinstance(begun, list):
             await anyio.lowlevel.checkpoint()
             return begun
-        loop, scorer = self._running_loop()
+        if self._loop is None:  # (its start takes a few ms: not on the caller's loop)
+            loop, scorer = await anyio.to_thread.run_sync(self._running_loop)
+        else:
+            loop, scorer = self._running_loop()
         if loop.in_loop():  # (a metric of the session scoring with it)
             return await scorer.score(*begun)
         try:
@@ -224,9 +228,7 @@ class Session:
         return done
 
     def _record(self, rows: Sequence[MetricResult]) -> None:
-        # (one list.extend of a list: atomic, with no lock for threads to queue on, on
-        # CPython with or without the GIL)
-        self._rows.extend(rows)
+        self._rows.add(rows)  # (no lock for threads to queue on: see RowStore)
 
     def _running_loop(self) -> tuple[LoopThread, LoopScorer]:
         """The session's event loop and what scores in it, started on first use."""
@@ -237,7 +239,7 @@ class Session:
             if self._closed:
                 raise self._closed_error(None)
             if self._loop is None or self._scorer is None:
-                scorer = LoopScorer(self._plan, self._rows.extend)  # (not self: see _end)
+                scorer = LoopScorer(self._plan, self._rows.add)  # (not self: see _end)
                 started = LoopThread(
                     name="ctxeval-session", on_start=scorer.start, on_stop=scorer.aclose
                 )
@@ -264,7 +266,7 @@ class Session:
         """The rows scored so far, sample by sample in the order their scoring ended (metric
         by metric within a sample), as an :class:`~ctxeval.Evaluation`: its ``summary()``,
         ``trust()``, ``write()``... Also after :meth:`close`."""
-        rows = tuple(self._rows)  # (atomic, as list.extend is)
+        rows = self._rows.rows()
         return Evaluation(rows, self.metrics, formulas=self._plan.formulas)
 
     def close(self) -> None:
