@@ -94,6 +94,14 @@ def rows(samples: int, chunks: int) -> list[dict[str, Any]]:
     ]
 
 
+def statuses(evaluation: Any) -> dict[str, int]:
+    """The rows the adapter scored, by status (an error row: the host gave no retrieval)."""
+    counts: dict[str, int] = {}
+    for row in evaluation.results:
+        counts[str(row.status)] = counts.get(str(row.status), 0) + 1
+    return counts
+
+
 def timed(run: Callable[[], object]) -> float:
     start = time.perf_counter()
     run()
@@ -123,7 +131,9 @@ def mlflow_runs(
 
     from ctxeval_hosts.mlflow import scorers
 
-    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.sqlite'}")
+    # ?timeout=: SQLite waits that long for a lock instead of 5 s; with 32 row threads writing
+    # traces, the default loses some (MLflow then hands the scorer a row without its spans).
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.sqlite'}?timeout=300")
     mlflow.create_experiment("hosts-budget", artifact_location=(folder / "artifacts").as_uri())
     mlflow.set_experiment("hosts-budget")
     by_question = {s["user_input"]: s for s in samples}
@@ -163,6 +173,7 @@ def mlflow_runs(
         )
         made[0].session.close()
         out["adapter_stats"] = stats()
+        out["statuses"] = statuses(made[0].session.evaluation())
         again = scorers(
             ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
         )
@@ -230,6 +241,7 @@ def deepeval_runs(
         )
         made[0].shared.close()
         out["adapter_stats"] = stats()
+        out["statuses"] = statuses(made[0].shared.evaluation())
         again = metrics(
             ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
         )
@@ -258,6 +270,7 @@ def report(host: str, base: dict[str, Any], runs: dict[str, Any], concurrency: i
     print(
         f"  {host} + ctxeval adapter  {runs['adapter']:7.2f} s  {stats['requests']} requests, peak {stats['peak_in_flight']} in flight  (limit {limit:.2f} s)"
     )
+    print(f"  rows the adapter scored    {runs['statuses']}")
     print(f"  re-run, same cache         {runs['rerun']:7.2f} s  {runs['rerun_requests']} requests")
     for what, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {what}")

@@ -847,8 +847,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 stdout.print(f"{kind + ':':<10}{paths[kind]}", soft_wrap=True)
         else:
             stdout.print(
-                "nothing was saved: add --out DIR to keep the rows, summary.json and the report"
-            )
+                ("only the per-query file was saved" if per_query is not None else "nothing "
+                 "was saved") + ": add --out DIR to keep the rows, summary.json and the report"
+            )  # fmt: skip
         if qrels is not None and qrels_written:
             stdout.print(f"{'qrels:':<10}{qrels.path}", soft_wrap=True)
         _print_per_query(per_query, [m.name for m in metrics], stdout)

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from ctxeval.plugin import request_not_sent
 
 from .base import CONNECT_TIMEOUT, Answer, Redact, env_proxy, ssl_context
-from .errors import ResponseTooLargeError, aiohttp_error, oversize_message
+from .errors import ResponseTooLargeError, oversize_message
+from .exception_maps import aiohttp_error
 
 if TYPE_CHECKING:
     import aiohttp

@@ -1,12 +1,10 @@
-"""Any exception of a transport's library as the ctxeval call error of its kind: one map per
-foreign library (:func:`aiohttp_error`, :func:`httpx_error`; :func:`as_call_error` for
-litellm, the openai SDK and a user's callable), and the one error of an answer past
+"""Any exception of a transport's library as the ctxeval call error of its kind
+(:func:`as_call_error`: litellm, the openai SDK, a user's callable; the two HTTP clients'
+libraries in :mod:`ctxeval_llm._http.exception_maps`), and the one error of an answer past
 ``max_response_bytes`` (:class:`ResponseTooLargeError`, :func:`oversize_message`) on every
 transport."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ctxeval.plugin import (
     CallError,
@@ -23,15 +21,7 @@ from ctxeval.plugin import (
 from ctxeval_llm._parsing import redact
 from ctxeval_llm.config import LLMConfig
 
-from .base import CONNECT_TIMEOUT, Redact
-
-__all__ = [
-    "ResponseTooLargeError",
-    "aiohttp_error",
-    "as_call_error",
-    "httpx_error",
-    "oversize_message",
-]
+__all__ = ["ResponseTooLargeError", "as_call_error", "oversize_message"]
 
 
 class ResponseTooLargeError(FatalCallError):
@@ -45,54 +35,6 @@ def oversize_message(url: str, limit: int, how: str = "; cut off") -> str:
         f"{url}: the answer is larger than {limit} bytes (max_response_bytes){how}; if "
         "answers this large are expected, raise the bound: LLMConfig(max_response_bytes=...)"
     )
-
-
-def aiohttp_error(aiohttp: Any, exc: BaseException, url: str, say: Redact) -> CallError:
-    """aiohttp's ``exc`` (a ``ClientError``) of a request to ``url`` as the call error of its
-    kind; ``aiohttp`` is the module, ``say`` masks secrets."""
-    if isinstance(exc, (aiohttp.ClientHttpProxyError, aiohttp.ClientProxyConnectionError)):
-        return ConnectionFailedError(say(f"proxy error for {url}: {exc}"))
-    if isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, certificates
-        return ConnectionFailedError(say(f"cannot connect to {url}: {exc}"))
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return ConnectionFailedError(
-            f"cannot connect to {url}: no connection within {CONNECT_TIMEOUT:g} s"
-        )
-    if isinstance(exc, aiohttp.ServerTimeoutError):
-        return CallTimeoutError(say(f"{url}: {type(exc).__name__}"))
-    # reset, closed, malformed HTTP
-    return ServiceError(say(f"{url}: {type(exc).__name__}: {exc or 'connection lost'}"))
-
-
-def httpx_error(httpx: Any, exc: BaseException, url: str, say: Redact) -> CallError:
-    """httpx's ``exc`` (a ``TransportError``) of a request to ``url`` as the call error of its
-    kind; ``httpx`` is the module, ``say`` masks secrets."""
-    if isinstance(exc, httpx.ConnectError):
-        return ConnectionFailedError(say(f"cannot connect to {url}: {_why(exc)}"))
-    if isinstance(exc, httpx.ConnectTimeout):
-        return ConnectionFailedError(
-            f"cannot connect to {url}: no connection within {CONNECT_TIMEOUT:g} s"
-        )
-    if isinstance(exc, httpx.ProxyError):
-        return ConnectionFailedError(say(f"proxy error for {url}: {_why(exc)}"))
-    if isinstance(exc, httpx.TimeoutException):
-        return CallTimeoutError(say(f"{url}: {type(exc).__name__}"))
-    # reset, closed, protocol errors
-    return ServiceError(say(f"{url}: {type(exc).__name__}: {_why(exc) or 'connection lost'}"))
-
-
-def _why(exc: BaseException) -> str:
-    """The message of ``exc``, or of the first exception under it that has one (on trio, a
-    refused certificate is a ``ConnectError`` with no message of its own)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        text = str(current)
-        if text:
-            return text if current is exc else f"{type(current).__name__}: {text}"
-        current = current.__cause__ or current.__context__
-    return ""
 
 
 _CONNECT_NAMES = frozenset({"ConnectError", "APIConnectionError", "ClientConnectorError"})

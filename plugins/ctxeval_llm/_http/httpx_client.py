@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from ctxeval.plugin import request_not_sent
 
 from .base import CONNECT_TIMEOUT, Answer, Redact, async_library, ssl_context
-from .errors import ResponseTooLargeError, httpx_error, oversize_message
+from .errors import ResponseTooLargeError, oversize_message
+from .exception_maps import httpx_error
 
 if TYPE_CHECKING:
     import httpx
