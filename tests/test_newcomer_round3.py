@@ -6,6 +6,8 @@ import contextlib
 import importlib.util
 import inspect
 import json
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
@@ -16,6 +18,7 @@ import pytest
 
 import ctxeval
 import ctxeval._view as view_package
+from browser_dom import BROWSER, dump_dom
 from ctxeval._output.qrels import write_qrels
 from ctxeval._plugins.registry import Registry
 from ctxeval._results.judges import SCRIPTED_WARNING
@@ -25,7 +28,7 @@ from ctxeval._run.settings import RunOptions, RunSettings
 from ctxeval._view.index import ensure_index
 from ctxeval._view.reader import Reader
 from ctxeval._view.schema import connect_readonly
-from ctxeval._view.server import ViewerApp
+from ctxeval._view.server import ViewerApp, make_server, server_url
 from ctxeval._view.sources import run_source
 from ctxeval.cli import build_parser, main
 from ctxeval.cli.progress import progress_line
@@ -441,3 +444,23 @@ def test_map_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         main(["evaluate", str(path), "-m", "id_mrr", "--map", "questoin=query"])
     assert "did you mean 'user_input'" in capsys.readouterr().err
+
+
+def test_the_viewer_page_in_a_browser_says_not_a_real_judge(
+    scripted_run: ctxeval.Evaluation, tmp_path: Path
+) -> None:
+    if BROWSER is None:
+        if os.environ.get("CTXEVAL_REQUIRE_BROWSER") == "1":
+            raise RuntimeError("CTXEVAL_REQUIRE_BROWSER=1 but no chromium")
+        pytest.skip("no chromium (apt-get install -y chromium)")
+    scripted_run.write(tmp_path / "run")
+    runs = [run_source(tmp_path / "run")]
+    server = make_server(runs, ensure_index(runs))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        page = dump_dom(server_url(server))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "NOT A REAL JUDGE" in page.text

@@ -193,4 +193,4 @@ def test_trec_eval_averaging_only_for_the_id_metrics(
     with pytest.raises(SystemExit):
         main(["evaluate", "--qrels", str(qrels_path), "--run", str(run_path),
               "-m", "non_llm_context_recall", "--trec-eval-averaging"])  # fmt: skip
-    assert "only the ID metrics do" in capsys.readouterr().err
+    assert "only the ID metrics and context_relevance do" in capsys.readouterr().err
