@@ -109,6 +109,15 @@ def test_a_key_in_the_endpoint_url_is_stored_masked(
     assert [name for name, text in files.items() if URL_KEY.encode() in text] == []
     for name in ("results.jsonl", "summary.json", "journal.jsonl", "qrels"):
         assert shown.encode() in files[name], name
+    # nor in a repr (a log line, an error quoting the configuration)
+    from ctxeval_llm.embeddings import OpenAIEmbedder
+
+    for config in (
+        LLMConfig(model="openai/j", api_base=base),
+        OpenAIEmbedder(model="e", api_base=base),
+    ):
+        assert URL_KEY not in repr(config)
+        assert "user:***@" in repr(config)
     # the fingerprint hashes the real endpoint: another key in the URL is another judge
     metric = ContextRelevance()
     prints = {

@@ -54,7 +54,7 @@ from ctxeval.plugin import (
     validators,
 )
 
-from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig
+from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig, shown_url
 from .openai_http import OpenAITransport
 from .parsing import redact
 from .transport import transport_for
@@ -122,7 +122,7 @@ class OpenAIEmbedder:
     """
 
     model: str = attrs.field(validator=validators.text)
-    api_base: str | None = None
+    api_base: str | None = attrs.field(default=None, repr=shown_url)
     api_key: str | None = attrs.field(default=None, repr=_no_secret)
     batch_size: int = attrs.field(default=128, validator=validators.positive_int)
     dimensions: int | None = attrs.field(
