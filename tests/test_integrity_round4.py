@@ -109,6 +109,15 @@ def test_a_key_in_the_endpoint_url_is_stored_masked(
     assert [name for name, text in files.items() if URL_KEY.encode() in text] == []
     for name in ("results.jsonl", "summary.json", "journal.jsonl", "qrels"):
         assert shown.encode() in files[name], name
+    # nor in a repr (a log line, an error quoting the configuration)
+    from ctxeval_llm.embeddings import OpenAIEmbedder
+
+    for config in (
+        LLMConfig(model="openai/j", api_base=base),
+        OpenAIEmbedder(model="e", api_base=base),
+    ):
+        assert URL_KEY not in repr(config)
+        assert "user:***@" in repr(config)
     # the fingerprint hashes the real endpoint: another key in the URL is another judge
     metric = ContextRelevance()
     prints = {
@@ -588,3 +597,24 @@ def test_a_journal_path_that_cannot_be_written_is_a_config_error() -> None:
             ctxeval.evaluate(ID_ROWS, ["id_mrr"], journal=path)
         assert f"journal={path!r} cannot be written" in str(caught.value)
         assert "a folder you can write" in str(caught.value)
+
+
+def test_a_run_keeps_a_bounded_number_of_error_reasons() -> None:
+    """Rows set aside by ``--lenient`` each name their line: past ``MAX_ERROR_GROUPS``
+    distinct reasons, the others are counted together, so the memory of a run with a million
+    of them stays bounded (it kept one group per row: about half a KB each)."""
+    from ctxeval import MetricResult
+    from ctxeval._results.totals import MAX_ERROR_GROUPS, RunTotals
+
+    totals = RunTotals(["id_mrr"])
+    extra = 500
+    for i in range(MAX_ERROR_GROUPS + extra):
+        totals.add(
+            [MetricResult.error(f"set aside: d.jsonl:{i + 1}: ...").labelled(str(i), "id_mrr")]
+        )
+    groups = totals.error_groups()
+    assert len(groups) == MAX_ERROR_GROUPS + 1
+    assert groups[0].count == extra  # the others, counted together
+    assert groups[0].reason.startswith("other reasons (past the first 1000")
+    assert totals.error_count == MAX_ERROR_GROUPS + extra
+    assert totals.summary()["id_mrr"].n_error == MAX_ERROR_GROUPS + extra

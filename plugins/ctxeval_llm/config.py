@@ -102,6 +102,11 @@ def no_secret(value: object) -> str:
     return "None" if value is None else "'***'"
 
 
+def shown_url(value: object) -> str:
+    """The repr of an endpoint, its userinfo masked (:func:`public_endpoint`)."""
+    return repr(public_endpoint(value) if isinstance(value, str) else value)
+
+
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
@@ -192,7 +197,7 @@ class LLMConfig:
     """
 
     model: str = attrs.field(validator=attrs.validators.instance_of(str))
-    api_base: str | None = None
+    api_base: str | None = attrs.field(default=None, repr=shown_url)
     api_key: str | None = attrs.field(default=None, repr=no_secret)
     temperature: float = attrs.field(default=0.0, validator=validators.non_negative_number)
     max_tokens: int = attrs.field(default=1024, validator=validators.positive_int)

@@ -59,7 +59,7 @@ from ._ask.fanout import at_once
 from ._parsing import redact
 from ._transports.choice import transport_for
 from ._transports.openai_compatible import OpenAITransport
-from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig, no_secret, to_headers
+from .config import DEFAULT_MAX_RESPONSE_BYTES, LLMConfig, no_secret, shown_url, to_headers
 
 __all__ = ["OpenAIEmbedder"]
 
@@ -110,7 +110,7 @@ class OpenAIEmbedder:
     """
 
     model: str = attrs.field(validator=validators.text)
-    api_base: str | None = None
+    api_base: str | None = attrs.field(default=None, repr=shown_url)
     api_key: str | None = attrs.field(default=None, repr=no_secret)
     batch_size: int = attrs.field(default=128, validator=validators.positive_int)
     dimensions: int | None = attrs.field(

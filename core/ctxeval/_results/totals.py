@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from ctxeval._judge.labels import Labels
     from ctxeval._judge.trust import JudgeTrust
 
-__all__ = ["ErrorGroup", "RunTotals", "ScoreColumn"]
+__all__ = ["MAX_ERROR_GROUPS", "ErrorGroup", "RunTotals", "ScoreColumn"]
+
+MAX_ERROR_GROUPS = 1000
+"""The distinct (metric, reason) groups of error rows a run keeps; the error rows of other
+reasons past them are counted together (:data:`OTHER_REASONS`): memory stays bounded when each
+reason names its line (a million rows set aside by ``--lenient``)."""
+OTHER_REASONS = (
+    f"other reasons (past the first {MAX_ERROR_GROUPS} distinct ones; see results.jsonl)"
+)
 
 
 class ScoreColumn:
@@ -170,7 +178,11 @@ class RunTotals:
             key = (row.metric or "", row.reason or "")
             group = self._errors.get(key)
             if group is None:
-                group = self._errors[key] = ErrorGroup(key[0], key[1], row.sample_id or "")
+                if len(self._errors) >= MAX_ERROR_GROUPS:  # (each reason naming its line)
+                    key = (key[0], OTHER_REASONS)
+                    group = self._errors.get(key)
+                if group is None:
+                    group = self._errors[key] = ErrorGroup(key[0], key[1], row.sample_id or "")
             group.count += 1
 
     # --- reading -----------------------------------------------------------------------------
