@@ -84,7 +84,7 @@ def test_a_key_in_the_endpoint_url_is_stored_masked(
     journal, report, qrels) names the endpoint as ``user:***@host``; requests still go to the
     real one, and the journal's fingerprint still tells two endpoints apart."""
     from ctxeval._run.journal import fingerprint
-    from ctxeval_llm.plugins import ContextRelevance
+    from ctxeval_llm.judges import ContextRelevance
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the URL's userinfo authenticates
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

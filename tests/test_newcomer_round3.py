@@ -34,7 +34,8 @@ from ctxeval.cli import build_parser, main
 from ctxeval.cli.progress import progress_line
 from ctxeval.cli.view import cmd_view
 from ctxeval.testing import assert_metric
-from ctxeval_llm import LLMConfig, pricing
+from ctxeval_llm import LLMConfig
+from ctxeval_llm import _pricing as pricing
 from fakes.openai_server import FakeOpenAI, scripted_judge
 from llm_judge import Judge
 from test_qrels_end_to_end import DATA as E2E_DATA

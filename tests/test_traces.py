@@ -146,7 +146,9 @@ def test_the_command_line_reads_traces(tmp_path: Path, capsys: pytest.CaptureFix
     with pytest.raises(SystemExit) as stopped:
         main(["evaluate", str(path), "-m", "id_mrr", "--map", "retrieval=first"])
     assert stopped.value.code == 2
-    assert "--map goes with --from" in capsys.readouterr().err
+    said = capsys.readouterr().err  # a column map of DATA, with the hint towards --from
+    assert "'retrieval' is not a sample field" in said
+    assert "add --from FORMAT" in said
 
 
 # --- hostile traces ----------------------------------------------------------------------------

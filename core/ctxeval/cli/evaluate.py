@@ -645,8 +645,11 @@ def _column_map(args: argparse.Namespace) -> dict[str, str] | None:
         raise UsageError("--map reads the columns of DATA; --qrels/--run have no columns to map")
     try:
         return parse_map_options(args.map)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    except ConfigError as exc:  # (a trace reader's FIELD=PATH, given without --from?)
+        raise UsageError(
+            f"{exc}; to read DATA as traces, add --from FORMAT: --map then says where the "
+            "trace reader finds FIELD (--map retrieval=first)"
+        ) from None
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
