@@ -124,18 +124,29 @@ def test_llm_rows_are_the_same_on_spark_and_the_limit_holds_across_executors(
 
 
 def _python_workers() -> list[int]:
-    """The process ids of pyspark's Python workers (children of its daemon)."""
-    found = []
+    """The process ids of this test process's pyspark Python workers (descendants of this
+    process, through Spark's JVM, whose command line names ``pyspark.daemon``): never another
+    program's Spark."""
+    parents: dict[int, int] = {}
+    commands: dict[int, list[bytes]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
+            commands[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"pyspark.daemon" in command and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
-    return found
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def mine(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return [pid for pid, command in commands.items() if b"pyspark.daemon" in command and mine(pid)]
 
 
 def test_a_killed_task_costs_no_row_and_no_duplicate(tmp_path: Path, runner: Any) -> None:
