@@ -168,9 +168,16 @@ def mlflow_runs(
         made = scorers(
             ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
         )
+        results: list[Any] = []
         out["adapter"] = timed(
-            lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=made)
+            lambda: results.append(mlflow.genai.evaluate(data=data, predict_fn=app, scorers=made))
         )
+        frame = results[0].result_df
+        errors = frame.get("context_precision/error_message")
+        out["host_rows"] = {
+            "rows in MLflow's result": len(frame),
+            "error feedbacks": 0 if errors is None else int(errors.notna().sum()),
+        }
         made[0].session.close()
         out["adapter_stats"] = stats()
         out["statuses"] = statuses(made[0].session.evaluation())
@@ -280,7 +287,7 @@ def report(host: str, base: dict[str, Any], runs: dict[str, Any], concurrency: i
     print(
         f"  {host} + ctxeval adapter  {runs['adapter']:7.2f} s  {stats['requests']} requests, peak {stats['peak_in_flight']} in flight  (limit {limit:.2f} s)"
     )
-    print(f"  rows the adapter scored    {runs['statuses']}")
+    print(f"  rows the adapter scored    {runs['statuses']} {runs.get('host_rows', '')}")
     print(f"  re-run, same cache         {runs['rerun']:7.2f} s  {runs['rerun_requests']} requests")
     for what, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {what}")
