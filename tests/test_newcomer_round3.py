@@ -126,9 +126,14 @@ def no_litellm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return None if name.split(".")[0] == "litellm" else real(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    pricing.price_table.cache_clear()
+    _forget_prices()
     yield
+    _forget_prices()  # (a later test of this process sees the table again)
+
+
+def _forget_prices() -> None:
     pricing.price_table.cache_clear()
+    pricing._mentioned.cache_clear()  # "not in the table" is remembered per model name
 
 
 ROWS = [{"id": f"s{i}", "user_input": "q", "reference": f"reference {i}",

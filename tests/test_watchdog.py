@@ -326,10 +326,11 @@ def test_a_run_puts_the_sigint_handler_back_and_leaves_no_thread() -> None:
             during.append(signal.getsignal(signal.SIGINT))
             return MetricResult.ok(1.0)
 
+    others = set(threading.enumerate())  # (another test's open Session may keep its own)
     ctxeval.evaluate(SAMPLES, [Looks()])
     assert during[0] is _on_sigint
     assert signal.getsignal(signal.SIGINT) is before
-    for thread in threading.enumerate():
+    for thread in set(threading.enumerate()) - others:
         if thread.name == "ctxeval-watchdog":
             thread.join(60)  # (ends at its next look)
             assert not thread.is_alive()
