@@ -19,7 +19,7 @@ row's reason, else a one-line account of its evidence); the metadata carries
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -172,3 +172,23 @@ class Adapter:
         """Close the session if this adapter built it (a shared session is its owner's)."""
         if self._owned:
             self.session.close()
+
+
+_Holder = TypeVar("_Holder", bound="HoldsAdapter")
+
+
+class HoldsAdapter:
+    """A host object built on an :class:`Adapter` (a LangSmith evaluator, an autoevals scorer,
+    a promptfoo assertion): :meth:`close` closes the session it built, and so does leaving a
+    ``with`` block."""
+
+    adapter: Adapter
+
+    def close(self) -> None:
+        self.adapter.close()
+
+    def __enter__(self: _Holder) -> _Holder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

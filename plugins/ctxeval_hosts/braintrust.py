@@ -35,7 +35,7 @@ from autoevals.score import Score, Scorer  # type: ignore[import-untyped]
 
 import ctxeval
 from ctxeval.plugin import Metric
-from ctxeval_hosts._outcome import Adapter, Outcome
+from ctxeval_hosts._outcome import Adapter, HoldsAdapter, Outcome
 from ctxeval_hosts._rowmap import FieldMap, Path
 
 __all__ = ["DEFAULT_FIELDS", "CtxevalScorer", "scorer"]
@@ -66,7 +66,7 @@ def score_of(outcome: Outcome) -> Score:
     )
 
 
-class CtxevalScorer(Scorer):  # type: ignore[misc]
+class CtxevalScorer(Scorer, HoldsAdapter):  # type: ignore[misc]
     """An autoevals scorer of one ctxeval metric; build it with :func:`scorer`."""
 
     def __init__(self, adapter: Adapter) -> None:
@@ -90,15 +90,6 @@ class CtxevalScorer(Scorer):  # type: ignore[misc]
     async def _run_eval_async(self, output: Any, expected: Any = None, **kwargs: Any) -> Score:
         [outcome] = await self.adapter.ascore(self._places(output, expected, kwargs))
         return score_of(outcome)
-
-    def close(self) -> None:
-        self.adapter.close()
-
-    def __enter__(self) -> CtxevalScorer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def scorer(

@@ -32,7 +32,7 @@ from typing import Any
 
 import ctxeval
 from ctxeval.plugin import Metric
-from ctxeval_hosts._outcome import Adapter, Outcome
+from ctxeval_hosts._outcome import Adapter, HoldsAdapter, Outcome
 from ctxeval_hosts._rowmap import FieldMap, Path
 
 __all__ = ["DEFAULT_FIELDS", "Evaluator", "evaluator"]
@@ -61,7 +61,7 @@ def feedback(outcome: Outcome) -> dict[str, Any]:
     return out
 
 
-class Evaluator:
+class Evaluator(HoldsAdapter):
     """A LangSmith evaluator function (an object with the signature LangSmith reads).
 
     Build it with :func:`evaluator`. Call :meth:`close` (or use it as a context manager) when
@@ -90,15 +90,6 @@ class Evaluator:
     ) -> dict[str, Any]:
         places = {"inputs": inputs, "outputs": outputs, "reference_outputs": reference_outputs}
         return self._answer(self.adapter.score(places))
-
-    def close(self) -> None:
-        self.adapter.close()
-
-    def __enter__(self) -> Evaluator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def evaluator(

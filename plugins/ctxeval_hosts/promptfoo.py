@@ -37,7 +37,7 @@ from typing import Any
 
 import ctxeval
 from ctxeval.plugin import Metric
-from ctxeval_hosts._outcome import Adapter, Outcome
+from ctxeval_hosts._outcome import Adapter, HoldsAdapter, Outcome
 from ctxeval_hosts._rowmap import FieldMap, Path
 
 __all__ = ["DEFAULT_FIELDS", "Assertion", "assertion", "get_assert"]
@@ -100,7 +100,7 @@ def grading_result(outcomes: Sequence[Outcome], threshold: float | None) -> dict
     }
 
 
-class Assertion:
+class Assertion(HoldsAdapter):
     """A promptfoo ``get_assert(output, context)``; build it with :func:`assertion`."""
 
     def __init__(self, adapter: Adapter, threshold: float | None) -> None:
@@ -121,15 +121,6 @@ class Assertion:
             "metadata": test.get("metadata") or {} if isinstance(test, Mapping) else {},
         }
         return grading_result(self.adapter.score(places), self.threshold)
-
-    def close(self) -> None:
-        self.adapter.close()
-
-    def __enter__(self) -> Assertion:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def assertion(
