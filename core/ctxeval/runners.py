@@ -62,7 +62,7 @@ from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
 from ctxeval._run.execute import get_runner
 from ctxeval._run.local import LocalRunner, score_locally
 from ctxeval._run.plan import RunPlan
-from ctxeval._run.processes import ProcessesRunner, run_on_executor
+from ctxeval._run.processes import ProcessesRunner, WorkerLostError, run_on_executor
 from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
@@ -80,6 +80,7 @@ __all__ = [
     "ScoredPart",
     "SharedLimits",
     "TokenBucket",
+    "WorkerLostError",
     "get_runner",
     "run_on_executor",
     "score_part",

@@ -1,33 +1,35 @@
 """The runner ``spark``: a run's parts scored by Spark tasks, rows back in input order.
 
 The driving process cuts the input into parts as the ``processes`` runner does (a JSONL file
-by lines, unparsed; anything else by samples), and each part is one Spark task that scores it
-with ctxeval's own local runner (:func:`ctxeval.runners.run_on_executor` over a
-:class:`SparkExecutor`). At most two parts per worker are in Spark at a time, so the input is
-read as the work goes, in constant memory. A task that fails (a lost executor) is run again by
-Spark; its rows come back once, from the attempt that finished.
+by lines, unparsed; anything else by samples). One Spark job of ``workers`` long-running tasks
+scores them: each task asks the driver for the next part, scores it with ctxeval's own local
+runner and sends the rows back (:func:`ctxeval.runners.run_on_executor` over a
+:class:`SparkExecutor`; :mod:`ctxeval_spark.work`). At most two parts per worker wait at a
+time, so the input is read as the work goes, in constant memory. A task that dies (a lost
+executor) gives its part back to the next task, and Spark starts a task in its place; the
+part's rows come back once.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import itertools
 import logging
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Executor, Future
 from typing import Any, ClassVar, TypeVar
 
 import attrs
 
 from ctxeval.plugin import ConfigError, Dependency, MissingExtraError
-from ctxeval.runners import RowSink, RunPlan, run_on_executor
+from ctxeval.runners import RowSink, RunPlan, WorkerLostError, run_on_executor
 
 from .budget import BudgetService
+from .work import WorkServer, pull
 
 __all__ = ["SparkExecutor", "SparkRunner", "spark_session"]
 
@@ -135,7 +137,7 @@ class SparkRunner:
             session = spark_session(self.master, workers=self.workers or 2)
         context = session.sparkContext
         workers = self.workers or max(1, int(context.defaultParallelism))
-        executor = SparkExecutor(context, max_jobs=2 * workers + 1)
+        executor = SparkExecutor(context, workers=workers)
         budget = _budget(plan, context) if self.shared else None
         if budget is not None:  # the driver holds the limits and the cap for every task
             settings = attrs.evolve(plan.settings, shared_limits=budget.limits(), max_cost_usd=None)
@@ -160,48 +162,91 @@ class SparkRunner:
 def _budget(plan: RunPlan, context: Any) -> BudgetService:
     """The run's one budget, served on the driver where the tasks reach it."""
     settings = plan.settings
-    master = str(context.master)
-    host = "127.0.0.1" if master.startswith("local") else context.getConf().get("spark.driver.host")
     return BudgetService(
         settings.resource_limits,
         max_cost_usd=settings.max_cost_usd,
         lease_seconds=(settings.timeout or 3600.0) + 5.0,
-        host=host or "127.0.0.1",
+        host=driver_host(context),
     )
 
 
-class SparkExecutor(Executor):
-    """A :class:`concurrent.futures.Executor` whose calls run as Spark tasks: ``submit(fn,
-    *args)`` runs ``fn(*args)`` as a one-task Spark job (``fn`` and its arguments pickled with
-    Spark's cloudpickle) and its future gives the result. Up to ``max_jobs`` jobs are in Spark
-    at once; a cancelled or shut-down executor cancels its jobs in Spark too."""
+def driver_host(context: Any) -> str:
+    """The address Spark tasks reach the driver at: ``127.0.0.1`` in local mode, else
+    ``spark.driver.host``."""
+    if str(context.master).startswith("local"):
+        return "127.0.0.1"
+    return str(context.getConf().get("spark.driver.host") or "127.0.0.1")
 
-    def __init__(self, context: Any, *, max_jobs: int = 4) -> None:
+
+class SparkExecutor(Executor):
+    """A :class:`concurrent.futures.Executor` whose calls run in Spark tasks: ``submit(fn,
+    *args)`` queues ``fn(*args)`` on the driver, and the first of ``workers`` long-running
+    tasks (one Spark job, started with the first call) that is free runs it and sends back its
+    result (:mod:`ctxeval_spark.work`). ``fn`` and its arguments are pickled. A task that
+    dies holding a call gives it back to the next one (Spark starts a task in its place);
+    shutting down with ``cancel_futures=True`` cancels the job in Spark too.
+
+    Args:
+        context: the ``SparkContext``.
+        workers: tasks running calls at the same time.
+        host: the address the tasks reach the driver at (default: ``127.0.0.1`` in local
+            mode, else ``spark.driver.host``).
+    """
+
+    def __init__(self, context: Any, *, workers: int = 2, host: str | None = None) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"SparkExecutor: workers must be at least 1, got {workers!r}")
         self._context = context
-        self._threads = ThreadPoolExecutor(max_jobs, thread_name_prefix="ctxeval-spark")
+        self._workers = workers
+        self._server = WorkServer(host or driver_host(context))
         self._group = f"ctxeval-{os.getpid()}-{id(self)}"
-        self._numbers = itertools.count()
         self._lock = threading.Lock()
+        self._job: threading.Thread | None = None
+        self._shut = False
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         with self._lock:
-            job = f"{self._group}-{next(self._numbers)}"
-        call = functools.partial(fn, *args, **kwargs)
-        return self._threads.submit(self._run_job, job, call)
+            if self._shut:
+                raise RuntimeError("cannot submit to a SparkExecutor after shutdown")
+            if self._job is None:
+                self._job = threading.Thread(
+                    target=self._run_job, name="ctxeval-spark-job", daemon=True
+                )
+                self._job.start()
+        future: Future[T] = Future()
+        self._server.put(future, functools.partial(fn, *args, **kwargs))
+        return future
 
-    def _run_job(self, job: str, call: Callable[[], T]) -> T:
+    def _run_job(self) -> None:
+        """The one Spark job of ``workers`` tasks that run the calls, until shutdown."""
         context = self._context
-        context.setJobGroup(self._group, job, interruptOnCancel=True)
-        # the call (the plan and the part) travels as the job's one element, not in its closure
-        results = context.parallelize([call], 1).map(_call).collect()
-        value: T = results[0]
-        return value
+        context.setJobGroup(self._group, "ctxeval: scoring parts", interruptOnCancel=True)
+        tasks = functools.partial(pull, self._server.address, self._server.authkey)
+        try:
+            context.parallelize(range(self._workers), self._workers).mapPartitions(tasks).collect()
+        except Exception as exc:
+            if not self._shut:
+                logger.debug("the Spark job of the run failed", exc_info=True)
+            self._server.fail(
+                WorkerLostError(
+                    f"the Spark job scoring the run failed ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else ''}); the rows finished "
+                    "before it are kept (an LLM metric's rows in the journal): see the Spark "
+                    "log, then run again with --resume"
+                )
+            )
+        finally:
+            self._server.close()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        if cancel_futures:
+        with self._lock:
+            self._shut = True
+            job = self._job
+        if cancel_futures and self._server.unfinished():
+            self._server.fail(CancelledError())
             self._context.cancelJobGroup(self._group)
-        self._threads.shutdown(wait=wait, cancel_futures=cancel_futures)
-
-
-def _call(call: Callable[[], T]) -> T:
-    return call()
+        self._server.finish()
+        if job is None:
+            self._server.close()
+        elif wait:
+            job.join()

@@ -10,16 +10,24 @@ number beyond 64 bits) is written by ``to_json`` itself, which knows what to do 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
 
 from ctxeval._results.collector import collector_paused
-from ctxeval._results.columns import RowBlock, sample_of
+from ctxeval._results.columns import Column, RowBlock, sample_of
 from ctxeval._results.results import NO_USAGE, MetricResult
 
-__all__ = ["evidence_of", "forget_evidence", "jsonl_lines", "write_jsonl"]
+__all__ = [
+    "PlainRow",
+    "block_rows",
+    "evidence_of",
+    "forget_evidence",
+    "jsonl_lines",
+    "plain_line",
+    "write_jsonl",
+]
 
 _ZERO_USAGE = NO_USAGE.to_dict()
 
@@ -85,19 +93,24 @@ def forget_evidence(part: Sequence[MetricResult]) -> None:
         part.evidence = None
 
 
-def _block_lines(block: RowBlock, write: Callable[[bytes], object]) -> None:
-    dumps = orjson.dumps
-    newline = orjson.OPT_APPEND_NEWLINE
+PlainRow = tuple[int, Column, str, float, Any]
+"""A plain ``ok`` row of a block: its sample's position, its column, the sample id, the score
+and the details (its evidence)."""
+
+
+def block_rows(block: RowBlock) -> Iterator[PlainRow | MetricResult]:
+    """The rows of ``block`` in order, without building the plain ones: a row kept whole as
+    itself, a plain ``ok`` row as a :data:`PlainRow` whose details come from
+    :func:`evidence_of` (computed a batch at a time), the sample read once for all its rows
+    where a metric has no batch form. What ``results.jsonl`` and the batch scorer write."""
     columns = block.columns
-    ids = block.sample_ids
     samples, details = evidence_of(block)
-    sample: Any = None
-    for position, sample_id in enumerate(ids):
+    for position, sample_id in enumerate(block.sample_ids):
         sample = None if samples is None else samples[position]
         for column, evidence in zip(columns, details, strict=True):
             score = column.scores[position]
             if score is None:
-                write(_line(column.rows[position]))
+                yield column.rows[position]
                 continue
             if evidence is not None:
                 these: Any = evidence[position]
@@ -107,22 +120,32 @@ def _block_lines(block: RowBlock, write: Callable[[bytes], object]) -> None:
                 if sample is None:
                     sample = sample_of(block.sources[position])
                 these = column.evidence(sample)
-            row = {
-                "sample_id": sample_id,
-                "metric": column.metric,
-                "status": "ok",
-                "score": score,
-                "reason": None,
-                "details": these,
-                "usage": _ZERO_USAGE,
-            }
-            try:
-                line = dumps(row, option=newline)
-            except TypeError:  # details orjson refuses (JSONEncodeError is a TypeError)
-                if sample is None:
-                    sample = sample_of(block.sources[position])
-                line = _line(column.row(position, sample_id, sample))
-            write(line)
+            yield position, column, sample_id, score, these
+
+
+def plain_line(block: RowBlock, row: PlainRow) -> bytes:
+    """The ``results.jsonl`` line of a plain row of ``block``: straight to orjson, or by
+    ``to_json`` when orjson refuses its details (a plugin's set, a number beyond 64 bits)."""
+    position, column, sample_id, score, details = row
+    line = {
+        "sample_id": sample_id,
+        "metric": column.metric,
+        "status": "ok",
+        "score": score,
+        "reason": None,
+        "details": details,
+        "usage": _ZERO_USAGE,
+    }
+    try:
+        return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # (JSONEncodeError is a TypeError)
+        sample = sample_of(block.sources[position])
+        return _line(column.row(position, sample_id, sample))
+
+
+def _block_lines(block: RowBlock, write: Callable[[bytes], object]) -> None:
+    for row in block_rows(block):
+        write(_line(row) if isinstance(row, MetricResult) else plain_line(block, row))
 
 
 def _line(row: MetricResult) -> bytes:

@@ -23,8 +23,10 @@ import orjson
 
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._errors import ConfigError, DataError
+from ctxeval._output.lines import PlainRow, block_rows
 from ctxeval._plugins.protocols import Metric
-from ctxeval._results.results import MetricResult
+from ctxeval._results.columns import RowBlock, sample_of
+from ctxeval._results.results import NO_USAGE, MetricResult
 from ctxeval._run.local import score_locally
 from ctxeval._run.loop_thread import LoopThread
 from ctxeval._run.plan import RunPlan
@@ -122,8 +124,7 @@ class BatchScorer:
         """The rows of ``batch`` (a pandas DataFrame, a pyarrow Table or RecordBatch), as a
         table of the same kind."""
         records, kind = _records(batch)
-        rows = self.score_records(records)
-        return _table(rows, kind, details=self.details)
+        return _table(self._parts(records), kind, details=self.details)
 
     def rows_per_sample(self, batch: Any) -> list[str]:
         """Each sample's rows as one JSON array (the rows as ``results.jsonl`` writes them),
@@ -153,17 +154,23 @@ class BatchScorer:
     def score_records(self, records: Iterable[Mapping[str, Any]]) -> list[MetricResult]:
         """The rows of samples given as mappings of field names, sample by sample and metric
         by metric."""
+        return [row for part in self._parts(records) for row in part]
+
+    def _parts(self, records: Iterable[Mapping[str, Any]]) -> list[Sequence[MetricResult]]:
+        """The rows of ``records`` in the parts the local runner gives (row blocks: columns)."""
         samples = [_sample(record) for record in records]
         if not samples:
             return []
-        rows: list[MetricResult] = self._event_loop().submit(self._score, samples).result()
-        return rows
+        parts: list[Sequence[MetricResult]] = (
+            self._event_loop().submit(self._score, samples).result()
+        )
+        return parts
 
-    async def _score(self, samples: list[Any]) -> list[MetricResult]:
+    async def _score(self, samples: list[Any]) -> list[Sequence[MetricResult]]:
         gathered = GatheredParts()
         sink = RowSink(self.plan, gathered, ProgressTracker(None, None), None)
         await score_locally(self.plan, samples, sink)
-        return [row for part in gathered.parts for row in part]
+        return list(gathered.parts)
 
     def _event_loop(self) -> LoopThread:
         with self._lock:
@@ -239,19 +246,24 @@ def _sample(record: Mapping[str, Any]) -> dict[str, Any]:
     return present
 
 
-def _table(rows: Sequence[MetricResult], kind: str, *, details: bool) -> Any:
+def _table(parts: Sequence[Sequence[MetricResult]], kind: str, *, details: bool) -> Any:
+    """The rows of ``parts`` as a table of ``kind``: a row block's plain rows read from its
+    columns, their evidence computed a batch at a time (as ``results.jsonl`` is written)."""
     columns: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
-    usage: tuple[Any, str] = (None, "")  # rows share their usage object (no calls: NO_USAGE)
-    for row in rows:
-        columns["sample_id"].append(row.sample_id)
-        columns["metric"].append(row.metric)
-        columns["status"].append(row.status.value)
-        columns["score"].append(row.score)
-        columns["reason"].append(row.reason)
-        columns["details"].append(_json(row.to_dict()["details"]) if details else None)
-        if row.usage is not usage[0]:
-            usage = (row.usage, orjson.dumps(row.usage.to_dict()).decode())
-        columns["usage"].append(usage[1])
+    add = _Adder(columns, details=details)
+    for part in parts:
+        if not isinstance(part, RowBlock):
+            for row in part:
+                add.row(row)
+            continue
+        if not any(column.rows for column in part.columns):  # plain rows only: by column
+            add.plain_block(part)
+            continue
+        for item in block_rows(part) if details else _scores_of(part):
+            if isinstance(item, MetricResult):
+                add.row(item)
+            else:
+                add.plain(part, item)
     if kind == "arrow":
         import pyarrow as pa
 
@@ -261,6 +273,71 @@ def _table(rows: Sequence[MetricResult], kind: str, *, details: bool) -> Any:
     frame = pd.DataFrame(columns, columns=list(ROW_COLUMNS))
     frame["score"] = frame["score"].astype("float64")
     return frame
+
+
+def _scores_of(block: RowBlock) -> Iterator[PlainRow | MetricResult]:
+    """The rows of ``block`` as :func:`block_rows` gives them, without their evidence."""
+    for position, sample_id in enumerate(block.sample_ids):
+        for column in block.columns:
+            score = column.scores[position]
+            yield (
+                column.rows[position]
+                if score is None
+                else (position, column, sample_id, score, None)
+            )
+
+
+class _Adder:
+    """Appends rows to the columns of a table."""
+
+    def __init__(self, columns: dict[str, list[Any]], *, details: bool) -> None:
+        self._columns = [columns[name] for name in ROW_COLUMNS]
+        self._details = details
+        self._usage: tuple[Any, str] = (None, "")  # rows share their usage object
+        self._zero = orjson.dumps(NO_USAGE.to_dict()).decode()
+
+    def row(self, row: MetricResult) -> None:
+        if row.usage is not self._usage[0]:
+            self._usage = (row.usage, orjson.dumps(row.usage.to_dict()).decode())
+        these = _json(row.to_dict()["details"]) if self._details else None
+        values = (row.sample_id, row.metric, row.status.value, row.score, row.reason)
+        for column, value in zip(self._columns, (*values, these, self._usage[1]), strict=True):
+            column.append(value)
+
+    def plain_block(self, block: RowBlock) -> None:
+        """The rows of a block whose rows are all plain ``ok`` rows, a column at a time."""
+        names = [column.metric for column in block.columns]
+        width, size = len(names), len(block.sample_ids)
+        ids, metrics, statuses, scores, reasons, details, usage = self._columns
+        ids.extend(sample_id for sample_id in block.sample_ids for _ in range(width))
+        metrics.extend(names * size)
+        statuses.extend(["ok"] * (width * size))
+        scores.extend(
+            s for per in zip(*(c.scores for c in block.columns), strict=True) for s in per
+        )
+        reasons.extend([None] * (width * size))
+        usage.extend([self._zero] * (width * size))
+        if not self._details:
+            details.extend([None] * (width * size))
+            return
+        for item in block_rows(block):
+            assert not isinstance(item, MetricResult)  # (no row is kept whole)
+            details.append(self._details_of(block, item))
+
+    def _details_of(self, block: RowBlock, row: PlainRow) -> str:
+        position, column, sample_id, _, details = row
+        try:
+            return orjson.dumps(details).decode()
+        except TypeError:  # as MetricResult.to_json writes what orjson refuses
+            sample = sample_of(block.sources[position])
+            return _json(column.row(position, sample_id, sample).to_dict()["details"])
+
+    def plain(self, block: RowBlock, row: PlainRow) -> None:
+        _, column, sample_id, score, _ = row
+        these = self._details_of(block, row) if self._details else None
+        values = (sample_id, column.metric, "ok", score, None, these, self._zero)
+        for target, value in zip(self._columns, values, strict=True):
+            target.append(value)
 
 
 def _json(details: Any) -> str:

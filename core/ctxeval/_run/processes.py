@@ -69,9 +69,9 @@ class WorkerLostError(CtxevalError, BrokenProcessPool):
     run scores the others. Also a :class:`~concurrent.futures.process.BrokenProcessPool`."""
 
 
-def _lost(part: int) -> WorkerLostError:
+def _lost(part: int, runner: str) -> WorkerLostError:
     return WorkerLostError(
-        f"a worker process of runner 'processes' ended abruptly (killed, or out of memory) "
+        f"a worker process of runner {runner!r} ended abruptly (killed, or out of memory) "
         f"while scoring part {part} of the input; the rows finished before it are kept (an LLM "
         "metric's rows in the journal): run again with resume=True (ctxeval evaluate "
         "--resume) to finish the run, with fewer --workers if memory ran out"
@@ -158,22 +158,24 @@ async def run_on_executor(
                 )
             pending.append(executor.submit(_score_part, part_plan, first, payload, digests))
             if len(pending) > 2 * workers:  # two parts queued per worker at most
-                part = await _deliver(pending.popleft(), sink, part)
+                part = await _deliver(pending.popleft(), sink, part, runner)
         while pending:
-            part = await _deliver(pending.popleft(), sink, part)
+            part = await _deliver(pending.popleft(), sink, part, runner)
     finally:
         for future in pending:
             future.cancel()
 
 
-async def _deliver(future: Future[_Done], sink: RowSink, part: int) -> int:
+async def _deliver(future: Future[_Done], sink: RowSink, part: int, runner: str) -> int:
     """Hand a worker's rows to the sink as parts ``part``, ``part + 1``...; the next part."""
     try:
         parts, digests, error = await anyio.to_thread.run_sync(
             future.result, abandon_on_cancel=True
         )
+    except WorkerLostError:  # said by the executor itself
+        raise
     except BrokenProcessPool as exc:  # (a bare BrokenProcessPool said nothing of --resume)
-        raise _lost(part) from exc
+        raise _lost(part, runner) from exc
     for index, rows in enumerate(parts):
         last = error is not None and index == len(parts) - 1  # a failure ended this part
         await sink.put(part, rows, None if digests is None else digests[index], last=last)

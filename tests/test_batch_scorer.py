@@ -1,0 +1,66 @@
+"""The batch scorer gives, column for column, the rows ``evaluate`` gives (``results.jsonl``'s
+values), whether a block's rows are plain, kept whole (undefined, an error) or strings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import ctxeval
+from ctxeval.runners import ROW_COLUMNS, BatchScorer
+
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+
+METRICS = [
+    "id_based_context_precision",
+    "id_ndcg_at_k",
+    "id_based_context_recall",
+    "non_llm_context_precision_with_reference",
+]
+
+
+def _samples() -> list[dict[str, Any]]:
+    samples: list[dict[str, Any]] = []
+    for i in range(40):
+        sample: dict[str, Any] = {
+            "id": f"q{i}",
+            "retrieved_context_ids": [f"d{(i + k) % 7}" for k in range(4)],
+            "reference_context_ids": [f"d{(2 * i) % 7}", f"d{(3 * i + 1) % 7}"],
+            "retrieved_contexts": [f"text {i % 3}", "the Eiffel tower is in Paris"],
+            "reference_contexts": ["the Eiffel tower is in Paris"],
+        }
+        if i % 9 == 4:  # nothing relevant to find: an undefined row kept whole
+            sample["reference_context_ids"] = []
+        samples.append(sample)
+    return samples
+
+
+def _expected() -> list[dict[str, Any]]:
+    return [row.to_dict() for row in ctxeval.evaluate(_samples(), METRICS).results]
+
+
+def _as_dicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for row in rows:
+        row["details"] = json.loads(row["details"])
+        row["usage"] = json.loads(row["usage"])
+    return rows
+
+
+def test_arrow_rows_equal_the_rows_of_evaluate() -> None:
+    table = BatchScorer.build(METRICS)(pa.Table.from_pylist(_samples()))
+    assert table.column_names == list(ROW_COLUMNS)
+    expected = _expected()
+    assert {row["status"] for row in expected} == {"ok", "undefined"}
+    assert _as_dicts(table.to_pylist()) == expected
+
+
+def test_pandas_rows_equal_the_rows_of_evaluate_and_details_can_be_left_out() -> None:
+    frame = BatchScorer.build(METRICS)(pd.DataFrame(_samples()))
+    got = _as_dicts(frame.astype(object).where(frame.notna(), None).to_dict("records"))
+    assert got == _expected()
+    lean = BatchScorer.build(METRICS, details=False)(pa.Table.from_pylist(_samples()))
+    assert lean.column("details").null_count == lean.num_rows
+    assert lean.column("score").to_pylist() == [row["score"] for row in _expected()]
