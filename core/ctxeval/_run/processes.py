@@ -110,6 +110,8 @@ class ProcessesRunner:
             max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
         )
         try:
+            for _ in range(self.workers):  # start them now, while the input is opened and read
+                pool.submit(_ready, plan.metrics)
             await run_on_executor(
                 plan, samples, sink, pool, workers=self.workers, part_size=self.part_size
             )
@@ -149,7 +151,11 @@ async def run_on_executor(
     part = 0
     try:
         for first, payload in _parts(
-            samples, part_size, by_lines=not previous, lenient=plan.settings.lenient
+            samples,
+            part_size,
+            by_lines=not previous,
+            lenient=plan.settings.lenient,
+            workers=workers,
         ):
             part_plan = worker_plan
             if previous:
@@ -210,7 +216,7 @@ def _previous_of(
 
 
 def _parts(
-    samples: Any, size: int, *, by_lines: bool, lenient: bool = False
+    samples: Any, size: int, *, by_lines: bool, lenient: bool = False, workers: int = 1
 ) -> Iterator[tuple[int, _Payload]]:
     """The input in parts of ``size`` samples: each part's position in the input, and what
     a worker needs to read it (``by_lines``: a JSONL file may go to the workers as lines;
@@ -223,7 +229,7 @@ def _parts(
         and samples.rows_read == 0
     ):
         samples.close()  # read by line here, by sample in the workers
-        yield from _line_parts(samples.path, size * _BYTES_PER_SAMPLE)
+        yield from _line_parts(samples.path, size * _BYTES_PER_SAMPLE, workers)
         return
     first = 0
     lenient_read = lenient and isinstance(samples, SampleStream)
@@ -241,16 +247,21 @@ _ODD_LINE = re.compile(rb"\n(?!\{)")
 blank line, an indented or a bad one), found at the speed of a byte search."""
 
 
-def _line_parts(path: Path, size: int) -> Iterator[tuple[int, _Payload]]:
+def _line_parts(path: Path, size: int, workers: int = 1) -> Iterator[tuple[int, _Payload]]:
     """Parts of a JSONL file of about ``size`` bytes each, cut at line ends: each part's
     position in the input (a blank line is no row, as the reader decides it) and the number of
-    its first line. The lines are counted here, not parsed."""
+    its first line. The lines are counted here, not parsed. Toward the end of the file the
+    parts grow smaller (down to an eighth), so that the ``workers`` finish together rather
+    than one scoring the last large part alone."""
     first = 0
     line = 1
     rest = b""
+    left = _size_of(path)
     with path.open("rb") as handle:
         while True:
-            block = handle.read(size)
+            wanted = max(size // 8, min(size, left // (4 * workers))) if left > 0 else size
+            block = handle.read(wanted)
+            left -= len(block)
             data = rest + block
             if not block:
                 rest = b""
@@ -266,6 +277,14 @@ def _line_parts(path: Path, size: int) -> Iterator[tuple[int, _Payload]]:
             yield first, ("lines", (str(path), line, data))
             first += lines - _blank_lines(data, line)
             line += lines
+
+
+def _size_of(path: Path) -> int:
+    """The file's size in bytes (0 when it is not a regular file, such as a pipe)."""
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0
 
 
 def _blank_lines(data: bytes, first_line: int) -> int:
@@ -313,6 +332,11 @@ def divided_settings(settings: RunSettings, workers: int) -> dict[str, Any]:
         "max_concurrency": None,
         "max_cost_usd": None if cap is None else cap / workers,
     }
+
+
+def _ready(metrics: object) -> None:
+    """In a new worker process: nothing more than what unpickling ``metrics`` imports (the
+    runner and the metrics' plugins), so the worker is ready when its first part comes."""
 
 
 def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> _Done:
