@@ -10,7 +10,7 @@ times, alternating ``--repeat`` times:
 * ``spark``: the same with ``runner=SparkRunner(workers=W)`` (rows back to the driver, in
   order, as every runner);
 * ``evaluate_frame``: ``spark.read.json(path)`` scored by the executors and written as Parquet
-  by them (the rows stay in Spark).
+  by them (the rows stay in Spark), with each row's evidence (``details``) and without it.
 
 Prints best and median wall times and each one's ratio to ``local``; the first repeat checks
 that the spark runner's rows equal the local ones (scores per sample and metric).
@@ -113,7 +113,9 @@ def main() -> None:
         "processes": ProcessesRunner(workers=args.workers),
         "spark": SparkRunner(workers=args.workers),
     }
-    times: dict[str, list[float]] = {name: [] for name in [*runners, "evaluate_frame"]}
+    times: dict[str, list[float]] = {
+        name: [] for name in [*runners, "evaluate_frame", "frame, no details"]
+    }
     driver_cpu: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(args.repeat):
         kept = {}
@@ -129,10 +131,13 @@ def main() -> None:
             assert kept["local"] == kept["spark"], "the spark runner's rows differ from local"
             del kept
         out = folder / "rows.parquet"
-        started = time.perf_counter()
-        frame = spark.read.json(str(with_ids), schema=SCHEMA)
-        evaluate_frame(frame, METRICS, workers=args.workers, output=out, mode="overwrite")
-        times["evaluate_frame"].append(time.perf_counter() - started)
+        for label, details in (("evaluate_frame", True), ("frame, no details", False)):
+            started = time.perf_counter()
+            frame = spark.read.json(str(with_ids), schema=SCHEMA)
+            evaluate_frame(
+                frame, METRICS, workers=args.workers, output=out, mode="overwrite", details=details
+            )
+            times[label].append(time.perf_counter() - started)
         print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
     base = min(times["local"])
     print(f"\n{args.samples:,} samples x {len(METRICS)} ID metrics, {args.workers} workers")
