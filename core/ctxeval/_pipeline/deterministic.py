@@ -40,13 +40,19 @@ class DeterministicPipelineMetric(PipelineMetric):
             )
 
     def score(self, sample: Sample) -> MetricResult:
-        return self.result_of(self.pipeline.judge_now(sample))
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return prepared
+        return self.result_of(self.units.collapse(self.pipeline.judge_now(prepared), prepared))
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         return self.score(sample)
 
     def _details_now(self, sample: Sample) -> Mapping[str, Any]:
-        return self.details_of(self.pipeline.judge_now(sample))
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return prepared.details or {}
+        return self.details_of(self.units.collapse(self.pipeline.judge_now(prepared), prepared))
 
     def details_batch(
         self, samples: Sequence[Sample], memo: dict[Any, Any] | None = None
@@ -61,7 +67,14 @@ class DeterministicPipelineMetric(PipelineMetric):
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it: the matcher's batch form gives the flags,
         the formula the score, and the evidence is computed only when a row's details are
-        read."""
+        read. With :attr:`units` active, the samples are prepared first (one step for all)."""
+        if self.units.active:
+            prepared = [self.prepared(sample) for sample in samples]
+            if any(isinstance(p, MetricResult) for p in prepared) or (
+                self.units.by_document and not self._ids_only()  # verdicts collapse after
+            ):
+                return [p if isinstance(p, MetricResult) else self.score(p) for p in prepared]
+            samples = prepared  # type: ignore[assignment]
         judged = self.judge_batch(samples)
         if judged is None:
             return [self.score(sample) for sample in samples]
@@ -69,6 +82,12 @@ class DeterministicPipelineMetric(PipelineMetric):
         column = Column(self.name, len(samples))
         self.fill_column(column, samples, judged, range(len(samples)), ids, label=False)
         return [column.row(i, ids[i], sample) for i, sample in enumerate(samples)]
+
+    def _ids_only(self) -> bool:
+        """Whether both sides are ID fields (collapsed to documents before judging)."""
+        return {"retrieved_context_ids", "reference_context_ids"}.issuperset(
+            self.pipeline.requires
+        )
 
     def judging_key(self) -> tuple[Any, ...] | None:
         """Metrics with equal keys judge a batch of samples alike (the same sides, matcher,
@@ -81,6 +100,8 @@ class DeterministicPipelineMetric(PipelineMetric):
         overridden :meth:`score_batch`) or sample by sample (text or graded sides)."""
         if type(self).score_batch is not DeterministicPipelineMetric.score_batch:
             return None
+        if self.units.active:
+            return None  # its samples are prepared first: its own score_batch
         p = self.pipeline
         if not batchable(p):
             return None
