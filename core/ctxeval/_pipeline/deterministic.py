@@ -85,9 +85,7 @@ class DeterministicPipelineMetric(PipelineMetric):
 
     def _ids_only(self) -> bool:
         """Whether both sides are ID fields (collapsed to documents before judging)."""
-        return {"retrieved_context_ids", "reference_context_ids"}.issuperset(
-            self.pipeline.requires
-        )
+        return {"retrieved_context_ids", "reference_context_ids"}.issuperset(self.pipeline.requires)
 
     def judging_key(self) -> tuple[Any, ...] | None:
         """Metrics with equal keys judge a batch of samples alike (the same sides, matcher,

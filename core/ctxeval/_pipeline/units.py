@@ -45,7 +45,6 @@ UNITS: Final = ("chunk", "document")
 """The retrieval units a context metric counts."""
 
 
-
 def document_of(chunk_id: str, separator: str) -> str:
     """The document of ``chunk_id``: the part before the last ``separator`` (``doc#3`` →
     ``doc``); an ID without one is a document ID already."""
@@ -152,9 +151,10 @@ class RetrievalUnits:
     def _reference_documents(self, sample: Sample, fields: Sequence[str]) -> dict[str, Any]:
         ids = sample.reference_context_ids
         if "reference_context_ids" in fields and ids is not None:
-            sources = sample.reference_context_sources
-            if sources is None:
-                sources = self._split(ids) if self.doc_id_separator else ids
+            given = sample.reference_context_sources
+            sources: Sequence[str] = (
+                given if given is not None else self._split(ids) if self.doc_id_separator else ids
+            )
             grades = ids.grades if isinstance(ids, GradedIDs) else None
             best: dict[str, int] = {}
             for position, document in enumerate(sources):
@@ -169,11 +169,16 @@ class RetrievalUnits:
                 "reference_contexts": None,
             }
         contexts = sample.reference_contexts
-        if "reference_contexts" in fields and contexts and sample.reference_context_sources is None:
-            if ids is not None and len(ids) == len(contexts) and self.doc_id_separator:
-                return {"reference_context_sources": self._split(ids)}
-            # without sources, each reference chunk counts alone
-        return {}
+        if (
+            "reference_contexts" in fields
+            and contexts
+            and sample.reference_context_sources is None
+            and ids is not None
+            and len(ids) == len(contexts)
+            and self.doc_id_separator
+        ):
+            return {"reference_context_sources": self._split(ids)}
+        return {}  # (without sources, each reference chunk counts alone)
 
     def _documents(self, sample: Sample, ids: Sequence[str] | None, side: str) -> list[str]:
         field = f"{side}_context_sources"
@@ -229,9 +234,7 @@ class RetrievalUnits:
         )
 
 
-def _best(
-    judgement: Judgement, groups: list[list[int]]
-) -> tuple[list[Verdict], list[int] | None]:
+def _best(judgement: Judgement, groups: list[list[int]]) -> tuple[list[Verdict], list[int] | None]:
     """The best verdict (and gain) of each group of judged positions; a group past the judged
     ones (cut at the formula's depth) is left out."""
     verdicts, gains = judgement.verdicts, judgement.gains
@@ -263,9 +266,7 @@ def kept_chunks(texts: Sequence[str], similarity: float) -> list[int]:
     for position, text in enumerate(texts):
         if text in seen:
             continue
-        if near and any(
-            alike(text, texts[k], score_cutoff=similarity) >= similarity for k in keep
-        ):
+        if near and any(alike(text, texts[k], score_cutoff=similarity) >= similarity for k in keep):
             continue
         seen[text] = position
         keep.append(position)
