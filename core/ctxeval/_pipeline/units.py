@@ -114,10 +114,10 @@ class RetrievalUnits:
         if self.duplicates is not None and sample.retrieved_contexts:
             changes.update(self._without_duplicates(sample))
         if self.by_document:
-            current = attrs.evolve(sample, **changes) if changes else sample
+            current = _replaced(sample, changes) if changes else sample
             changes.update(self._retrieved_documents(current, fields))
             changes.update(self._reference_documents(current, fields))
-        return attrs.evolve(sample, **changes) if changes else sample
+        return _replaced(sample, changes) if changes else sample
 
     def _without_duplicates(self, sample: Sample) -> dict[str, Any]:
         contexts = sample.retrieved_contexts
@@ -196,9 +196,10 @@ class RetrievalUnits:
         )
 
     def _split(self, ids: Sequence[str]) -> list[str]:
+        """:func:`document_of` of each ID (written out: this runs for every sample)."""
         separator = self.doc_id_separator
         assert separator is not None
-        return [document_of(i, separator) for i in ids]
+        return [i.rpartition(separator)[0] or i for i in ids]
 
     # --- after judging ---------------------------------------------------------------------
 
@@ -232,6 +233,21 @@ class RetrievalUnits:
             verdicts=verdicts,
             reference_grades=None if grades is None else [grades[i] for i in firsts],
         )
+
+
+_SETTERS: Final = tuple((name, getattr(Sample, name).__set__) for name in attrs.fields_dict(Sample))
+_new: Final = object.__new__
+
+
+def _replaced(sample: Sample, changes: dict[str, Any]) -> Sample:
+    """``sample`` with ``changes`` (values made here from its own checked ones, lists of
+    strings or :class:`GradedIDs`), built without running every converter again (this runs
+    for every sample of a large run); the sources are checked as a sample's are."""
+    new: Sample = _new(Sample)
+    for name, setter in _SETTERS:
+        value = changes[name] if name in changes else getattr(sample, name)
+        setter(new, tuple(value) if type(value) is list else value)
+    return new  # (the sources made here have one document per item of their side)
 
 
 def _best(judgement: Judgement, groups: list[list[int]]) -> tuple[list[Verdict], list[int] | None]:
