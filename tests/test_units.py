@@ -262,10 +262,10 @@ def test_cli_unit_both_shows_both_levels_side_by_side(
     report = (out / "report.html").read_text()
     assert "P@5@document" in report
     with pytest.raises(SystemExit) as stopped:
-        main(["evaluate", str(DATA / "sliding_windows.jsonl"), "-m", "context_relevance",
-              "--unit", "both", "--dry-run"])  # fmt: skip
+        main(["evaluate", str(DATA / "sliding_windows.jsonl"), "-m", "id_mrr",
+              "--unit", "both", "--duplicates", "2"])  # fmt: skip
     assert stopped.value.code == 2
-    assert "has no retrieval unit" in capsys.readouterr().err
+    assert "duplicates must be a similarity in (0, 1]" in capsys.readouterr().err
 
 
 # --- duplicates, before the judge ------------------------------------------------------------
@@ -314,3 +314,22 @@ def test_dry_run_counts_what_duplicates_leave(
     assert main([*base, "--duplicates", "0.9"]) == 0
     assert "2 LLM calls" in " ".join(capsys.readouterr().out.split())
     assert server.count == 0
+
+
+def test_context_relevance_grades_a_document_as_its_best_chunk(server: FakeOpenAI) -> None:
+    server.responder = Judge(grades={"the cat sat on the mat": 3})
+    sample = {
+        "user_input": "where did the cat sit?",
+        "retrieved_contexts": ["the cat sat on the mat", "dogs bark", "rain falls"],
+        "retrieved_context_ids": ["A#1", "A#2", "B#1"],
+    }
+    llm = LLMConfig(model="openai/fake-judge", api_base=server.url, api_key="sk-test")
+    metrics = [
+        ctxeval.get_metric("context_relevance"),
+        ctxeval.get_metric("context_relevance", unit="document", doc_id_separator="#"),
+    ]
+    chunk, document = ctxeval.evaluate([sample], metrics=metrics, llm=llm, cache=None).results
+    assert chunk.score == pytest.approx(1 / 3)  # grades 3, 0, 0
+    assert (document.metric, document.score) == ("context_relevance@document", 0.5)  # A 3, B 0
+    assert document.details["qrels"] == [["A", 3], ["B", 0]]
+    assert server.count == 3  # the judgements are shared by the two levels

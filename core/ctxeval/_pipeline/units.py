@@ -29,7 +29,7 @@ metric's own loop:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 
@@ -75,6 +75,9 @@ def _similarity(instance: Any, attribute: Any, value: Any) -> None:
 @attrs.frozen(kw_only=True)
 class RetrievalUnits:
     """A metric's retrieval-unit options (see the module)."""
+
+    suffix: ClassVar[str] = DOCUMENT_SUFFIX
+    """What a document-level metric's default row name ends with."""
 
     unit: str = attrs.field(default="chunk", validator=_unit)
     doc_id_separator: str | None = attrs.field(default=None, validator=_separator)
@@ -145,7 +148,7 @@ class RetrievalUnits:
         if "retrieved_contexts" in fields and contexts:
             chunk_ids = ids if ids is not None and len(ids) == len(contexts) else None
             documents = self._documents(sample, chunk_ids, "retrieved")
-            return {"retrieved_context_sources": documents, "retrieved_context_ids": None}
+            return {"retrieved_context_sources": documents, "retrieved_context_ids": chunk_ids}
         return {}
 
     def _reference_documents(self, sample: Sample, fields: Sequence[str]) -> dict[str, Any]:
@@ -203,6 +206,16 @@ class RetrievalUnits:
 
     # --- after judging ---------------------------------------------------------------------
 
+    @staticmethod
+    def groups(sources: Sequence[str]) -> list[list[int]]:
+        """The positions of each document's chunks, documents in the order of their first
+        chunk (``["a", "b", "a"]`` → ``[[0, 2], [1]]``): what a metric with its own judging
+        (graded chunks) collapses by, best of each group at its first position."""
+        out: dict[str, list[int]] = {}
+        for position, document in enumerate(sources):
+            out.setdefault(document, []).append(position)
+        return list(out.values())
+
     def collapse(self, judgement: Judgement, sample: Sample) -> Judgement:
         """``judgement`` with one verdict per document on its judged side (the best of the
         document's chunks, at its first rank), when that side is text with sources; as it is
@@ -218,11 +231,9 @@ class RetrievalUnits:
             items = judgement.reference
         if sources is None or len(sources) != len(items) or len(set(sources)) == len(sources):
             return judgement
-        groups: dict[str, list[int]] = {}
-        for position, document in enumerate(sources):
-            groups.setdefault(document, []).append(position)
-        firsts = [positions[0] for positions in groups.values()]
-        verdicts, gains = _best(judgement, list(groups.values()))
+        groups = self.groups(sources)
+        firsts = [positions[0] for positions in groups]
+        verdicts, gains = _best(judgement, groups)
         kept = [items[i] for i in firsts]
         if judgement.judged == "retrieved":
             return attrs.evolve(judgement, retrieved=kept, verdicts=verdicts, gains=gains)
