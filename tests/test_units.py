@@ -219,6 +219,23 @@ def test_sources_load_from_csv_dataframes_and_map(tmp_path: Path) -> None:
         ctxeval.evaluate(bad, metrics=[metric])
 
 
+def test_a_retrieved_reference_chunk_takes_its_source() -> None:
+    sample = Sample(
+        retrieved_context_ids=["d1", "a2", "d2"],
+        retrieved_context_sources=["D", "A", "D"],
+        reference_context_ids=["d2", "Z"],
+    )
+    metric = ctxeval.get_metric("id_based_context_precision", unit="document")
+    [row] = ctxeval.evaluate([sample], metrics=[metric]).results
+    assert row.score == 1 / 2
+    assert row.details == {
+        "unit": "document",
+        "relevant": ["D"],
+        "irrelevant": ["A"],
+        "missing": ["Z"],
+    }
+
+
 def test_document_level_without_sources_is_an_error_row_that_says_what_to_give() -> None:
     sample = Sample(id="s", retrieved_context_ids=["a#1"], reference_context_ids=["a"])
     [row] = ctxeval.evaluate([sample], metrics=[ctxeval.get_metric("id_mrr", unit="document")])

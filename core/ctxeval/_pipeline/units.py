@@ -14,7 +14,8 @@ metric's own loop:
     text; a duplicate counts once, at its first rank (as a repeated ID does);
   - ``unit="document"`` on an ID side: every chunk ID becomes its document's ID (from
     ``retrieved_context_sources`` / ``reference_context_sources``, or the part before the last
-    ``doc_id_separator``; a reference ID without a source is a document ID already), each
+    ``doc_id_separator``; a reference ID that was retrieved takes the retrieved chunk's source,
+    and one without a source is a document ID already), each
     document once, at its best (first) chunk's rank; a graded reference gives a document the
     best grade of its chunks. The ID metrics then score the document-level run and qrels, as
     trec_eval does on them.
@@ -158,6 +159,9 @@ class RetrievalUnits:
             sources: Sequence[str] = (
                 given if given is not None else self._split(ids) if self.doc_id_separator else ids
             )
+            known = _retrieved_sources(sample) if given is None else None
+            if known:  # a reference chunk that was retrieved: the document its source names
+                sources = [known.get(i, d) for i, d in zip(ids, sources, strict=True)]
             grades = ids.grades if isinstance(ids, GradedIDs) else None
             best: dict[str, int] = {}
             for position, document in enumerate(sources):
@@ -244,6 +248,14 @@ class RetrievalUnits:
             verdicts=verdicts,
             reference_grades=None if grades is None else [grades[i] for i in firsts],
         )
+
+
+def _retrieved_sources(sample: Sample) -> dict[str, str] | None:
+    """Each retrieved chunk ID's document, from ``retrieved_context_sources``; None without."""
+    ids, sources = sample.retrieved_context_ids, sample.retrieved_context_sources
+    if ids is None or sources is None or len(ids) != len(sources):
+        return None
+    return dict(zip(ids, sources))
 
 
 _SETTERS: Final = tuple((name, getattr(Sample, name).__set__) for name in attrs.fields_dict(Sample))
