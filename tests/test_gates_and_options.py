@@ -205,8 +205,7 @@ def test_the_metrics_listing_reads_at_80_columns() -> None:
     assert "needs: user_input, reference, retrieved_contexts; an LLM (--model)" in text
     assert (
         "needs: retrieved_contexts, reference_contexts\n"
-        "  options: unit, doc_id_separator, duplicates, measure"
-        in text
+        "  options: unit, doc_id_separator, duplicates, measure" in text
     )
     assert "@deterministic:" in text
 

@@ -255,7 +255,7 @@ def _retrieved_sources(sample: Sample) -> dict[str, str] | None:
     ids, sources = sample.retrieved_context_ids, sample.retrieved_context_sources
     if ids is None or sources is None or len(ids) != len(sources):
         return None
-    return dict(zip(ids, sources))
+    return dict(zip(ids, sources, strict=True))
 
 
 _SETTERS: Final = tuple((name, getattr(Sample, name).__set__) for name in attrs.fields_dict(Sample))
