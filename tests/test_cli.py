@@ -187,7 +187,14 @@ def test_metrics_and_plugins_listings(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["metrics", "--json"]) == 0
     metrics = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
     assert metrics["context_precision"]["alias_of"] == "llm_context_precision_with_reference"
-    assert metrics["id_ndcg_at_k"]["options"] == ["relevance_level", "trec_eval_averaging", "k"]
+    assert metrics["id_ndcg_at_k"]["options"] == [
+        "unit",
+        "doc_id_separator",
+        "duplicates",
+        "relevance_level",
+        "trec_eval_averaging",
+        "k",
+    ]
     assert metrics["id_ndcg_at_k"]["ir_names"] == ["nDCG@k"]
     assert metrics["non_llm_context_recall"]["requires"] == [
         "retrieved_contexts",

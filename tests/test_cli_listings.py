@@ -36,7 +36,7 @@ def test_metrics_listing_fits_80_columns(
     # the options of context_entity_recall wrap under the first option, not under "options:"
     at = lines.index("context_entity_recall")
     options = next(i for i in range(at, len(lines)) if lines[i].startswith("  options: "))
-    assert lines[options + 1].startswith(" " * len("  options: ") + "judges")
+    assert lines[options + 1].startswith(" " * len("  options: ") + "mode")
     assert LONG in lines  # a metric name on a line of its own, whole
     assert "needs: nothing" not in "\n".join(lines)
 

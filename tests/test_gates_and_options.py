@@ -203,7 +203,10 @@ def test_the_metrics_listing_reads_at_80_columns() -> None:
     assert "id_ndcg_at_k (nDCG@k)\n  Normalised DCG at k" in text
     assert "llm_context_recall (context_recall)" in text
     assert "needs: user_input, reference, retrieved_contexts; an LLM (--model)" in text
-    assert "needs: retrieved_contexts, reference_contexts\n  options: measure, threshold" in text
+    assert (
+        "needs: retrieved_contexts, reference_contexts\n"
+        "  options: unit, doc_id_separator, duplicates, measure" in text
+    )
     assert "@deterministic:" in text
 
 

@@ -234,7 +234,7 @@ def test_bad_options_list_the_accepted_ones() -> None:
         ConfigError,
         match=(
             r"no option 'kk' \(did you mean 'k'\?\); its options are: "
-            r"name, relevance_level, trec_eval_averaging, k"
+            r"name, unit, doc_id_separator, duplicates, relevance_level, trec_eval_averaging, k"
         ),
     ):
         ctxeval.get_metric("id_precision_at_k", kk=3)

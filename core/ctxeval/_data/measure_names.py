@@ -93,6 +93,11 @@ IR_SPELLINGS: Final[dict[str, str]] = {
 _NAME = re.compile(r"^(?P<measure>[A-Za-z][A-Za-z0-9_-]*?)(?:(?:@|_)(?P<k>\d+))?$")
 
 
+DOCUMENT_SUFFIX: Final = "@document"
+"""What the row name of a metric with ``unit="document"`` ends with (``P@10@document``,
+``id_precision_at_10@document``): both levels of one metric side by side in a run."""
+
+
 def parse_ir_name(name: str) -> tuple[str, dict[str, Any]] | None:
     """``(metric, options)`` for an IR measure name, or None when ``name`` is not one.
 

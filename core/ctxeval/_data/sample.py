@@ -21,11 +21,13 @@ import orjson
 from ctxeval._data.text import brief
 from ctxeval._errors import DataError
 
-__all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "GradedIDs", "Sample", "grades_of"]
+__all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "SOURCE_FIELDS", "GradedIDs", "Sample", "grades_of"]
 
 TEXT_FIELDS: Final = ("user_input", "response", "reference")
 TEXT_LIST_FIELDS: Final = ("retrieved_contexts", "reference_contexts")
-ID_LIST_FIELDS: Final = ("retrieved_context_ids", "reference_context_ids")
+SOURCE_FIELDS: Final = ("retrieved_context_sources", "reference_context_sources")
+"""The document each retrieved / reference chunk comes from (retrieval units, #55)."""
+ID_LIST_FIELDS: Final = ("retrieved_context_ids", "reference_context_ids", *SOURCE_FIELDS)
 SAMPLE_FIELDS: Final[tuple[str, ...]] = (*TEXT_FIELDS, *TEXT_LIST_FIELDS, *ID_LIST_FIELDS, "id")
 """The data fields of a sample, in the order they are written."""
 
@@ -257,6 +259,39 @@ def _reference_context_ids(value: object) -> tuple[str, ...] | None:
     return _ids(value, "reference_context_ids")
 
 
+def _retrieved_context_sources(value: object) -> tuple[str, ...] | None:
+    return _ids(value, "retrieved_context_sources")
+
+
+def _reference_context_sources(value: object) -> tuple[str, ...] | None:
+    return _ids(value, "reference_context_sources")
+
+
+def _check_sources(sample: Sample) -> None:
+    """Each ``*_context_sources`` holds one document ID per chunk of its side: as many as the
+    side's contexts and IDs (whichever the sample has)."""
+    for field, chunks in _SOURCES_OF.items():
+        sources = getattr(sample, field)
+        if sources is None:
+            continue
+        for chunk_field in chunks:
+            given = getattr(sample, chunk_field)
+            if given is not None and len(given) != len(sources):
+                raise DataError(
+                    f"{len(sources)} document IDs for {len(given)} {chunk_field}: one per "
+                    "chunk, in the same order",
+                    field=field,
+                    sample_id=id_for_message(sample.id),
+                    hint=f"give one document ID for each item of {chunk_field}",
+                )
+
+
+_SOURCES_OF: Final = {
+    "retrieved_context_sources": ("retrieved_contexts", "retrieved_context_ids"),
+    "reference_context_sources": ("reference_contexts", "reference_context_ids"),
+}
+
+
 def _sample_id(value: object) -> str | None:
     if value is None:
         return None
@@ -317,10 +352,24 @@ class Sample:
     )
     """IDs of the chunks that should have been retrieved (ints become strings); given as a
     mapping ``{id: grade}``, a :class:`GradedIDs` with a relevance grade each."""
+    retrieved_context_sources: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_retrieved_context_sources
+    )
+    """The document each retrieved chunk comes from, one ID per chunk (as many as
+    ``retrieved_contexts`` and ``retrieved_context_ids``): what ``unit="document"`` counts."""
+    reference_context_sources: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_reference_context_sources
+    )
+    """The document each reference chunk comes from, one ID per chunk (as many as
+    ``reference_contexts`` and ``reference_context_ids``)."""
     id: str | None = attrs.field(default=None, converter=_sample_id)
     """The sample's id; without one, a sample is known by its 0-based position in the input."""
     metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_metadata, eq=False)
     """Fields of the input that are not sample fields, kept as they were (not compared)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.retrieved_context_sources is not None or self.reference_context_sources is not None:
+            _check_sources(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Sample:
@@ -392,7 +441,8 @@ _set_metadata: Final = Sample.metadata.__set__  # type: ignore[attr-defined,misc
 _new_sample: Final = object.__new__
 
 
-_ID_FIELDS: Final = frozenset({"retrieved_context_ids", "reference_context_ids"})
+_ID_FIELDS: Final = frozenset(ID_LIST_FIELDS)
+_SOURCE_SET: Final = frozenset(SOURCE_FIELDS)
 
 
 def _prebuilt(data: dict[str, Any]) -> Sample | None:
@@ -451,11 +501,15 @@ def _builder(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], Sample | None]
     for number, (name, _) in enumerate(_SETTERS):
         given = f"v{keys.index(name)}" if name in keys else "None"
         lines.append(f"    set{number}(sample, {given})")
-    lines += ["    set_metadata(sample, {})", "    return sample"]
+    lines.append("    set_metadata(sample, {})")
+    if not _SOURCE_SET.isdisjoint(keys):
+        lines.append("    check_sources(sample)")
+    lines.append("    return sample")
     namespace: dict[str, Any] = {
         "new": _new_sample,
         "Sample": Sample,
         "set_metadata": _set_metadata,
+        "check_sources": _check_sources,
         **{f"set{number}": setter for number, (_, setter) in enumerate(_SETTERS)},
     }
     exec(compile("\n".join(lines), f"<ctxeval sample builder {keys}>", "exec"), namespace)
@@ -488,6 +542,8 @@ def _prebuilt_slowly(data: dict[str, Any]) -> Sample | None:
         value = get(name)
         setter(sample, tuple(value) if type(value) is list else value)
     _set_metadata(sample, {})
+    if not _SOURCE_SET.isdisjoint(data):
+        _check_sources(sample)
     return sample
 
 

@@ -25,6 +25,10 @@ from ctxeval.policy import Side
 
 __all__ = ["DeterministicPipelineMetric"]
 
+_NOTHING = Sample()
+"""What a batch judges in the place of a sample its units cannot prepare: nothing (an edge
+case, which :meth:`DeterministicPipelineMetric.score` then scores, with its error)."""
+
 
 @attrs.frozen(kw_only=True)
 class DeterministicPipelineMetric(PipelineMetric):
@@ -40,13 +44,19 @@ class DeterministicPipelineMetric(PipelineMetric):
             )
 
     def score(self, sample: Sample) -> MetricResult:
-        return self.result_of(self.pipeline.judge_now(sample))
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return prepared
+        return self.result_of(self.units.collapse(self.pipeline.judge_now(prepared), prepared))
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
         return self.score(sample)
 
     def _details_now(self, sample: Sample) -> Mapping[str, Any]:
-        return self.details_of(self.pipeline.judge_now(sample))
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return prepared.details or {}
+        return self.details_of(self.units.collapse(self.pipeline.judge_now(prepared), prepared))
 
     def details_batch(
         self, samples: Sequence[Sample], memo: dict[Any, Any] | None = None
@@ -61,7 +71,11 @@ class DeterministicPipelineMetric(PipelineMetric):
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it: the matcher's batch form gives the flags,
         the formula the score, and the evidence is computed only when a row's details are
-        read."""
+        read. With :attr:`units` active, :meth:`judge_batch` prepares the samples first (one
+        step for every metric of a judging group); at document level, a text side is scored
+        sample by sample (its verdicts collapse after judging)."""
+        if self.units.by_document and not self._ids_only():
+            return [self.score(sample) for sample in samples]  # verdicts collapse after
         judged = self.judge_batch(samples)
         if judged is None:
             return [self.score(sample) for sample in samples]
@@ -69,6 +83,20 @@ class DeterministicPipelineMetric(PipelineMetric):
         column = Column(self.name, len(samples))
         self.fill_column(column, samples, judged, range(len(samples)), ids, label=False)
         return [column.row(i, ids[i], sample) for i, sample in enumerate(samples)]
+
+    def _ids_only(self) -> bool:
+        """Whether both sides are ID fields (collapsed to documents before judging)."""
+        return {"retrieved_context_ids", "reference_context_ids"}.issuperset(self.pipeline.requires)
+
+    def _prepared_details(
+        self, samples: Sequence[Sample], memo: dict[Any, Any] | None = None
+    ) -> list[Mapping[str, Any]]:
+        """:meth:`details_batch` of the samples as :attr:`units` prepare them (plain rows:
+        each can be), with a memo of their own (the sides differ from the samples')."""
+        fields = self.pipeline.requires
+        prepared = [self.units.prepare(sample, fields) for sample in samples]
+        own = None if memo is None else memo.setdefault(("units", self.units), {})
+        return self.details_batch(prepared, own)
 
     def judging_key(self) -> tuple[Any, ...] | None:
         """Metrics with equal keys judge a batch of samples alike (the same sides, matcher,
@@ -81,14 +109,19 @@ class DeterministicPipelineMetric(PipelineMetric):
         overridden :meth:`score_batch`) or sample by sample (text or graded sides)."""
         if type(self).score_batch is not DeterministicPipelineMetric.score_batch:
             return None
+        if self.units.by_document and not self._ids_only():
+            return None  # verdicts collapse after judging: sample by sample
         p = self.pipeline
         if not batchable(p):
             return None
         both = p.matcher if is_membership(p.matcher) else both_sides_key(p.matcher)
+        key: tuple[Any, ...]
         if both is not None:
-            return (p.reference, p.retrieved, both, None, None)
-        depth = None if is_itemwise(p.matcher) else p.formula.depth
-        return (p.reference, p.retrieved, p.matcher, p.formula.judged, depth)
+            key = (p.reference, p.retrieved, both, None, None)
+        else:
+            depth = None if is_itemwise(p.matcher) else p.formula.depth
+            key = (p.reference, p.retrieved, p.matcher, p.formula.judged, depth)
+        return (self.units, *key) if self.units.active else key  # (the depth stays last)
 
     def judge_batch(
         self,
@@ -111,6 +144,11 @@ class DeterministicPipelineMetric(PipelineMetric):
         p = self.pipeline
         if not batchable(p):
             return None
+        if self.units.active:  # (a sample that cannot be prepared: an edge, scored alone)
+            samples = [
+                prepared if isinstance(prepared, Sample) else _NOTHING
+                for prepared in map(self.prepared, samples)
+            ]
         matcher = p.matcher
         assert isinstance(matcher, DeterministicMatcher)
         wanted = frozenset(sides) if sides is not None else frozenset((p.formula.judged,))
@@ -230,7 +268,7 @@ class DeterministicPipelineMetric(PipelineMetric):
         The formula's value is computed once per class of equal flags and reference count
         (:meth:`BatchJudgement.classes`): it depends on those two only."""
         column.evidence = self._details_now
-        column.evidence_batch = self.details_batch
+        column.evidence_batch = self._prepared_details if self.units.active else self.details_batch
         scores, rows, name = column.scores, column.rows, self.name
         formula = self.pipeline.formula
         value, depth, side = formula.value, formula.depth, formula.judged

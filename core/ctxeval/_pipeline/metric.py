@@ -15,10 +15,12 @@ from typing import Any
 import attrs
 
 from ctxeval._data.sample import Sample
+from ctxeval._errors import DataError
 from ctxeval._pipeline.judgement import Judgement, judged_details
 from ctxeval._pipeline.judging import judge_name
 from ctxeval._pipeline.parts import Pipeline
 from ctxeval._pipeline.sources import Extracted, Items, SplitAndAttribute, field_text
+from ctxeval._pipeline.units import DOCUMENT_SUFFIX, RetrievalUnits
 from ctxeval._plugins.base import BaseMetric
 from ctxeval._plugins.hooks import (
     EstimatesAttributorCalls,
@@ -49,12 +51,44 @@ class PipelineMetric(BaseMetric):
     without a subclass.
     """
 
+    unit: str = attrs.field(default="chunk")
+    """What the metric counts: ``"chunk"`` (each retrieved chunk, the default and ragas's
+    numbers) or ``"document"`` (each document once, at its best chunk's rank and verdict; the
+    documents come from ``retrieved_context_sources`` / ``reference_context_sources`` or
+    :attr:`doc_id_separator`). See :mod:`ctxeval._pipeline.units`."""
+    doc_id_separator: str | None = attrs.field(default=None)
+    """For chunk IDs that name their document (TREC RAG's ``doc#segment``): the separator;
+    a chunk's document is the part before the last one."""
+    duplicates: float | None = attrs.field(default=None)
+    """Drop retrieved chunks that repeat an earlier one before judging (each counted once,
+    at its first rank): ``1.0`` identical texts, below 1 near-duplicates at least that
+    similar (Levenshtein similarity); None (default) keeps them."""
     pipeline: Pipeline = attrs.field(init=False, repr=False, eq=False)
     """The parts, bound once (from :meth:`build`)."""
+    units: RetrievalUnits = attrs.field(init=False, repr=False, eq=False)
+    """:attr:`unit`, :attr:`doc_id_separator` and :attr:`duplicates`, applied around the
+    judging (one place for every pipeline metric)."""
 
     def __attrs_post_init__(self) -> None:
+        units = RetrievalUnits(
+            unit=self.unit, doc_id_separator=self.doc_id_separator, duplicates=self.duplicates
+        )
+        object.__setattr__(self, "units", units)
+        named = bool(self.name)
         super().__attrs_post_init__()
+        if units.by_document and not named:  # the two levels side by side: two names
+            object.__setattr__(self, "name", self.name + DOCUMENT_SUFFIX)
         object.__setattr__(self, "pipeline", self.build())
+
+    def prepared(self, sample: Sample) -> Sample | MetricResult:
+        """``sample`` as the metric judges it (:meth:`RetrievalUnits.prepare`), or the error
+        row saying why it cannot be."""
+        if not self.units.active:
+            return sample
+        try:
+            return self.units.prepare(sample, self.pipeline.requires)
+        except DataError as exc:
+            return MetricResult.error(str(exc), details=self.units.settings())
 
     def build(self) -> Pipeline:
         """The pipeline of this metric's options."""
@@ -105,6 +139,7 @@ class PipelineMetric(BaseMetric):
         flags = judgement.flags
         details = {
             **self.settings(),
+            **self.units.settings(),
             **self.pipeline.formula.evidence(flags),
             **self.evidence(judgement),
         }
@@ -133,6 +168,10 @@ class PipelineMetric(BaseMetric):
         )
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return prepared
+        sample = prepared
         early = self._decided_early(sample)
         if early is not None:
             return early
@@ -224,9 +263,10 @@ class PipelineMetric(BaseMetric):
                     f"{len(items)} items",
                     details=self.settings() or None,
                 )
-        return p.judgement(
+        judgement = p.judgement(
             sample, reference, retrieved, verdicts, units=units, retrieved_units=retrieved_units
         )
+        return self.units.collapse(judgement, sample)
 
     async def _extract(self, sample: Sample, ctx: RunContext) -> list[list[Unit]]:
         """The units of each :class:`Extracted` side (``[reference, retrieved]``); sides that
@@ -280,6 +320,10 @@ class PipelineMetric(BaseMetric):
         """Each part that estimates its calls, with the arguments its ``estimate_calls``
         takes for ``sample``; none when ``sample`` is decided without calls."""
         p = self.pipeline
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return []
+        sample = prepared  # (duplicates dropped: the dry run counts what is sent)
         if self._decided_early(sample) is not None:
             return []
         reference_side, retrieved_side = p.reference, p.retrieved

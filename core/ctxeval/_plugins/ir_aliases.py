@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxeval._data.measure_names import parse_ir_name
+from ctxeval._data.measure_names import DOCUMENT_SUFFIX, parse_ir_name
 from ctxeval._errors import ConfigError
 
 __all__ = ["is_ir_name", "resolve_ir_name"]
@@ -27,6 +27,8 @@ def resolve_ir_name(name: str, options: dict[str, Any]) -> tuple[str, dict[str, 
     if parsed is None:
         return name, options
     metric, implied = parsed
+    if options.get("unit") == "document" and "name" not in options:
+        implied["name"] += DOCUMENT_SUFFIX  # its chunk-level twin keeps the plain name
     return metric, {**implied, **options}
 
 

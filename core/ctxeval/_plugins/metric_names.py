@@ -21,6 +21,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
+from ctxeval._data.measure_names import DOCUMENT_SUFFIX
 from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._plugins.names import suggest_metric_names
 from ctxeval._plugins.registry import Registry, default_registry
@@ -33,6 +34,8 @@ def identity(metric: Any) -> tuple[str, str]:
     and their default row name (which holds the parameters that name them, such as ``k``)."""
     default = getattr(metric, "default_name", None)
     named = default() if callable(default) else metric.name
+    if getattr(metric, "unit", None) == "document":  # the two levels are two metrics
+        named += DOCUMENT_SUFFIX
     cls = type(metric)
     return f"{cls.__module__}.{cls.__qualname__}", str(named)
 

@@ -128,6 +128,25 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: OUT/per-query.tsv with --out)",
     )
     ev.add_argument(
+        "--unit",
+        choices=("chunk", "document", "both"),
+        help="what the context metrics count: each retrieved chunk (the default), each "
+        "document once (at its best chunk), or both side by side (NAME and NAME@document)",
+    )
+    ev.add_argument(
+        "--doc-id-separator",
+        metavar="SEP",
+        help="chunk IDs name their document before SEP (TREC RAG's doc#segment: --doc-id-"
+        "separator '#'); without it, --unit document reads retrieved_context_sources",
+    )
+    ev.add_argument(
+        "--duplicates",
+        type=float,
+        metavar="SIM",
+        help="drop retrieved chunks that repeat an earlier one before judging: 1 identical "
+        "texts, below 1 near-duplicates at least SIM alike (Levenshtein similarity)",
+    )
+    ev.add_argument(
         "--trec-eval-averaging",
         action="store_true",
         help="score a query with nothing retrieved or nothing relevant 0, as trec_eval does",

@@ -127,6 +127,7 @@ def _price_option(text: str) -> tuple[float, float]:
 RUN_FILE_KEYS = (
     "data", "metrics", "out", "shared", "model", "api_base", "provider", "llm", "lenient",
     "no_cache", "max_concurrency", "max_cost", "qrels", "run", "complete", "trec_eval_averaging",
+    "unit", "doc_id_separator", "duplicates",
     "fail_under", "batch", "metric_timeout", "labels", "runner", "workers",
 )  # fmt: skip
 """The keys a run file (``--config``) may hold."""
@@ -236,6 +237,49 @@ def _with_trec_eval_averaging(metric: Any) -> Any:
 
     evolved: Any = attrs.evolve(metric, trec_eval_averaging=True)  # type: ignore[misc]
     return evolved
+
+
+def with_units(metrics: list[Any], args: argparse.Namespace, run: dict[str, Any]) -> list[Any]:
+    """``metrics`` with the retrieval-unit options of ``--unit``, ``--doc-id-separator`` and
+    ``--duplicates`` (or the run file's ``unit``, ``doc_id_separator``, ``duplicates``);
+    ``--unit both`` gives each metric twice, NAME (chunks) then NAME@document."""
+    import attrs
+
+    from ctxeval._data.measure_names import DOCUMENT_SUFFIX
+
+    unit = getattr(args, "unit", None) or run.get("unit")
+    options: dict[str, Any] = {}
+    for key in ("doc_id_separator", "duplicates"):
+        value = getattr(args, key, None)
+        value = run.get(key) if value is None else value
+        if value is not None:
+            options[key] = value
+    if unit is None and not options:
+        return metrics
+    if unit not in (None, "chunk", "document", "both"):
+        raise UsageError(f"unit: give chunk, document or both, not {unit!r}")
+    out: list[Any] = []
+    for metric in metrics:
+        if not hasattr(metric, "unit"):
+            raise UsageError(
+                f"--unit/--doc-id-separator/--duplicates: metric {metric.name!r} has no retrieval "
+                "unit (only the ID, string and LLM context metrics built on a pipeline do)"
+            )
+        try:
+            chunk = attrs.evolve(metric, **options) if options else metric
+            if unit in ("chunk", "document"):
+                name = metric.name
+                if unit == "document" and not name.endswith(DOCUMENT_SUFFIX):
+                    name += DOCUMENT_SUFFIX
+                out.append(attrs.evolve(chunk, unit=unit, name=name))
+                continue
+            out.append(chunk)
+            if unit == "both":
+                name = metric.name + DOCUMENT_SUFFIX
+                out.append(attrs.evolve(chunk, unit="document", name=name))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--unit/--doc-id-separator/--duplicates: {exc}") from None
+    return out
 
 
 def _share(folder: Path, paths: Any) -> None:
@@ -699,6 +743,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     metrics = build_metrics(_with_judges(specs, args, run))
     if args.trec_eval_averaging:
         metrics = [_with_trec_eval_averaging(m) for m in metrics]
+    metrics = with_units(metrics, args, run)
     labels = _labels(args.labels or run.get("labels"), metrics)
     if trec:
         from ctxeval._data.trec import load_trec

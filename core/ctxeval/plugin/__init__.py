@@ -108,6 +108,7 @@ from ctxeval._pipeline.judging import (
 from ctxeval._pipeline.metric import PipelineMetric
 from ctxeval._pipeline.parts import Pipeline
 from ctxeval._pipeline.sources import Extracted, Items, SplitAndAttribute
+from ctxeval._pipeline.units import RetrievalUnits
 from ctxeval._plugins import validators
 from ctxeval._plugins.base import (
     BaseDeterministicMatcher,
@@ -208,6 +209,7 @@ __all__ = [
     "Price",
     "PricedLLMProvider",
     "RateLimitError",
+    "RetrievalUnits",
     "RowFile",
     "RunContext",
     "Sample",

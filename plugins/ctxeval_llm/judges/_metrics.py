@@ -33,6 +33,7 @@ from ctxeval.plugin import (
     MetricResult,
     Pipeline,
     PipelineMetric,
+    RetrievalUnits,
     RunContext,
     Sample,
     SplitAndAttribute,
@@ -636,6 +637,41 @@ class ContextRelevance(BaseMetric):
     """Grade all chunks of a sample in one request instead of one request per chunk."""
     llm: Any = attrs.field(default=None, repr=False)
     """The LLM (default: the run's ``llm=``)."""
+    unit: str = attrs.field(default="chunk")
+    """``"chunk"`` (default) or ``"document"``: each document once, graded as its best chunk,
+    at its first chunk's rank (see docs/metrics/units.md)."""
+    doc_id_separator: str | None = attrs.field(default=None)
+    """For chunk IDs that name their document (``doc#segment``): the separator."""
+    duplicates: float | None = attrs.field(default=None)
+    """Drop near-duplicate chunks (at least this similar; 1.0: identical) before grading."""
+    units: RetrievalUnits = attrs.field(init=False, repr=False, eq=False)
+    """The three options above, applied as every context metric applies them."""
+
+    def __attrs_post_init__(self) -> None:
+        units = RetrievalUnits(
+            unit=self.unit, doc_id_separator=self.doc_id_separator, duplicates=self.duplicates
+        )
+        object.__setattr__(self, "units", units)
+        named = bool(self.name)
+        super().__attrs_post_init__()
+        if units.by_document and not named:
+            object.__setattr__(self, "name", self.name + units.suffix)
+
+    def prepared(self, sample: Sample) -> Sample | MetricResult:
+        """``sample`` as the metric grades it (duplicates dropped, documents named), or the
+        error row saying why it cannot be."""
+        try:
+            return self.units.prepare(sample, self.requires)
+        except ValueError as exc:  # (a DataError)
+            return MetricResult.error(str(exc), details=self.settings())
+
+    def by_document(self, sample: Sample, grades: list[int]) -> list[int]:
+        """The grades the score reads: each chunk's, or at document level each document's
+        (its best chunk's, at its first rank)."""
+        sources = sample.retrieved_context_sources
+        if not self.units.by_document or sources is None or len(sources) != len(grades):
+            return grades
+        return [max(grades[i] for i in group) for group in self.units.groups(sources)]
 
     @min_grade.validator
     def _check_min_grade(self, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -689,7 +725,7 @@ class ContextRelevance(BaseMetric):
             out["min_grade"] = self.threshold
         if self.trec_eval_averaging:
             out["trec_eval_averaging"] = True
-        return out
+        return {**out, **self.units.settings()}
 
     def provenance(self, ctx: RunContext) -> dict[str, Any]:
         """Who grades: ctxeval's version, the judge's model, endpoint and prompt version."""
@@ -698,6 +734,10 @@ class ContextRelevance(BaseMetric):
     def estimate_calls(self, sample: Sample) -> list[int]:
         """The prompt sizes (characters) of the requests scoring ``sample`` would send (one per
         distinct chunk, or one per sample with ``batch``; none when it is decided at once)."""
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return []
+        sample = prepared
         question = sample.user_input or ""
         chunks = self._distinct(sample.retrieved_contexts or ())
         if not question.strip() or not chunks or self._ids_problem(sample) is not None:
@@ -725,6 +765,10 @@ class ContextRelevance(BaseMetric):
         return None
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
+        prepared = self.prepared(sample)
+        if isinstance(prepared, MetricResult):
+            return prepared
+        sample = prepared
         settings = self.settings()
         question = sample.user_input or ""
         chunks = list(sample.retrieved_contexts or ())
@@ -740,7 +784,8 @@ class ContextRelevance(BaseMetric):
             return MetricResult.error(problem, details=settings)
         asked = self._distinct(chunks)
         judged, shared = await self._grade(question, asked, ctx) if asked else ({}, 0)
-        ids = sample.retrieved_context_ids
+        ids = sample.retrieved_context_sources if self.units.by_document else None
+        ids = ids or sample.retrieved_context_ids
         per_chunk: list[dict[str, Any]] = []
         grades: list[int] = []
         qrels: dict[str, int] = {}
@@ -762,6 +807,7 @@ class ContextRelevance(BaseMetric):
             details["shared"] = shared  # judgements made for another row of the run
         if asked:
             details["provenance"] = self.provenance(ctx)
+        grades = self.by_document(sample, grades)
         why = self.none_relevant(grades)
         if why is not None:
             return MetricResult.undefined(why, details=details)
