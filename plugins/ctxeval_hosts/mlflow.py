@@ -260,7 +260,7 @@ class CtxevalScorer(Scorer):
     """One ctxeval metric as an MLflow scorer, on a session shared with its siblings.
 
     Made by :func:`scorers` (several metrics, one session); ``CtxevalScorer.of(shared,
-    metric)`` for a :class:`~ctxeval_hosts._shared.SharedSession` of your own.
+    metric)`` for a :class:`~ctxeval_hosts.SharedSession` of your own.
     """
 
     metric: str
