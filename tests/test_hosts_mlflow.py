@@ -317,7 +317,8 @@ def test_a_closed_session_is_an_error_feedback_never_an_exception_mlflow_would_r
     made[0].session.close()
     feedback = made[0](inputs="q", expectations=refs, trace=trace)
     assert feedback.value is None
-    assert feedback.error is not None and "closed" in (feedback.error.error_message or "")
+    assert feedback.error is not None
+    assert "closed" in (feedback.error.error_message or "")
 
 
 def test_a_row_without_a_retriever_span_is_that_rows_error() -> None:
