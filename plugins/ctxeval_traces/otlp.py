@@ -28,7 +28,7 @@ from ctxeval import DataError
 from .assemble import document_of, sample_of
 from .grouping import Grouper
 from .mapping import Notes, TraceMapping
-from .otlp_typed import decode, raw_type, raw_value, string_of
+from .otlp_typed import decode, raw_type, raw_value, string_decoder
 from .spans import Document, Span, hex_id
 
 __all__ = ["otlp_lines", "read_otlp", "span_of"]
@@ -45,6 +45,7 @@ _VALUE_KEYS = {
 _FIELDS = ("id", "content", "score", "metadata")
 DOCUMENT_PREFIXES = {"RETRIEVER": "retrieval.documents.", "RERANKER": "reranker.output_documents."}
 _RAW = raw_type()
+_STRING = string_decoder()
 _HEX = "0123456789abcdef"
 _KIND_OF = {
     spelling.format(kind).encode(): kind
@@ -155,10 +156,12 @@ def typed_span_of(
         order = float(int(start)) if start is not None else float(position)
     except (TypeError, ValueError):
         order = float(position)
-    given = attrs.get("input.value")
-    text_in = None if given is None else string_of(given)
-    given_out = attrs.get("output.value")
-    text_out = None if given_out is None else string_of(given_out)
+    given, given_out = attrs.get("input.value"), attrs.get("output.value")
+    try:
+        text_in = None if given is None else _STRING(given).stringValue
+        text_out = None if given_out is None else _STRING(given_out).stringValue
+    except ValueError:  # (msgspec's errors are ValueErrors) not an object: read below
+        text_in = text_out = None
     span = Span(span_id, parent, typed.name, kind, order, text_in, text_out)
     if (text_in is None and given is not None) or (text_out is None and given_out is not None):
         span.input, span.output = value_of(given), value_of(given_out)  # a non-text value
@@ -269,20 +272,26 @@ def _flat_documents(
     span: Span, attrs: dict[str, Any], prefix: str, mapping: TraceMapping, notes: Notes
 ) -> list[Document] | None:
     documents: list[Document] = []
+    get = attrs.get
     while True:
-        base = f"{prefix}{len(documents)}.document."
-        found = {f: attrs[base + f] for f in _FIELDS if base + f in attrs}
-        if not found:
+        keys = _document_keys(prefix, len(documents))
+        found = zip(_FIELDS, map(get, keys), strict=True)
+        raw = {f: value_of(v) for f, v in found if v is not None}
+        if not raw and not any(key in attrs for key in keys):
             break
         if len(documents) >= mapping.max_documents:
             raise DataError(
                 f"returned more than max_documents={mapping.max_documents} documents "
                 "(raise it with --map max_documents=N if they are meant)"
             )
-        raw = {f: value_of(v) for f, v in found.items()}
-        where = f"{base[:-1]}"
-        documents.append(document_of(raw, mapping, notes, where))
+        documents.append(document_of(raw, mapping, notes, keys[0].removesuffix(".id")))
     return documents or None
+
+
+@functools.lru_cache(maxsize=4096)
+def _document_keys(prefix: str, index: int) -> tuple[str, ...]:
+    """The attribute keys of document ``index`` (``prefix``N.document.id, ...), made once."""
+    return tuple(f"{prefix}{index}.document.{f}" for f in _FIELDS)
 
 
 def _tool_documents(span: Span, mapping: TraceMapping, notes: Notes) -> list[Document] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["decode", "raw_type", "raw_value", "string_of"]
+__all__ = ["decode", "raw_type", "raw_value", "string_decoder", "string_of"]
 
 try:
     import msgspec
@@ -25,6 +25,13 @@ except ImportError:  # the general path reads every line
 def raw_type() -> Any:
     """``msgspec.Raw``, the type of a value left undecoded (None without msgspec)."""
     return None if msgspec is None else msgspec.Raw
+
+
+def string_decoder() -> Any:
+    """Decodes a raw value as ``{"stringValue": ...}`` (its ``.stringValue``, None when the
+    value is another kind); raises a ValueError when it is not an object (None without
+    msgspec)."""
+    return None if msgspec is None else _STRING.decode
 
 
 def string_of(raw: Any) -> str | None:
