@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["decode", "raw_type", "raw_value", "string_decoder", "string_of"]
+__all__ = ["decode", "raw_type", "raw_value", "string_decoder"]
 
 try:
     import msgspec
@@ -32,15 +32,6 @@ def string_decoder() -> Any:
     value is another kind); raises a ValueError when it is not an object (None without
     msgspec)."""
     return None if msgspec is None else _STRING.decode
-
-
-def string_of(raw: Any) -> str | None:
-    """The text of a raw ``{"stringValue": ...}``; None for any other value."""
-    try:
-        text: str | None = _STRING.decode(raw).stringValue
-    except (msgspec.DecodeError, ValueError):
-        return None
-    return text
 
 
 def raw_value(raw: Any) -> Any:
