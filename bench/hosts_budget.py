@@ -348,9 +348,13 @@ def main() -> None:
                 run = mlflow_runs if host == "mlflow" else deepeval_runs
                 bases[host].append(baseline(samples, args.latency, args.concurrency))
                 runs[host].append(run(samples, args.latency, args.concurrency, folder))
-                print(f"repeat {repeat + 1} {host}: evaluate {bases[host][-1]['seconds']:.2f} s, "
-                      f"host {runs[host][-1]['host_only']:.2f} s, adapter "
-                      f"{runs[host][-1]['adapter']:.2f} s", flush=True)  # fmt: skip
+                base, made = bases[host][-1], runs[host][-1]
+                print(f"repeat {repeat + 1} {host}: evaluate {base['seconds']:.2f} s "
+                      f"({base['requests']} requests), host {made['host_only']:.2f} s, adapter "
+                      f"{made['adapter']:.2f} s ({made['adapter_stats']['requests']} requests, "
+                      f"peak {made['adapter_stats']['peak_in_flight']}), re-run "
+                      f"{made['rerun']:.2f} s ({made['rerun_requests']} requests)",
+                      flush=True)  # fmt: skip
     good = True
     for host in hosts:
         good = report(host, bases[host], runs[host], args.concurrency) and good
