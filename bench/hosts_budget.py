@@ -2,7 +2,7 @@
 DeepEval, side by side with ``ctxeval.evaluate`` on the same rows.
 
     python bench/hosts_budget.py [--samples 1000] [--chunks 2] [--latency 0.02]
-                                 [--concurrency 16] [--hosts mlflow,deepeval]
+                                 [--concurrency 16] [--hosts mlflow,deepeval] [--repeat 3]
 
 For each host, against the fake OpenAI server (bench/fake_judge_server.py, its own process, a
 fresh one per run so that its high-water mark of requests in flight is that run's):
@@ -15,8 +15,10 @@ fresh one per run so that its high-water mark of requests in flight is that run'
    ``max_concurrent=32``), one session with ``max_concurrency`` and an answer cache;
 4. the same again with the same cache.
 
-What must hold (the last column): run 3 sends exactly run 1's requests, never more than
-``max_concurrency`` in flight, and takes at most run 2's time + 1.3 x run 1's; run 4 sends none.
+What must hold: run 3 sends exactly run 1's requests, never more than ``max_concurrency`` in
+flight, and takes at most run 2's time + 1.3 x run 1's; run 4 sends none. The four runs are
+repeated (``--repeat``, one after the other in each repeat, so they see the same load); the
+time check is made on the best and on the median of the repeats.
 """
 
 from __future__ import annotations
@@ -158,6 +160,8 @@ def mlflow_runs(
     def constant(inputs: Any, outputs: Any, expectations: Any, trace: Any) -> float:
         return 1.0
 
+    # untimed: a new store's tables and MLflow's first evaluate in the process (imports, ~s)
+    mlflow.genai.evaluate(data=data[:2], predict_fn=app, scorers=[constant])
     out: dict[str, Any] = {}
     out["host_only"] = timed(
         lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=[constant])
@@ -270,28 +274,54 @@ def deepeval_runs(
     return out
 
 
-def report(host: str, base: dict[str, Any], runs: dict[str, Any], concurrency: int) -> bool:
-    limit = runs["host_only"] + 1.3 * base["seconds"]
-    stats = runs["adapter_stats"]
+def report(
+    host: str, bases: list[dict[str, Any]], runs: list[dict[str, Any]], concurrency: int
+) -> bool:
+    """The repeats side by side: each repeat ran evaluate, the host alone and the host with the
+    adapter one after the other, so a repeat's three times saw the same load; the time check
+    holds on the best and on the median of the repeats, and in each repeat."""
+    seconds = [b["seconds"] for b in bases]
+    host_only = [r["host_only"] for r in runs]
+    adapter = [r["adapter"] for r in runs]
+    rerun = [r["rerun"] for r in runs]
+    limits = [h + 1.3 * e for h, e in zip(host_only, seconds, strict=True)]
     checks = {
-        "same requests": stats["requests"] == base["requests"],
-        f"<= {concurrency} in flight": stats["peak_in_flight"] <= concurrency,
-        "time within host + 1.3x": runs["adapter"] <= limit,
-        "re-run sends none": runs["rerun_requests"] == 0,
+        "same requests (every repeat)": all(
+            r["adapter_stats"]["requests"] == b["requests"]
+            for r, b in zip(runs, bases, strict=True)
+        ),
+        f"<= {concurrency} in flight (every repeat)": all(
+            r["adapter_stats"]["peak_in_flight"] <= concurrency for r in runs
+        ),
+        "time within host + 1.3x (best)": min(adapter) <= min(host_only) + 1.3 * min(seconds),
+        "time within host + 1.3x (median)": _median(adapter)
+        <= _median(host_only) + 1.3 * _median(seconds),
+        "re-run sends none (every repeat)": all(r["rerun_requests"] == 0 for r in runs),
     }
-    print(f"\n{host}")
-    print(
-        f"  ctxeval.evaluate           {base['seconds']:7.2f} s  {base['requests']} requests, peak {base['peak_in_flight']} in flight"
-    )
-    print(f"  {host} + constant scorer  {runs['host_only']:7.2f} s  (the host's own cost)")
-    print(
-        f"  {host} + ctxeval adapter  {runs['adapter']:7.2f} s  {stats['requests']} requests, peak {stats['peak_in_flight']} in flight  (limit {limit:.2f} s)"
-    )
-    print(f"  rows the adapter scored    {runs['statuses']} {runs.get('host_rows', '')}")
-    print(f"  re-run, same cache         {runs['rerun']:7.2f} s  {runs['rerun_requests']} requests")
+    print(f"\n{host}: {len(runs)} repeats, seconds as best / median (each repeat: ...)")
+    for what, values in (
+        ("ctxeval.evaluate", seconds),
+        (f"{host} + constant scorer (host's own cost)", host_only),
+        (f"{host} + ctxeval adapter", adapter),
+        ("limit: host + 1.3x evaluate", limits),
+        ("re-run, same cache", rerun),
+    ):
+        each = ", ".join(f"{v:.2f}" for v in values)
+        print(f"  {what:44} {min(values):8.2f} / {_median(values):8.2f}  ({each})")
+    for r, b in zip(runs, bases, strict=True):
+        stats = r["adapter_stats"]
+        print(f"  requests evaluate / adapter {b['requests']} / {stats['requests']}, peak "
+              f"{b['peak_in_flight']} / {stats['peak_in_flight']} in flight, re-run "
+              f"{r['rerun_requests']}; rows {r['statuses']} {r.get('host_rows', '')}")  # fmt: skip
     for what, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {what}")
     return all(checks.values())
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def main() -> None:
@@ -301,26 +331,33 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--hosts", default="mlflow,deepeval")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     samples = rows(args.samples, args.chunks)
     print(f"{args.samples} samples x {args.chunks} chunks, context_precision, latency "
-          f"{args.latency * 1000:.0f} ms, max_concurrency {args.concurrency}")  # fmt: skip
-    base = baseline(samples, args.latency, args.concurrency)
-    good = True
+          f"{args.latency * 1000:.0f} ms, max_concurrency {args.concurrency}, "
+          f"{args.repeat} repeats")  # fmt: skip
+    hosts = args.hosts.split(",")
+    bases: dict[str, list[dict[str, Any]]] = {host: [] for host in hosts}
+    runs: dict[str, list[dict[str, Any]]] = {host: [] for host in hosts}
     with tempfile.TemporaryDirectory(prefix="ctxeval-hosts-bench-") as tmp:
-        for host in args.hosts.split(","):
-            folder = Path(tmp) / host
-            folder.mkdir()
-            run = mlflow_runs if host == "mlflow" else deepeval_runs
-            good = (
-                report(
-                    host,
-                    base,
-                    run(samples, args.latency, args.concurrency, folder),
-                    args.concurrency,
-                )
-                and good
-            )
+        for repeat in range(args.repeat):
+            for host in hosts:
+                folder = Path(tmp) / f"{host}-{repeat}"
+                folder.mkdir()
+                run = mlflow_runs if host == "mlflow" else deepeval_runs
+                bases[host].append(baseline(samples, args.latency, args.concurrency))
+                runs[host].append(run(samples, args.latency, args.concurrency, folder))
+                base, made = bases[host][-1], runs[host][-1]
+                print(f"repeat {repeat + 1} {host}: evaluate {base['seconds']:.2f} s "
+                      f"({base['requests']} requests), host {made['host_only']:.2f} s, adapter "
+                      f"{made['adapter']:.2f} s ({made['adapter_stats']['requests']} requests, "
+                      f"peak {made['adapter_stats']['peak_in_flight']}), re-run "
+                      f"{made['rerun']:.2f} s ({made['rerun_requests']} requests)",
+                      flush=True)  # fmt: skip
+    good = True
+    for host in hosts:
+        good = report(host, bases[host], runs[host], args.concurrency) and good
     sys.exit(0 if good else 1)
 
 

@@ -398,6 +398,16 @@ def test_the_field_map_refuses_an_unknown_field() -> None:
         langsmith.evaluator("id_mrr", fields={"retrieved_docs": "outputs.docs"})
 
 
+def test_the_one_score_callables_refuse_several_metrics_naming_them() -> None:
+    """One factory rule (``Adapter.for_host``): an object that gives one score refuses a list
+    of metrics, saying which it was given."""
+    two = ["id_mrr", "id_based_context_recall"]
+    for make, host in ((braintrust.scorer, "autoevals"), (phoenix.evaluator, "Phoenix")):
+        with pytest.raises(ctxeval.ConfigError, match=f"{host}.*give one metric, not .*id_mrr"):
+            make(two)  # type: ignore[arg-type]
+    assert len(langsmith.evaluator(two).adapter.names) == 2  # an evaluator gives several
+
+
 def test_a_shared_session_serves_several_adapters() -> None:
     with ctxeval.Session(ID_METRICS) as session:
         ls = langsmith.evaluator("id_based_context_recall", session=session)
@@ -412,7 +422,7 @@ def test_a_shared_session_serves_several_adapters() -> None:
 
 
 def test_a_shared_session_scores_each_row_once_for_all_its_adapters(judge: FakeOpenAI) -> None:
-    from ctxeval_hosts._shared import SharedSession
+    from ctxeval_hosts import SharedSession
 
     llm = LLMConfig(model="openai/fake-judge", api_base=judge.url, api_key="sk-test")
     row = {

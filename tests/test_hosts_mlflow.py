@@ -307,6 +307,20 @@ def test_id_metrics_through_mlflow_evaluate_equal_ctxeval_evaluate() -> None:
     made[0].session.close()
 
 
+def test_a_closed_session_is_an_error_feedback_never_an_exception_mlflow_would_retry() -> None:
+    """MLflow re-runs a scorer that raises what looks like a rate limit (its own retry, outside
+    the session's budget): the scorer answers every row with a feedback instead (#51)."""
+    made = scorers(["id_mrr"])
+    trace = traced(lambda: retrieve_page_content("q", ["d1"]))
+    refs = {"reference_context_ids": ["d1"]}
+    assert made[0](inputs="q", expectations=refs, trace=trace).value == 1.0
+    made[0].session.close()
+    feedback = made[0](inputs="q", expectations=refs, trace=trace)
+    assert feedback.value is None
+    assert feedback.error is not None
+    assert "closed" in (feedback.error.error_message or "")
+
+
 def test_a_row_without_a_retriever_span_is_that_rows_error() -> None:
     @mlflow.trace
     def bare(question: str) -> str:

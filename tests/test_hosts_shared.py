@@ -11,9 +11,9 @@ import pytest
 
 import ctxeval
 from ctxeval import ConfigError, DataError, MetricResult
+from ctxeval_hosts import SharedSession
 from ctxeval_hosts._fields import document_id, document_text, read_documents
 from ctxeval_hosts._results import translate
-from ctxeval_hosts._shared import SharedSession
 
 METRICS = ["id_based_context_recall", "id_based_context_precision", "id_mrr"]
 

@@ -221,6 +221,46 @@ def test_hostile_traces_are_error_rows_naming_trace_and_span(
         list(ctxeval.load_traces(path, format="openinference"))
 
 
+def test_the_fast_otlp_path_and_the_general_one_give_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The OTLP reader decodes a line in the collector's spelling with msgspec, attribute values
+    left raw until read (#52); any other line goes the general way. Both give the same rows:
+    the SDK's spans (one a line, so each trace spans lines and its raw values are copied out
+    of their line), wrong types in attributes, a span of too many attributes."""
+    from ctxeval_traces import otlp_typed
+
+    doc = "retrieval__documents__0__document__"
+    many = {f"k__{i}": "v" for i in range(12_000)}
+    sdk = src.otlp_json_lines(src.otel_spans(reranker=True)).splitlines()
+    lines = [
+        *sdk,
+        _line(
+            _span("d", "2", "1", "RETRIEVER", **{doc + "content": {"intValue": "5"}}),
+            _span("d", "1", None, "CHAIN"),
+        ),
+        _line(_span("e", "1", None, "CHAIN", input__value={"intValue": 3})),
+        _line(_span("f", "2", "1", "TOOL", **many), *_good("f")[1:]),
+        _line(*_good("a")),
+    ]
+    assert all(otlp_typed.decode(line.encode()) is not None for line in lines)  # the fast path
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+
+    def read(**mapping: str) -> list[Any]:
+        stream = ctxeval.load_traces(path, format="openinference", mapping=mapping, strict=False)
+        samples = list(stream)
+        return [*samples, *[(e.sample_id, e.problem) for e in stream.errors]]
+
+    fast = [read(), read(retrieval="all", max_documents="2000")]
+    monkeypatch.setattr(otlp_typed, "msgspec", None)
+    assert otlp_typed.decode(lines[0].encode()) is None
+    assert fast == [read(), read(retrieval="all", max_documents="2000")]
+    assert len(fast[0]) == len(src.RAG) + 4
+    assert any("content is int" in str(row) for row in fast[0])
+    assert any("12001 attributes, more than max_documents=2000" in str(row) for row in fast[1])
+
+
 @pytest.mark.slow
 def test_a_span_with_a_million_documents_is_an_error_row_not_a_hang(tmp_path: Path) -> None:
     n = 1_000_000

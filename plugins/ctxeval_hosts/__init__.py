@@ -14,4 +14,10 @@ this package imports no host):
 
 Every adapter stands on one :class:`ctxeval.Session` (one budget, cache and meter for all the
 host's threads and tasks); ctxeval's ``undefined`` is the host's "not scored", never 0.
+:class:`SharedSession` (``from ctxeval_hosts import SharedSession``) is one session several
+adapters share, each row scored once between them.
 """
+
+from ctxeval_hosts._shared import SharedSession
+
+__all__ = ["SharedSession"]

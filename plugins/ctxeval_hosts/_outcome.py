@@ -27,7 +27,14 @@ import ctxeval
 from ctxeval import MetricResult
 from ctxeval.plugin import Metric
 from ctxeval_hosts._results import translate
-from ctxeval_hosts._rowmap import FieldError, FieldMap, metric_names, metrics_of, required_fields
+from ctxeval_hosts._rowmap import (
+    FieldError,
+    FieldMap,
+    Path,
+    metric_names,
+    metrics_of,
+    required_fields,
+)
 from ctxeval_hosts._shared import SharedSession
 
 __all__ = ["Adapter", "Outcome", "outcome_of", "outcome_of_error"]
@@ -72,7 +79,7 @@ class Adapter:
     every row the host scores with it, from any thread or loop, so the rows share one budget,
     one cache and one meter. ``session=`` shares a session between adapters (its metrics must
     include these): a :class:`ctxeval.Session` (each call scores all its metrics), or a
-    :class:`~ctxeval_hosts._shared.SharedSession` (``SharedSession.build([...])``), whose
+    :class:`~ctxeval_hosts.SharedSession` (``SharedSession.build([...])``), whose
     adapters score a row once between them, each taking its own metrics' rows. Otherwise the
     adapter builds its own session from ``llm``, ``registry``, ``settings`` and ``overrides``
     (what :func:`ctxeval.evaluate` takes) and :meth:`close` closes it.
@@ -123,6 +130,52 @@ class Adapter:
             everything = metrics_of(list(have), registry)
             self.required = required_fields([*built, *everything])
         self.session = session
+
+    @classmethod
+    def for_host(
+        cls,
+        host: str,
+        metrics: str | Metric | Sequence[str | Metric],
+        defaults: Mapping[str, Path],
+        fields: Mapping[str, Path] | None = None,
+        *,
+        one: str | None = None,
+        example: str = "PLACE.KEY",
+        json_lists: bool = False,
+        session: Any = None,
+        llm: Any = None,
+        registry: ctxeval.Registry | None = None,
+        settings: ctxeval.RunSettings | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> Adapter:
+        """The adapter of a host's factory: the host's field map (its ``defaults``, the
+        user's ``fields`` over them) and the session (shared, or built from ``llm``,
+        ``registry``, ``settings`` and ``overrides``).
+
+        Args:
+            host: how messages name the host's object ("LangSmith evaluator").
+            one: when the host's object gives one score, what its message calls it ("an
+                autoevals scorer gives one score"): more than one metric is refused.
+            example, json_lists: as :class:`~ctxeval_hosts._rowmap.FieldMap` takes them.
+
+        Raises:
+            ConfigError: a field or a metric the host cannot take, or ``session=`` together
+                with ``llm`` / ``settings``.
+        """
+        fieldmap = FieldMap(host, defaults, dict(fields or {}), example, json_lists)
+        adapter = cls(
+            metrics,
+            fieldmap,
+            session=session,
+            llm=llm,
+            registry=registry,
+            settings=settings,
+            overrides=overrides,
+        )
+        if one is not None and len(adapter.names) != 1:
+            adapter.close()  # (the session it built)
+            raise ctxeval.ConfigError(f"{one}: give one metric, not {list(adapter.names)}")
+        return adapter
 
     def sample(self, places: Mapping[str, Any], sample_id: str | None = None) -> dict[str, Any]:
         sample = self.fields.sample(places, self.required)

@@ -36,7 +36,7 @@ from autoevals.score import Score, Scorer  # type: ignore[import-untyped]
 import ctxeval
 from ctxeval.plugin import Metric
 from ctxeval_hosts._outcome import Adapter, HoldsAdapter, Outcome
-from ctxeval_hosts._rowmap import FieldMap, Path
+from ctxeval_hosts._rowmap import Path
 
 __all__ = ["DEFAULT_FIELDS", "CtxevalScorer", "scorer"]
 
@@ -112,16 +112,9 @@ def scorer(
         session: a :class:`ctxeval.Session` to share (else one is built from the rest).
         llm, registry, settings, overrides: as :func:`ctxeval.evaluate` takes them.
     """
-    fieldmap = FieldMap("Braintrust scorer", DEFAULT_FIELDS, dict(fields or {}))
-    adapter = Adapter(
-        metric,
-        fieldmap,
-        session=session,
-        llm=llm,
-        registry=registry,
-        settings=settings,
-        overrides=overrides,
-    )
-    if len(adapter.names) != 1:
-        raise ctxeval.ConfigError("an autoevals scorer gives one score: give one metric")
+    adapter = Adapter.for_host(
+        "Braintrust scorer", metric, DEFAULT_FIELDS, fields,
+        one="an autoevals scorer gives one score",
+        session=session, llm=llm, registry=registry, settings=settings, overrides=overrides,
+    )  # fmt: skip
     return CtxevalScorer(adapter)

@@ -62,7 +62,7 @@ from inspect_ai.util import JSONSchema
 import ctxeval
 from ctxeval.plugin import Metric
 from ctxeval_hosts._outcome import Adapter, Outcome
-from ctxeval_hosts._rowmap import FieldError, FieldMap, Path
+from ctxeval_hosts._rowmap import FieldError, Path
 
 __all__ = ["DEFAULT_FIELDS", "InspectJudge", "ctxeval_scorer", "score_of"]
 
@@ -143,20 +143,15 @@ def ctxeval_scorer(
 
     The scorer's session is ``scorer.ctxeval_session`` (``.evaluation()`` has the rows).
     """
-    fieldmap = FieldMap("Inspect scorer", DEFAULT_FIELDS, dict(fields or {}))
     judge = llm if isinstance(llm, InspectJudge) else None
-    adapter = Adapter(
-        metric,
-        fieldmap,
+    adapter = Adapter.for_host(
+        "Inspect scorer", metric, DEFAULT_FIELDS, fields,
+        one="an Inspect scorer made here scores one metric",
         session=session,
         # (named, so the rows' provenance says which Inspect model judged)
         llm={"model": judge.name, "completion": judge} if judge is not None else llm,
-        registry=registry,
-        settings=settings,
-        overrides=overrides,
-    )
-    if len(adapter.names) != 1:
-        raise ctxeval.ConfigError("an Inspect scorer made here scores one metric: give one")
+        registry=registry, settings=settings, overrides=overrides,
+    )  # fmt: skip
 
     def ctxeval_metric() -> Scorer:
         async def score(state: TaskState, target: Target) -> Score:

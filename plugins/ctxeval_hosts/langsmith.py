@@ -33,7 +33,7 @@ from typing import Any
 import ctxeval
 from ctxeval.plugin import Metric
 from ctxeval_hosts._outcome import Adapter, HoldsAdapter, Outcome
-from ctxeval_hosts._rowmap import FieldMap, Path
+from ctxeval_hosts._rowmap import Path
 
 __all__ = ["DEFAULT_FIELDS", "Evaluator", "evaluator"]
 
@@ -112,14 +112,8 @@ def evaluator(
         session: a :class:`ctxeval.Session` to share (else one is built from the rest).
         llm, registry, settings, overrides: as :func:`ctxeval.evaluate` takes them.
     """
-    fieldmap = FieldMap("LangSmith evaluator", DEFAULT_FIELDS, dict(fields or {}))
-    adapter = Adapter(
-        metrics,
-        fieldmap,
-        session=session,
-        llm=llm,
-        registry=registry,
-        settings=settings,
-        overrides=overrides,
-    )
+    adapter = Adapter.for_host(
+        "LangSmith evaluator", metrics, DEFAULT_FIELDS, fields,
+        session=session, llm=llm, registry=registry, settings=settings, overrides=overrides,
+    )  # fmt: skip
     return Evaluator(adapter)

@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ctxeval import DataError, MetricResult, MissingExtraError, Sample
+from ctxeval import CtxevalError, DataError, MetricResult, MissingExtraError, Sample
 
 from ._fields import DEFAULT_ID_KEYS, build_sample, read_documents, reference_ids, text_list
 from ._results import HostResult, as_json, translate
@@ -251,7 +251,12 @@ def _score(
         sample_id = getattr(getattr(trace, "info", None), "trace_id", "") or ""
         [result] = [r for r in shared.error_rows(str(exc), sample_id) if r.metric == metric]
     else:
-        result = shared.result(sample, metric)
+        try:
+            result = shared.result(sample, metric)
+        except CtxevalError as exc:
+            # (a closed session...: this row's error feedback, never an exception, which
+            # MLflow would re-run through its own retry, outside the session's budget)
+            result = MetricResult.error(str(exc)).labelled(sample.id or "", metric)
     host = translate(result, threshold=threshold, llm_judged=shared.llm_judged(metric))
     return feedback_of(host, name=name)
 
@@ -260,7 +265,7 @@ class CtxevalScorer(Scorer):
     """One ctxeval metric as an MLflow scorer, on a session shared with its siblings.
 
     Made by :func:`scorers` (several metrics, one session); ``CtxevalScorer.of(shared,
-    metric)`` for a :class:`~ctxeval_hosts._shared.SharedSession` of your own.
+    metric)`` for a :class:`~ctxeval_hosts.SharedSession` of your own.
     """
 
     metric: str

@@ -27,7 +27,7 @@ from phoenix.evals import Evaluator, Score, create_evaluator
 import ctxeval
 from ctxeval.plugin import Metric
 from ctxeval_hosts._outcome import Adapter, Outcome
-from ctxeval_hosts._rowmap import FIELDS, FieldMap, Path
+from ctxeval_hosts._rowmap import FIELDS, Path
 
 __all__ = ["evaluator", "score_of"]
 
@@ -68,18 +68,11 @@ def evaluator(
     The evaluator's session is ``evaluator.ctxeval_session`` (close it when done).
     """
     given = dict(fields or {})
-    identity = {field: field for field in FIELDS}
-    adapter = Adapter(
-        metric,
-        FieldMap("Phoenix evaluator", identity, {f: f for f in given}, example="COLUMN"),
-        session=session,
-        llm=llm,
-        registry=registry,
-        settings=settings,
-        overrides=overrides,
-    )
-    if len(adapter.names) != 1:
-        raise ctxeval.ConfigError("a Phoenix evaluator made here gives one score: one metric")
+    adapter = Adapter.for_host(
+        "Phoenix evaluator", metric, {field: field for field in FIELDS}, {f: f for f in given},
+        one="a Phoenix evaluator made here gives one score", example="COLUMN",
+        session=session, llm=llm, registry=registry, settings=settings, overrides=overrides,
+    )  # fmt: skip
     inputs = [f for f in FIELDS if f in adapter.required or f in given]
 
     def score(**row: Any) -> Score:

@@ -38,7 +38,7 @@ from typing import Any
 import ctxeval
 from ctxeval.plugin import Metric
 from ctxeval_hosts._outcome import Adapter, HoldsAdapter, Outcome
-from ctxeval_hosts._rowmap import FieldMap, Path
+from ctxeval_hosts._rowmap import Path
 
 __all__ = ["DEFAULT_FIELDS", "Assertion", "assertion", "get_assert"]
 
@@ -145,22 +145,11 @@ def assertion(
         session: a :class:`ctxeval.Session` to share (else one is built from the rest).
         llm, registry, settings, overrides: as :func:`ctxeval.evaluate` takes them.
     """
-    fieldmap = FieldMap(
-        "promptfoo assertion",
-        DEFAULT_FIELDS,
-        dict(fields or {}),
-        example="vars.NAME",
-        json_lists=True,
-    )
-    adapter = Adapter(
-        metrics,
-        fieldmap,
-        session=session,
-        llm=llm,
-        registry=registry,
-        settings=settings,
-        overrides=overrides,
-    )
+    adapter = Adapter.for_host(
+        "promptfoo assertion", metrics, DEFAULT_FIELDS, fields,
+        example="vars.NAME", json_lists=True,
+        session=session, llm=llm, registry=registry, settings=settings, overrides=overrides,
+    )  # fmt: skip
     return Assertion(adapter, _threshold(threshold))
 
 

@@ -21,6 +21,7 @@ The rules, the same for every format:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from ctxeval import DataError
@@ -31,6 +32,7 @@ from .spans import Document, Span, text_of
 __all__ = ["document_of", "sample_of"]
 
 RETRIEVAL_KINDS = ("RETRIEVER", "RERANKER")
+_ORDER = attrgetter("order")
 TOOL_KINDS = ("TOOL", "MCP")
 
 
@@ -61,17 +63,24 @@ def sample_of(
 def _tree(spans: Sequence[Span]) -> tuple[Span, list[Span]]:
     """The root and the spans in order, once the parent ids are checked."""
     by_id: dict[str, Span] = {}
+    roots: list[Span] = []
+    children: dict[str, list[Span]] = {}
     for span in spans:
         if span.span_id in by_id:
             raise DataError(f"two spans have the id {span.span_id} ({span.label()})")
         by_id[span.span_id] = span
-    roots = [s for s in spans if s.parent_id is None]
-    for span in spans:
-        if span.parent_id is not None and span.parent_id not in by_id:
-            raise DataError(
-                f"{span.label()} has the parent {span.parent_id}, which is not in the trace: "
-                "the trace is incomplete (a missing parent)"
-            )
+        if span.parent_id is None:
+            roots.append(span)
+        elif span.parent_id in children:
+            children[span.parent_id].append(span)
+        else:
+            children[span.parent_id] = [span]
+    if not by_id.keys() >= children.keys():
+        orphan = next(s for s in spans if s.parent_id is not None and s.parent_id not in by_id)
+        raise DataError(
+            f"{orphan.label()} has the parent {orphan.parent_id}, which is not in the trace: "
+            "the trace is incomplete (a missing parent)"
+        )
     if not roots:
         raise DataError(
             f"no root span: the parent ids of its {len(spans)} span(s) form a cycle "
@@ -82,10 +91,6 @@ def _tree(spans: Sequence[Span]) -> tuple[Span, list[Span]]:
             f"{len(roots)} root spans ({', '.join(r.label() for r in roots[:3])}): one trace "
             "has one root"
         )
-    children: dict[str, list[Span]] = {}
-    for span in spans:
-        if span.parent_id is not None:
-            children.setdefault(span.parent_id, []).append(span)
     reached, todo = 0, [roots[0]]
     while todo:
         span = todo.pop()
@@ -93,7 +98,7 @@ def _tree(spans: Sequence[Span]) -> tuple[Span, list[Span]]:
         todo.extend(children.get(span.span_id, ()))
     if reached != len(spans):
         raise DataError(f"the parent ids form a cycle at {_cycle(spans, by_id, roots[0]).label()}")
-    ordered = sorted(spans, key=lambda s: s.order)
+    ordered = sorted(spans, key=_ORDER)
     return roots[0], ordered
 
 

@@ -70,6 +70,10 @@ class Grouper:
             group.root = True
             self._rooted.append(trace_id)
 
+    def is_open(self, trace_id: str) -> bool:
+        """Whether ``trace_id`` has spans read and is not handed on yet."""
+        return trace_id in self._open
+
     def complete(self, position: int) -> Iterator[tuple[int, str, list[Span] | DataError]]:
         """The traces complete after the line at ``position``; then the oldest open ones
         given up while more than ``max_open`` are open."""

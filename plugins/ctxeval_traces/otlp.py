@@ -28,6 +28,7 @@ from ctxeval import DataError
 from .assemble import document_of, sample_of
 from .grouping import Grouper
 from .mapping import Notes, TraceMapping
+from .otlp_typed import decode, raw_type, raw_value, string_decoder
 from .spans import Document, Span, hex_id
 
 __all__ = ["otlp_lines", "read_otlp", "span_of"]
@@ -43,10 +44,31 @@ _VALUE_KEYS = {
 }  # fmt: skip
 _FIELDS = ("id", "content", "score", "metadata")
 DOCUMENT_PREFIXES = {"RETRIEVER": "retrieval.documents.", "RERANKER": "reranker.output_documents."}
+_RAW = raw_type()
+_STRING = string_decoder()
+_HEX = "0123456789abcdef"
+_KIND_OF = {
+    spelling.format(kind).encode(): kind
+    for kind in ("RETRIEVER", "RERANKER", "TOOL", "MCP", "LLM", "CHAIN", "AGENT", "EMBEDDING",
+                 "GUARDRAIL", "EVALUATOR", "PROMPT")
+    for spelling in ('{{"stringValue":"{}"}}', '{{"stringValue": "{}"}}')
+}  # fmt: skip
+"""The kinds of the fast path, as OTLP JSON spells them (any other spelling goes the general
+way)."""
+_DOCUMENT_KINDS = frozenset(("RETRIEVER", "RERANKER", "TOOL", "MCP"))
+_FIRST_DOCUMENT = {
+    prefix: tuple(f"{prefix}0.document.{f}" for f in _FIELDS)
+    for prefix in DOCUMENT_PREFIXES.values()
+}
 
 
 def value_of(any_value: Any) -> Any:
-    """The Python value of an OTLP ``AnyValue``."""
+    """The Python value of an OTLP ``AnyValue`` (decoded JSON, or the raw JSON bytes the fast
+    path leaves undecoded)."""
+    if _RAW is not None and type(any_value) is _RAW:
+        any_value = raw_value(any_value)
+        if type(any_value) is str:
+            return any_value
     if type(any_value) is dict:  # the common case first: a string
         text = any_value.get("stringValue")
         if text is not None:
@@ -99,10 +121,66 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
     if trace_id is None or span_id is None:
         raise DataError(f"span {raw.get('name')!r} has no traceId or spanId")
     attributes = raw.get("attributes") or []
+    parent = raw.get("parentSpanId") or raw.get("parent_span_id")
+    name = str(raw.get("name", ""))
     if isinstance(attributes, list) and len(attributes) > _most_attributes(mapping):
-        return trace_id, _too_many(raw, span_id, trace_id, len(attributes), mapping)
-    attrs = _attributes(attributes)
+        return trace_id, _too_many(name, parent, span_id, len(attributes), mapping)
     start = raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")
+    span = _span(span_id, parent, name, start, _attributes(attributes), position, mapping, notes)
+    return trace_id, span
+
+
+def typed_span_of(
+    typed: Any, position: int, mapping: TraceMapping, notes: Notes
+) -> tuple[str, Span, dict[str, Any]]:
+    """:func:`span_of` of a span of the fast path (``otlp_typed.TypedSpan``); also its
+    attributes, whose values are raw JSON still pointing into the line read. The common span
+    (ids in lower-case hex, a kind, input and output as strings, no documents) is made here;
+    any other goes the general way."""
+    trace_id, span_id, parent = typed.traceId, typed.spanId, typed.parentSpanId or None
+    if len(trace_id) != 32 or trace_id.strip(_HEX):
+        trace_id = hex_id(trace_id, 16)
+    if len(span_id) != 16 or span_id.strip(_HEX):
+        span_id = hex_id(span_id, 8)
+    attributes = typed.attributes
+    if len(attributes) > _most_attributes(mapping):
+        return trace_id, _too_many(typed.name, parent, span_id, len(attributes), mapping), {}
+    attrs = {item.key: item.value for item in attributes}
+    kind = _KIND_OF.get(bytes(attrs.get("openinference.span.kind", b"")))
+    if kind is None or parent is None or len(parent) != 16 or parent.strip(_HEX):
+        span = _span(span_id, parent, typed.name, typed.startTimeUnixNano, attrs, position,
+                     mapping, notes)  # fmt: skip
+        return trace_id, span, attrs
+    start = typed.startTimeUnixNano
+    try:
+        order = float(int(start)) if start is not None else float(position)
+    except (TypeError, ValueError):
+        order = float(position)
+    given, given_out = attrs.get("input.value"), attrs.get("output.value")
+    try:
+        text_in = None if given is None else _STRING(given).stringValue
+        text_out = None if given_out is None else _STRING(given_out).stringValue
+    except ValueError:  # (msgspec's errors are ValueErrors) not an object: read below
+        text_in = text_out = None
+    span = Span(span_id, parent, typed.name, kind, order, text_in, text_out)
+    if (text_in is None and given is not None) or (text_out is None and given_out is not None):
+        span.input, span.output = value_of(given), value_of(given_out)  # a non-text value
+        _fill_or_problem(span, attrs, mapping, notes)
+    elif kind in _DOCUMENT_KINDS:
+        _fill_or_problem(span, attrs, mapping, notes)
+    return trace_id, span, attrs
+
+
+def _span(
+    span_id: str,
+    parent: Any,
+    name: str,
+    start: Any,
+    attrs: dict[str, Any],
+    position: int,
+    mapping: TraceMapping,
+    notes: Notes,
+) -> Span:
     try:
         order = float(int(start)) if start is not None else float(position)
     except (TypeError, ValueError):
@@ -110,8 +188,8 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
     kind = value_of(attrs.get("openinference.span.kind"))
     span = Span(
         span_id,
-        hex_id(raw.get("parentSpanId") or raw.get("parent_span_id"), 8),
-        str(raw.get("name", "")),
+        hex_id(parent, 8),
+        name,
         kind.upper() if isinstance(kind, str) else "",
         order,
         value_of(attrs.get("input.value")),
@@ -119,11 +197,17 @@ def span_of(raw: Any, position: int, mapping: TraceMapping, notes: Notes) -> tup
     )
     if kind is not None and not isinstance(kind, str):
         span.problem = f"openinference.span.kind is {type(kind).__name__}, not text"
+    _fill_or_problem(span, attrs, mapping, notes)
+    return span
+
+
+def _fill_or_problem(
+    span: Span, attrs: dict[str, Any], mapping: TraceMapping, notes: Notes
+) -> None:
     try:
         _fill(span, attrs, mapping, notes)
     except DataError as exc:
         span.problem = exc.problem
-    return trace_id, span
 
 
 def _attributes(attributes: Any) -> dict[str, Any]:
@@ -147,10 +231,9 @@ def _most_attributes(mapping: TraceMapping) -> int:
     return 5 * mapping.max_documents + 1_000
 
 
-def _too_many(raw: Any, span_id: str, trace_id: str, count: int, mapping: TraceMapping) -> Span:
+def _too_many(name: str, parent: Any, span_id: str, count: int, mapping: TraceMapping) -> Span:
     """A span of too many attributes to read (its documents are not read one by one)."""
-    parent = hex_id(_get(raw, "parentSpanId", "parent_span_id"), 8)
-    span = Span(span_id, parent, str(raw.get("name", "")), "", 0.0)
+    span = Span(span_id, hex_id(parent, 8), name, "", 0.0)
     span.problem = (
         f"has {count} attributes, more than max_documents={mapping.max_documents} documents "
         "would need (raise it with --map max_documents=N if they are meant)"
@@ -181,7 +264,7 @@ def _fill(span: Span, attrs: dict[str, Any], mapping: TraceMapping, notes: Notes
         if f"{prefix}0.document.content" not in attrs and f"{prefix}0.document.id" not in attrs:
             span.documents = _tool_documents(span, mapping, notes)
             return
-    if prefix is not None and any(f"{prefix}0.document.{f}" in attrs for f in _FIELDS):
+    if prefix is not None and any(key in attrs for key in _FIRST_DOCUMENT[prefix]):
         span.loader = functools.partial(_flat_documents, span, attrs, prefix, mapping, notes)
 
 
@@ -189,20 +272,26 @@ def _flat_documents(
     span: Span, attrs: dict[str, Any], prefix: str, mapping: TraceMapping, notes: Notes
 ) -> list[Document] | None:
     documents: list[Document] = []
+    get = attrs.get
     while True:
-        base = f"{prefix}{len(documents)}.document."
-        found = {f: attrs[base + f] for f in _FIELDS if base + f in attrs}
-        if not found:
+        keys = _document_keys(prefix, len(documents))
+        found = zip(_FIELDS, map(get, keys), strict=True)
+        raw = {f: value_of(v) for f, v in found if v is not None}
+        if not raw and not any(key in attrs for key in keys):
             break
         if len(documents) >= mapping.max_documents:
             raise DataError(
                 f"returned more than max_documents={mapping.max_documents} documents "
                 "(raise it with --map max_documents=N if they are meant)"
             )
-        raw = {f: value_of(v) for f, v in found.items()}
-        where = f"{base[:-1]}"
-        documents.append(document_of(raw, mapping, notes, where))
+        documents.append(document_of(raw, mapping, notes, keys[0].removesuffix(".id")))
     return documents or None
+
+
+@functools.lru_cache(maxsize=4096)
+def _document_keys(prefix: str, index: int) -> tuple[str, ...]:
+    """The attribute keys of document ``index`` (``prefix``N.document.id, ...), made once."""
+    return tuple(f"{prefix}{index}.document.{f}" for f in _FIELDS)
 
 
 def _tool_documents(span: Span, mapping: TraceMapping, notes: Notes) -> list[Document] | None:
@@ -224,41 +313,40 @@ def _tool_documents(span: Span, mapping: TraceMapping, notes: Notes) -> list[Doc
     return [document_of(d, mapping, notes, f"output.value[{i}]") for i, d in enumerate(value)]
 
 
-def otlp_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """``(line, request or DataError)`` of an OTLP JSON file: one request per line, or one
-    document over the whole file (a ``.json`` file that is not one per line)."""
-    import orjson
-
+def otlp_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """``(line, bytes, whole)`` of an OTLP JSON file: one request per line, or one document
+    over the whole file (a ``.json`` file that is not one per line: ``whole`` is True)."""
     with path.open("rb") as handle:
         first = handle.readline()
         one_per_line = first.strip().endswith(b"}") or not first.strip()
         handle.seek(0)
         if not one_per_line:
-            try:
-                yield 1, orjson.loads(handle.read())
-            except orjson.JSONDecodeError as exc:
-                yield 1, DataError(f"not valid JSON: {exc}", path=str(path))
+            yield 1, handle.read(), True
             return
         for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                try:
-                    line.decode("utf-8")
-                    problem = f"not valid JSON ({exc})"
-                except UnicodeDecodeError as bad:
-                    problem = f"not valid UTF-8 at byte {bad.start} of the line"
-                yield (
-                    number,
-                    DataError(
-                        f"{problem}: the spans on this line are lost (their traces may be "
-                        "incomplete)",
-                        path=str(path),
-                        line=number,
-                    ),
-                )
+            if line.strip():
+                yield number, line, False
+
+
+def _parsed(chunk: bytes, path: Path, number: int, whole: bool) -> Any:
+    """The JSON of a line (or of the whole file), or the DataError saying why it is none."""
+    import orjson
+
+    try:
+        return orjson.loads(chunk)
+    except orjson.JSONDecodeError as exc:
+        if whole:
+            return DataError(f"not valid JSON: {exc}", path=str(path))
+        try:
+            chunk.decode("utf-8")
+            problem = f"not valid JSON ({exc})"
+        except UnicodeDecodeError as bad:
+            problem = f"not valid UTF-8 at byte {bad.start} of the line"
+        return DataError(
+            f"{problem}: the spans on this line are lost (their traces may be incomplete)",
+            path=str(path),
+            line=number,
+        )
 
 
 def _files(source: Any) -> list[Path]:
@@ -287,17 +375,56 @@ def _read_files(
 ) -> Iterator[tuple[int, Any]]:
     for path in paths:
         grouper = Grouper(max_open, source=str(path))
-        for number, request in otlp_lines(path):
-            if isinstance(request, DataError):
-                yield number, request
-                continue
-            try:
-                for trace_id, span in _spans(request, number, mapping, notes):
-                    grouper.add(trace_id, span, number)
-            except DataError as exc:
-                yield number, exc.located(path=str(path), line=number)
+        for number, chunk, whole in otlp_lines(path):
+            fresh = _add_line(grouper, chunk, number, whole, path, mapping, notes)
+            if isinstance(fresh, DataError):
+                yield number, fresh
             yield from _samples(grouper.complete(number), mapping, notes)
+            if fresh and not isinstance(fresh, DataError):
+                _detach(grouper, fresh)
         yield from _samples(grouper.finish(), mapping, notes)
+
+
+def _add_line(
+    grouper: Grouper,
+    chunk: bytes,
+    number: int,
+    whole: bool,
+    path: Path,
+    mapping: TraceMapping,
+    notes: Notes,
+) -> list[tuple[str, dict[str, Any]]] | DataError:
+    """Adds the spans of one line to ``grouper``: by the fast path when the line is in the
+    common spelling (the attributes of the spans whose documents are still to read are
+    returned), else by the general one. A line that cannot be read is its DataError."""
+    typed = decode(chunk)
+    if typed is not None:
+        fresh = []
+        for raw in typed:
+            trace_id, span, attrs = typed_span_of(raw, number, mapping, notes)
+            grouper.add(trace_id, span, number)
+            if span.loader is not None:
+                fresh.append((trace_id, attrs))
+        return fresh
+    request = _parsed(chunk, path, number, whole)
+    if isinstance(request, DataError):
+        return request
+    try:
+        for trace_id, span in _spans(request, number, mapping, notes):
+            grouper.add(trace_id, span, number)
+    except DataError as exc:
+        return exc.located(path=str(path), line=number)
+    return []
+
+
+def _detach(grouper: Grouper, fresh: list[tuple[str, dict[str, Any]]]) -> None:
+    """The raw attribute values of the spans of a trace still open once its line is done are
+    copied out of the line's bytes, so an open trace does not keep a whole line in memory."""
+    for trace_id, attrs in fresh:
+        if grouper.is_open(trace_id):
+            for key, value in attrs.items():
+                if type(value) is _RAW:
+                    attrs[key] = value.copy()
 
 
 def _samples(

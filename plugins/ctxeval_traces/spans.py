@@ -16,6 +16,7 @@ from typing import Any
 
 __all__ = ["Document", "Span", "hex_id", "text_of"]
 
+_LOWER_HEX = "0123456789abcdef"
 KINDS = ("RETRIEVER", "RERANKER", "TOOL", "MCP", "LLM", "CHAIN", "AGENT", "EMBEDDING")
 
 
@@ -68,6 +69,8 @@ def hex_id(value: Any, size: int) -> str | None:
         return None
     if not isinstance(value, str):
         return str(value)
+    if len(value) == 2 * size and not value.strip(_LOWER_HEX):  # the common case: as it is
+        return value
     if len(value) == 2 * size:
         try:
             int(value, 16)
