@@ -366,6 +366,9 @@ class ContextNuggetRecall(BaseMetric):
                     f"({self.source}) to write them from",
                     details=settings,
                 )
+            if not any(c.strip() for c in sample.retrieved_contexts or ()):
+                # decided without the judge, as the other recall metrics decide it
+                return MetricResult.ok(0.0, details={**settings, "nothing_retrieved": True})
             [units] = await self.extractor.extract([material], ctx)
             nuggets = tuple(Nugget(u.text, u.label or "vital") for u in units)
         if not nuggets:
