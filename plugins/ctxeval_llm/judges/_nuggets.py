@@ -47,7 +47,7 @@ from ctxeval_llm._ask.prompt import Prompt
 
 from . import fact_prompts as fp
 from ._metrics import SharedJudgements, _judgement_key, _listing, _provenance, _size, _versions
-from .nugget_files import NUGGET_VARIANTS, Nugget, nugget_scores, nuggets_of, read_nuggets
+from .nugget_files import NUGGET_VARIANTS, Nugget, NuggetsFile, nugget_scores, nuggets_of
 
 __all__ = ["ContextNuggetRecall", "NuggetExtractor", "NuggetSupportJudge", "shared_ask"]
 
@@ -260,16 +260,14 @@ class ContextNuggetRecall(BaseMetric):
     nuggets of each sample, by sample id (TREC's, or your own); nothing is written then."""
     llm: Any = attrs.field(default=None, repr=False)
     """The LLM (default: the run's ``llm=``)."""
-    _given: Mapping[str, tuple[Nugget, ...]] = attrs.field(
-        init=False, factory=dict, repr=False, eq=False
-    )
+    _given: NuggetsFile | None = attrs.field(init=False, default=None, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         if self.nuggets_file is not None:
             if not isinstance(self.nuggets_file, str | Path):
                 raise ValueError(f"nuggets_file must be a path, got {self.nuggets_file!r}")
-            object.__setattr__(self, "_given", read_nuggets(self.nuggets_file))
+            object.__setattr__(self, "_given", NuggetsFile.index(self.nuggets_file))
 
     # --- what the run reads ------------------------------------------------------------------
 
@@ -319,9 +317,15 @@ class ContextNuggetRecall(BaseMetric):
         """The nuggets the sample or the file gives, None when they are to be written."""
         if "nuggets" in sample.metadata:
             return nuggets_of(sample.metadata["nuggets"], sample_id=sample_id)
-        if self.nuggets_file is None:
+        if self._given is None:
             return None
-        found = self._given.get(sample_id or "")
+        if sample_id is None:
+            raise DataError(
+                f"the sample has no id, so its line of {self.nuggets_file} cannot be found",
+                field="id",
+                hint="give each sample an id: the qid of its nuggets",
+            )
+        found = self._given.get(sample_id)
         if found is None:
             raise DataError(
                 f"the nuggets file {self.nuggets_file} has no line for this sample",
