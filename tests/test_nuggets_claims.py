@@ -385,3 +385,79 @@ def test_on_random_tables_equal_to_ragcheckers_formula() -> None:
             [[labels[j][i].capitalize() for j in range(n_chunks)] for i in range(n_claims)]
         )
         assert anyio.run(by_table, labels) == theirs
+
+
+# --- the scripted judge (ctxeval serve-judge) answers the new prompts ---------------------------
+
+FACT_VARIABLES = {
+    "nuggets": {
+        "question": "Where is the Eiffel Tower?",
+        "max_nuggets": "1",
+        "material": "[1] The Eiffel Tower is in Paris. It opened in 1889.\n[2] It is tall.",
+    },
+    "nugget_support": {
+        "question": "Where is the Eiffel Tower?",
+        "nugget": "in Paris",
+        "context": "[1] The Eiffel Tower is in Paris.",
+    },
+    "nugget_support_batch": {
+        "question": "Where is the Eiffel Tower?",
+        "context": "[1] The Eiffel Tower is in Paris.",
+        "nuggets": "[1] in Paris\n[2] in Paris, France\n[3] built by Romans",
+    },
+    "claims": {"question": "Where?", "text": "The tower is in Paris. It opened in 1889."},
+    "claim_entailment": {
+        "question": "Where?",
+        "passage": "The Eiffel Tower is in Paris.",
+        "claims": "[1] The tower is in Paris.\n[2] It opened in 1889.",
+    },
+}
+FACT_ANSWERS = {
+    "nuggets": {"nuggets": [{"text": "The Eiffel Tower is in Paris.", "importance": "vital"}]},
+    "nugget_support": "support",
+    "nugget_support_batch": ["support", "partial_support", "not_support"],
+    "claims": {"claims": ["The tower is in Paris.", "It opened in 1889."]},
+    "claim_entailment": ["entailment", "neutral"],
+}
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "json_object", "prompt"])
+@pytest.mark.parametrize("name", list(FACT_VARIABLES))
+def test_the_scripted_judge_answers_every_new_prompt(name: str, mode: str) -> None:
+    from ctxeval._judge_server.answers import KINDS, answer, prompt_kind
+    from ctxeval_llm.judges import fact_prompts
+
+    prompt = {p.name: p for p in vars(fact_prompts).values() if hasattr(p, "check")}[name]
+    request: dict[str, Any] = {
+        "messages": prompt.messages(FACT_VARIABLES[name], schema_in_prompt=mode != "json_schema")
+    }
+    if mode == "json_schema":
+        request["response_format"] = prompt.response_format()
+    elif mode == "json_object":
+        request["response_format"] = {"type": "json_object"}
+    assert name in KINDS
+    assert prompt_kind(request) == name
+    given = answer(request)
+    expect = {"nugget_support_batch": 3, "claim_entailment": 2}.get(name)
+    checked = prompt.check(given, expect)  # raises MalformedOutputError if not
+    wanted = FACT_ANSWERS[name]
+    if name == "nugget_support":
+        assert checked["support"] == wanted
+    elif name == "nugget_support_batch":
+        assert [a["support"] for a in checked] == wanted
+    elif name == "claim_entailment":
+        assert [a["label"] for a in checked] == wanted
+    else:
+        assert given == wanted
+
+
+def test_the_three_metrics_run_against_the_scripted_judge() -> None:
+    from fakes.openai_server import scripted_judge
+
+    with FakeOpenAI(scripted_judge) as fake:
+        rows = run(
+            [sample(retrieved_contexts=CHUNKS + RETRIEVED)],
+            [nugget_recall(), "claim_recall", "claim_context_precision"],
+            fake,
+        ).results
+    assert [r.status for r in rows] == [Status.OK] * 3, [r.reason for r in rows]
