@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 import ctxeval
+import ctxeval.runners
 from ctxeval import DataError, RetryPolicy, Status
 from ctxeval.cli import main
 from ctxeval_llm import LLMConfig
@@ -461,3 +462,32 @@ def test_the_three_metrics_run_against_the_scripted_judge() -> None:
             fake,
         ).results
     assert [r.status for r in rows] == [Status.OK] * 3, [r.reason for r in rows]
+
+
+def test_a_sample_without_an_id_says_so_with_a_nuggets_file(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = tmp_path / "nuggets.jsonl"
+    path.write_text(
+        json.dumps({"qid": "0", "nuggets": ["330 metres tall"]}) + "\n", encoding="utf-8"
+    )
+    no_id = {k: v for k, v in sample().items() if k != "id"}
+    [row] = run([no_id], [nugget_recall(nuggets_file=str(path))], server).results
+    assert row.status is Status.ERROR
+    assert "has no id" in row.reason
+    assert "give each sample an id" in row.reason
+
+
+@pytest.mark.slow
+def test_the_processes_runner_gives_the_local_rows(server: FakeOpenAI, tmp_path: Path) -> None:
+    path = tmp_path / "nuggets.jsonl"
+    record = {"qid": "q1", "nuggets": [{"text": t, "importance": i} for t, i in NUGGETS]}
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    metrics = [nugget_recall(nuggets_file=str(path)), "claim_recall", "claim_context_precision"]
+    samples = [sample(retrieved_contexts=CHUNKS)]
+    options = {"llm": llm(server), "retry": FAST, "cache": None}
+    local = ctxeval.evaluate(samples, metrics, **options)
+    runner = ctxeval.runners.get_runner("processes", workers=2)
+    spread = ctxeval.evaluate(samples, metrics, runner=runner, **options)
+    assert [r.score for r in spread.results] == [r.score for r in local.results]
+    assert [r.score for r in local.results] == [1 / 3, 2 / 3, 2 / 4]
