@@ -491,3 +491,13 @@ def test_the_processes_runner_gives_the_local_rows(server: FakeOpenAI, tmp_path:
     spread = ctxeval.evaluate(samples, metrics, runner=runner, **options)
     assert [r.score for r in spread.results] == [r.score for r in local.results]
     assert [r.score for r in local.results] == [1 / 3, 2 / 3, 2 / 4]
+
+
+def test_other_nuggets_in_the_file_change_the_fingerprint(tmp_path: Path) -> None:
+    path = tmp_path / "nuggets.jsonl"
+    path.write_text(json.dumps({"qid": "q1", "nuggets": ["a fact"]}) + "\n", encoding="utf-8")
+    first = nugget_recall(nuggets_file=str(path)).fingerprint_data  # type: ignore[attr-defined]
+    path.write_text(json.dumps({"qid": "q1", "nuggets": ["b fact"]}) + "\n", encoding="utf-8")
+    second = nugget_recall(nuggets_file=str(path)).fingerprint_data  # type: ignore[attr-defined]
+    assert first != second
+    assert first.startswith("nuggets@1,max=30,nugget_support_batch@1,nuggets=")

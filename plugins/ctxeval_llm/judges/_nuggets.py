@@ -285,9 +285,9 @@ class ContextNuggetRecall(BaseMetric):
 
     @property
     def fingerprint_data(self) -> str:
-        """The prompt versions (and the nuggets file's name: a resumed run with other nuggets
-        recomputes its rows)."""
-        given = f",file={self.nuggets_file}" if self.nuggets_file else ""
+        """The prompt versions (and a hash of the nuggets file: a resumed run with other
+        nuggets recomputes its rows)."""
+        given = f",nuggets={self._given.digest}" if self._given is not None else ""
         return f"{self.extractor.fingerprint_data},{self.judge.fingerprint_data}{given}"
 
     def default_name(self) -> str:

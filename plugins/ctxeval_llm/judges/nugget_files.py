@@ -19,6 +19,7 @@ track's primary measure), ``weighted`` gives a vital nugget weight 1 and an okay
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
@@ -165,6 +166,8 @@ class NuggetsFile:
 
     path: str
     offsets: Mapping[str, int] = attrs.field(repr=False)
+    digest: str = ""
+    """A hash of the file's bytes (a resumed run whose nuggets changed recomputes its rows)."""
 
     @classmethod
     def index(cls, path: str | Path) -> NuggetsFile:
@@ -181,14 +184,16 @@ class NuggetsFile:
             raise DataError(
                 f"cannot read the nuggets file: {exc.strerror or exc}", path=name
             ) from exc
+        content = hashlib.blake2b(digest_size=8)
         with handle:
             offset = 0
             for number, line in enumerate(handle, start=1):
+                content.update(line)
                 if line.strip():
                     qid, _ = _record(line, name, number, offsets)
                     offsets[qid] = offset
                 offset += len(line)
-        return cls(name, offsets)
+        return cls(name, offsets, content.hexdigest())
 
     def get(self, qid: str) -> tuple[Nugget, ...] | None:
         """The nuggets of ``qid``, None when the file has no line for it."""
