@@ -501,3 +501,18 @@ def test_other_nuggets_in_the_file_change_the_fingerprint(tmp_path: Path) -> Non
     second = nugget_recall(nuggets_file=str(path)).fingerprint_data  # type: ignore[attr-defined]
     assert first != second
     assert first.startswith("nuggets@1,max=30,nugget_support_batch@1,nuggets=")
+
+
+def test_an_answer_short_of_nuggets_is_asked_again_then_an_error_row() -> None:
+    def short(request: dict[str, Any]) -> str | None:
+        if prompt_name(request) == "nugget_support_batch":
+            return json.dumps({"assignments": [{"reason": "one", "support": "support"}]})
+        return None
+
+    judge = Judge(nuggets={REFERENCE: NUGGETS}, fallback=short)
+    with FakeOpenAI(judge) as fake:
+        [row] = run([sample()], [nugget_recall()], fake).results
+        asked = kinds(fake).count("nugget_support_batch")
+    assert row.status is Status.ERROR
+    assert "1 items; 4 were asked for" in row.reason
+    assert asked >= 2  # re-asked with the error, never scored from a short answer
