@@ -516,3 +516,17 @@ def test_an_answer_short_of_nuggets_is_asked_again_then_an_error_row() -> None:
     assert row.status is Status.ERROR
     assert "1 items; 4 were asked for" in row.reason
     assert asked >= 2  # re-asked with the error, never scored from a short answer
+
+
+def test_blank_chunks_never_reach_the_judge(server: FakeOpenAI) -> None:
+    chunks = [*CHUNKS[:2], "  "]
+    metrics = [nugget_recall(), "claim_recall", "claim_context_precision"]
+    rows = run([sample(retrieved_contexts=chunks)], metrics, server).results
+    assert [r.score for r in rows] == [1 / 3, 2 / 3, 2 / 3]  # the blank chunk entails nothing
+    assert sorted(kinds(server)) == ["claim_entailment"] * 2 + [
+        "claims",
+        "nugget_support_batch",
+        "nuggets",
+    ]
+    support = next(r for r in server.requests if prompt_name(r) == "nugget_support_batch")
+    assert "[3]" not in support["messages"][-1]["content"].split("\nNuggets:\n")[0]

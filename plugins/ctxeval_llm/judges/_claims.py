@@ -47,6 +47,7 @@ from ._nuggets import _question, shared_ask
 __all__ = ["ClaimChecker", "ClaimContextPrecision", "ClaimExtractor", "ClaimRecall"]
 
 _NEEDS: tuple[Dependency, ...] = ()
+_BLANK = {"label": "neutral", "reason": "the chunk is blank: nothing to check"}
 
 
 @attrs.frozen(kw_only=True)
@@ -121,6 +122,7 @@ class ClaimChecker:
         return [
             _size(fp.CLAIM_ENTAILMENT, {"question": question, "passage": c, "claims": listing})
             for c in chunks
+            if c.strip()
         ]
 
     async def table(
@@ -131,6 +133,9 @@ class ClaimChecker:
         listing, question = _listing(claims), _question(ctx.sample)
 
         async def one(index: int, chunk: str) -> None:
+            if not chunk.strip():  # an empty context never reaches a judge
+                out[index] = [_BLANK] * len(claims)
+                return
             variables = {"question": question, "passage": chunk, "claims": listing}
             out[index], _ = await shared_ask(
                 ctx, self.llm, fp.CLAIM_ENTAILMENT, variables, expect=len(claims)

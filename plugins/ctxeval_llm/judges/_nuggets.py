@@ -169,7 +169,8 @@ class NuggetSupportJudge:
         self, items: Sequence[str], candidates: Sequence[str], sample: Sample | None
     ) -> list[dict[str, str]]:
         """The variables of each request judging ``items``."""
-        base = {"question": _question(sample), "context": _listing(candidates)}
+        context = _listing([c for c in candidates if c.strip()])  # (blank chunks: not sent)
+        base = {"question": _question(sample), "context": context}
         if self.batch:
             return [{**base, "nuggets": _listing(items)}] if items else []
         return [{**base, "nugget": item} for item in items]
@@ -179,7 +180,7 @@ class NuggetSupportJudge:
     ) -> list[int]:
         """The prompt size (characters) of each request judging ``items``; none without
         candidates (nothing retrieved: every nugget is not supported)."""
-        if not candidates:
+        if not any(c.strip() for c in candidates):
             return []
         return [_size(self.prompt, v) for v in self.requests(items, candidates, sample)]
 
