@@ -530,3 +530,18 @@ def test_blank_chunks_never_reach_the_judge(server: FakeOpenAI) -> None:
     ]
     support = next(r for r in server.requests if prompt_name(r) == "nugget_support_batch")
     assert "[3]" not in support["messages"][-1]["content"].split("\nNuggets:\n")[0]
+
+
+def test_a_prompt_over_the_window_is_an_error_row_never_sent(server: FakeOpenAI) -> None:
+    small = LLMConfig(
+        model="openai/fake-judge",
+        api_base=server.url,
+        api_key="sk-test-0123456789",
+        context_window=64,
+    )
+    metrics = [nugget_recall(), "claim_recall"]
+    rows = ctxeval.evaluate([sample()], metrics, llm=small, retry=FAST, cache=None).results
+    assert [r.status for r in rows] == [Status.ERROR, Status.ERROR]
+    assert "'nuggets' prompt" in rows[0].reason
+    assert "'claims' prompt" in rows[1].reason
+    assert server.count == 0
