@@ -545,3 +545,13 @@ def test_a_prompt_over_the_window_is_an_error_row_never_sent(server: FakeOpenAI)
     assert "'nuggets' prompt" in rows[0].reason
     assert "'claims' prompt" in rows[1].reason
     assert server.count == 0
+
+
+def test_the_nuggets_of_a_run_folder_export(server: FakeOpenAI, tmp_path: Path) -> None:
+    ev = run([sample()], [nugget_recall()], server)
+    ev.to_jsonl(tmp_path / "results.jsonl")
+    lines = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    [record] = records_of(json.loads(line) for line in lines)
+    assert record == next(records_of(ev.results))
+    assert record["qid"] == "q1"
+    assert [n["importance"] for n in record["nuggets"]] == [i for _, i in NUGGETS]

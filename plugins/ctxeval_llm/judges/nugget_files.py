@@ -242,14 +242,18 @@ def write_nuggets(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int
 
 
 def records_of(rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
-    """The nuggetizer records of ``context_nugget_recall`` rows (``MetricResult``s with a
-    ``sample_id``): each judged row's nuggets, importance and assignment."""
+    """The nuggetizer records of ``context_nugget_recall`` rows (``MetricResult``s, or the
+    rows of a run's ``results.jsonl`` as dicts): each judged row's nuggets, importance and
+    assignment."""
     for row in rows:
-        details = getattr(row, "details", None) or {}
+        if isinstance(row, Mapping):
+            details, sample_id = row.get("details") or {}, row.get("sample_id")
+        else:
+            details, sample_id = getattr(row, "details", None) or {}, row.sample_id
         nuggets = details.get("nuggets")
         if not nuggets:
             continue
-        record: dict[str, Any] = {"qid": str(row.sample_id)}
+        record: dict[str, Any] = {"qid": str(sample_id)}
         if details.get("query"):
             record["query"] = details["query"]
         record["nuggets"] = [
