@@ -555,3 +555,15 @@ def test_the_nuggets_of_a_run_folder_export(server: FakeOpenAI, tmp_path: Path) 
     assert record == next(records_of(ev.results))
     assert record["qid"] == "q1"
     assert [n["importance"] for n in record["nuggets"]] == [i for _, i in NUGGETS]
+
+
+def test_an_error_row_names_its_judge(server: FakeOpenAI) -> None:
+    def broken(request: dict[str, Any]) -> str | None:
+        return json.dumps({"nuggets": "not a list"})
+
+    judge = Judge(fallback=broken)
+    with FakeOpenAI(judge) as fake:
+        [row] = run([sample()], [nugget_recall()], fake).results
+    assert row.status is Status.ERROR
+    prompts_named = [j["prompts"] for j in row.details["provenance"]["judges"]]
+    assert prompts_named == [["nuggets@1"], ["nugget_support_batch@1"]]

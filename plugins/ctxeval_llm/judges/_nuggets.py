@@ -299,7 +299,8 @@ class ContextNuggetRecall(BaseMetric):
     def settings(self) -> dict[str, Any]:
         return {"variant": self.variant}
 
-    def provenance(self, ctx: RunContext, extracted: bool) -> dict[str, Any]:
+    def provenance(self, ctx: RunContext, extracted: bool = True) -> dict[str, Any]:
+        """Who judged a row: the nugget writer (when it wrote them) and the support judge."""
         judges = [self.judge.provenance(ctx)]
         if extracted:
             judges.insert(0, self.extractor.provenance(ctx))
