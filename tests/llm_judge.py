@@ -26,6 +26,11 @@ def prompt_name(request: Mapping[str, Any]) -> str:
         ("attribution", "split the answer into its statements"),
         ("attribution_given", "numbered statements, decide for each statement"),
         ("entity_presence", "For each numbered entity"),
+        ("nugget_support_batch", "Judge every numbered nugget"),
+        ("nugget_support", "You judge whether information nuggets"),
+        ("nuggets", "You write the information nuggets"),
+        ("claims", "You split a text into its atomic claims"),
+        ("claim_entailment", "You check claims against one passage"),
     ]:
         if marker in system:
             return name
@@ -49,6 +54,10 @@ class Judge:
         statements: statement -> 0/1 (attribution of statements already split).
         grades: chunk -> 0..3 (graded relevance; a chunk not listed is graded 0).
         sufficient: question -> 0/1 (context sufficiency; a question not listed gets 0).
+        nuggets: reference material -> [(text, importance)] (a text not listed: no nugget).
+        support: nugget -> support label (a nugget not listed: ``not_support``).
+        claims: reference -> claims (a text not listed: no claim).
+        entails: retrieved chunk -> the claims it entails (others: ``neutral``).
     """
 
     def __init__(
@@ -62,7 +71,15 @@ class Judge:
         grades: Mapping[str, int] | None = None,
         sufficient: Mapping[str, int] | None = None,
         fallback: Callable[[Mapping[str, Any]], str | Reply] | None = None,
+        nuggets: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+        support: Mapping[str, str] | None = None,
+        claims: Mapping[str, Sequence[str]] | None = None,
+        entails: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        self.nuggets = dict(nuggets or {})
+        self.support = dict(support or {})
+        self.claims = dict(claims or {})
+        self.entails = dict(entails or {})
         self.entities = dict(entities or {})
         self.verdicts = dict(verdicts or {})
         self.attributions = dict(attributions or {})
@@ -140,8 +157,41 @@ class Judge:
                     ]
                 }
             )
+        if name in _FACTS:
+            return self.facts(name, text)
         if name in ("sufficiency", "sufficiency_with_reference"):
             question = text.split("\n", 1)[0].removeprefix("Question: ")
             flag = self.sufficient.get(question, 0)
             return json.dumps({"reason": f"scripted {flag}", "sufficient": flag})
         raise AssertionError(name)
+
+    def facts(self, name: str, text: str) -> str:
+        """The nugget and claim prompts (#55)."""
+        if name == "nuggets":
+            material = text.split("\nReference material:\n", 1)[1]
+            found = [{"text": t, "importance": i} for t, i in self.nuggets.get(material, [])]
+            return json.dumps({"nuggets": found})
+        if name == "nugget_support":
+            nugget = text.split("\nNugget: ", 1)[1].split("\nContext:\n", 1)[0]
+            label = self.support.get(nugget, "not_support")
+            return json.dumps({"reason": f"scripted {label}", "support": label})
+        if name == "nugget_support_batch":
+            listing = text.split("\nNuggets:\n", 1)[1]
+            labels = [self.support.get(n, "not_support") for n in _numbered(listing)]
+            return json.dumps(
+                {"assignments": [{"reason": f"scripted {x}", "support": x} for x in labels]}
+            )
+        if name == "claims":
+            reference = text.split("\nText: ", 1)[1]
+            return json.dumps({"claims": list(self.claims.get(reference, []))})
+        passage, listing = text.split("\nPassage: ", 1)[1].split("\nClaims:\n", 1)
+        held = self.entails.get(passage, ())
+        labels = ["entailment" if c in held else "neutral" for c in _numbered(listing)]
+        return json.dumps({"labels": [{"reason": f"scripted {x}", "label": x} for x in labels]})
+
+
+_FACTS = ("nuggets", "nugget_support", "nugget_support_batch", "claims", "claim_entailment")
+
+
+def _numbered(listing: str) -> list[str]:
+    return [re.sub(r"^\[\d+\] ", "", line) for line in listing.split("\n")]

@@ -7,7 +7,11 @@ Registered through the ``ctxeval`` distribution's entry points, like any plugin:
   ``llm_context_precision_without_reference`` (alias ``context_utilization``) and
   ``llm_context_recall`` (alias ``context_recall``);
 * extractor ``llm`` (named entities) and matcher ``llm`` (entity presence), used by
-  ``context_entity_recall``.
+  ``context_entity_recall``;
+* ``context_relevance``, ``context_sufficiency``, and the fact-level metrics
+  ``context_nugget_recall`` (TREC RAG's nuggets), ``claim_recall`` and
+  ``claim_context_precision`` (RAGChecker), with their parts (extractors ``llm_nuggets``,
+  ``llm_claims``; matcher ``llm_nugget_support``).
 
 Give the run an LLM with ``llm=``: a litellm model string (``"openai/gpt-4o-mini"``), a dict or
 :class:`LLMConfig`, or your own async callable. Nothing heavy is imported until a request is

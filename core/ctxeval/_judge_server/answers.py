@@ -17,7 +17,13 @@ shape of its last (user) message. The answers:
 * ``relevance`` / ``relevance_batch``: the grade (0 to 3) from the share of the query's content
   words in the passage: 0 for none, 1 for less than half, 2 for half or more, 3 for all;
 * ``sufficiency``: 1 when at least half the question's content words are in the contexts;
-  ``sufficiency_with_reference``: the same with the reference answer's words.
+  ``sufficiency_with_reference``: the same with the reference answer's words;
+* ``nuggets``: each sentence of the reference material a nugget, vital when it holds half the
+  question's content words or more, else okay (at most the number asked for);
+* ``nugget_support`` / ``nugget_support_batch``: ``support`` when every content word of the
+  nugget is in the context, ``partial_support`` for half or more, else ``not_support``;
+* ``claims``: the text's sentences; ``claim_entailment``: ``entailment`` when at least half
+  the claim's content words are in the passage, else ``neutral``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,11 @@ KINDS = (
     "relevance_batch",
     "sufficiency",
     "sufficiency_with_reference",
+    "nuggets",
+    "nugget_support",
+    "nugget_support_batch",
+    "claims",
+    "claim_entailment",
 )
 """The prompts the scripted judge answers (ctxeval's LLM-metric prompts, by name)."""
 
@@ -195,6 +206,11 @@ def _kind_of_schema(schema: Any) -> str | None:
         frozenset({"reason", "grade"}): "relevance",
         frozenset({"grades"}): "relevance_batch",
         frozenset({"reason", "sufficient"}): "sufficiency",
+        frozenset({"nuggets"}): "nuggets",
+        frozenset({"reason", "support"}): "nugget_support",
+        frozenset({"assignments"}): "nugget_support_batch",
+        frozenset({"claims"}): "claims",
+        frozenset({"labels"}): "claim_entailment",
     }
     if frozenset(keys) in simple:
         return simple[frozenset(keys)]
@@ -242,6 +258,9 @@ def _kind_of_user_text(text: str) -> str | None:
         return "entity_presence"
     if not text.startswith("Question: "):
         return None
+    fact = _fact_kind(text)
+    if fact is not None:
+        return fact
     if "\nStatements:\n" in text:
         return "attribution_given"
     if "\nContexts:\n" in text:
@@ -251,6 +270,20 @@ def _kind_of_user_text(text: str) -> str | None:
         return "usefulness"
     if 0 <= context_at < answer_at:
         return "attribution"
+    return None
+
+
+def _fact_kind(text: str) -> str | None:
+    """The nugget and claim prompts, by their user message (which begins ``Question: ``)."""
+    for marker, kind in (
+        ("\nReference material:\n", "nuggets"),
+        ("\nNuggets:\n", "nugget_support_batch"),
+        ("\nNugget: ", "nugget_support"),
+        ("\nClaims:\n", "claim_entailment"),
+        ("\nText: ", "claims"),
+    ):
+        if marker in text:
+            return kind
     return None
 
 
@@ -316,6 +349,8 @@ def answer(request: Mapping[str, Any]) -> dict[str, Any]:
     """
     kind = prompt_kind(request)
     text = str(_messages(request)[-1]["content"])
+    if kind in _FACT_KINDS:
+        return _fact_answer(kind, text)
     if kind == "entities":
         (body,) = _between(text, "Text: ")
         return {"entities": entities_of(body)}
@@ -371,3 +406,48 @@ def answer(request: Mapping[str, Any]) -> dict[str, Any]:
     _, context, listing = _between(text, "Question: ", "\nContext: ", "\nStatements:\n")
     judged = _statements(_numbered(listing), context)
     return {"verdicts": [{"reason": r, "attributed": v} for _, v, r in judged]}
+
+
+_FACT_KINDS = ("nuggets", "nugget_support", "nugget_support_batch", "claims", "claim_entailment")
+
+
+def _support(nugget: str, context: str) -> dict[str, str]:
+    found, total, _ = _overlap(nugget, context)
+    if total and found == total:
+        label = "support"
+    elif total and found / total >= SHARE:
+        label = "partial_support"
+    else:
+        label = "not_support"
+    return {"reason": f"{_LABEL}: {found} of {total} words of the nugget are in the context",
+            "support": label}  # fmt: skip
+
+
+def _fact_answer(kind: str, text: str) -> dict[str, Any]:
+    """The answers to the nugget and claim prompts (#55)."""
+    if kind == "nuggets":
+        question, most, material = _between(
+            text, "Question: ", "\nAt most: ", "\nReference material:\n"
+        )
+        count = int(most.split()[0]) if most.split() and most.split()[0].isdigit() else 30
+        nuggets = []
+        for part in _numbered(material) or [material]:
+            for sentence in sentences_of(part):
+                vital, _ = _judge(question, sentence, "question")
+                nuggets.append({"text": sentence, "importance": "vital" if vital else "okay"})
+        return {"nuggets": nuggets[:count]}
+    if kind == "nugget_support":
+        _, nugget, context = _between(text, "Question: ", "\nNugget: ", "\nContext:\n")
+        return _support(nugget, context)
+    if kind == "nugget_support_batch":
+        _, context, listing = _between(text, "Question: ", "\nContext:\n", "\nNuggets:\n")
+        return {"assignments": [_support(n, context) for n in _numbered(listing)]}
+    if kind == "claims":
+        _, body = _between(text, "Question: ", "\nText: ")
+        return {"claims": sentences_of(body)}
+    _, passage, listing = _between(text, "Question: ", "\nPassage: ", "\nClaims:\n")
+    labels = []
+    for claim in _numbered(listing):
+        entailed, reason = _judge(claim, passage, "claim")
+        labels.append({"reason": reason, "label": "entailment" if entailed else "neutral"})
+    return {"labels": labels}

@@ -60,7 +60,11 @@ def suggest_metric_names(name: str, registered: Iterable[str]) -> list[str]:
         IR_SPELLINGS.get(measure, measure) + cut
         for measure in difflib.get_close_matches(stem.lower(), measures, n=1, cutoff=0.6)
     ]
-    registered_close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    registered_close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    # a name's family first (``id_context_precision``: ``id_based_context_precision`` before
+    # ``claim_context_precision``), then the closest
+    family = name.split("_", 1)[0] + "_"
+    registered_close.sort(key=lambda known_name: not known_name.startswith(family))
     # a name with a cut-off is most likely an IR name; another, a registered one
     found: list[str] = ir + registered_close if cut else registered_close or ir
     return list(dict.fromkeys(found))[:2]
