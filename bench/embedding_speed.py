@@ -43,7 +43,6 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +104,11 @@ class NumpyFloor:
         while True:  # once when every word is known, else twice
             try:
                 flat: list[int] = []
+                extend = flat.extend  # (the fastest of a chain of maps, a comprehension, this)
                 offsets = [0]
                 for text in texts:  # (the ids of a text: its words' ids, one after the other)
-                    flat.extend(chain.from_iterable(map(words.__getitem__, text.split(" "))))
+                    for word in text.split(" "):
+                        extend(words[word])
                     offsets.append(len(flat))
                 break
             except KeyError:  # tokenise the words not seen yet, each once

@@ -16,9 +16,14 @@ For each client it reports wall time against the physical limit
 * ``litellm``: the ``litellm`` transport on asyncio;
 * ``bare/aiohttp``: no ctxeval, the floor: the same requests (the same bodies, as ctxeval
   builds them) sent by a bare ``aiohttp.ClientSession`` at the same concurrency, each answer
-  read and parsed as JSON. ``ctxeval / bare`` below is the ratio of the CPU per request of each
-  client to this one's, measured side by side in the same run (on a busy or slow machine the
-  absolute figures move together; the ratio much less).
+  read and parsed as JSON. ``ctxeval / floor`` below is the ratio of the CPU per request of
+  each client to its floor's, measured side by side in the same run (on a busy or slow machine the
+  absolute figures move together; the ratio much less);
+* ``bare/httpx`` and ``bare/httpx-trio``: the same by a bare ``httpx.AsyncClient`` on asyncio
+  and on trio (#58). Each ctxeval path is compared with the floor of the library it used on
+  the same async library (aiohttp: ``bare/aiohttp``; httpx on asyncio: ``bare/httpx``; on
+  trio: ``bare/httpx-trio``; litellm, which sends through httpx: ``bare/httpx``), run by run:
+  the table gives the median and the best of those ratios.
 
 Each measured run is a fresh process (warmed up by 20 samples first), the clients alternating:
 litellm's import alone (its threads, and a heap the garbage collector walks) would add CPU to
@@ -351,9 +356,14 @@ def main() -> None:
         for _ in range(args.repeat):  # the clients alternating
             for client in chosen:
                 results[client].append(measure(url, client, args))
+                print(f"  {client}: {json.dumps(results[client][-1])}", file=sys.stderr)
     finally:
         server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # (a loaded machine: its threads still closing)
+            server.kill()
+            server.wait()
     requests = args.samples * args.chunks
     limit = math.ceil(requests / args.concurrency) * args.latency
     latency_ms = args.latency * 1000
