@@ -67,7 +67,7 @@ sys.path.insert(0, sys.argv[4])
 from llm_throughput import bare_run
 url, data, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3])
 samples = [json.loads(line) for line in open(data, encoding="utf-8")]
-wall, cpu, sent = bare_run(url, samples, concurrency)
+wall, cpu, sent = bare_run(url, "bare/aiohttp", samples, concurrency)
 print(json.dumps({"wall": wall, "cpu": cpu, "rows": len(samples), "lost": 0}))
 """
 FLOOR = "bare aiohttp (floor)"

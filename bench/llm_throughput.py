@@ -16,9 +16,14 @@ For each client it reports wall time against the physical limit
 * ``litellm``: the ``litellm`` transport on asyncio;
 * ``bare/aiohttp``: no ctxeval, the floor: the same requests (the same bodies, as ctxeval
   builds them) sent by a bare ``aiohttp.ClientSession`` at the same concurrency, each answer
-  read and parsed as JSON. ``ctxeval / bare`` below is the ratio of the CPU per request of each
-  client to this one's, measured side by side in the same run (on a busy or slow machine the
-  absolute figures move together; the ratio much less).
+  read and parsed as JSON. ``ctxeval / floor`` below is the ratio of the CPU per request of
+  each client to its floor's, measured side by side in the same run (on a busy or slow machine the
+  absolute figures move together; the ratio much less);
+* ``bare/httpx`` and ``bare/httpx-trio``: the same by a bare ``httpx.AsyncClient`` on asyncio
+  and on trio (#58). Each ctxeval path is compared with the floor of the library it used on
+  the same async library (aiohttp: ``bare/aiohttp``; httpx on asyncio: ``bare/httpx``; on
+  trio: ``bare/httpx-trio``; litellm, which sends through httpx: ``bare/httpx``), run by run:
+  the table gives the median and the best of those ratios.
 
 Each measured run is a fresh process (warmed up by 20 samples first), the clients alternating:
 litellm's import alone (its threads, and a heap the garbage collector walks) would add CPU to
@@ -80,7 +85,12 @@ CLIENTS: dict[str, tuple[str, str, str | None]] = {
     "openai/trio": ("openai", "trio", None),
     "litellm": ("litellm", "asyncio", None),
     "bare/aiohttp": ("bare", "asyncio", None),
+    "bare/httpx": ("bare", "asyncio", "httpx"),
+    "bare/httpx-trio": ("bare", "trio", "httpx"),
 }
+FLOORS = {"bare/aiohttp": "aiohttp", "bare/httpx": "httpx", "bare/httpx-trio": "httpx"}
+"""Each bare client, and the library it floors: a ctxeval path is compared with the bare
+client of the library it used, on the same async library (httpx on trio with bare/httpx-trio)."""
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
@@ -103,7 +113,7 @@ def client_used(url: str, client: str) -> str:
     through it), or the transport's name for the others."""
     transport, backend, forced = CLIENTS[client]
     if transport == "bare":
-        return "aiohttp"
+        return FLOORS[client]
     if transport != "openai":
         return transport
     import anyio
@@ -143,20 +153,15 @@ class _Forced:
             os.environ[CLIENT_VARIABLE] = self.before
 
 
-def bare_run(
-    url: str, samples: list[dict[str, object]], concurrency: int
-) -> tuple[float, float, int]:
-    """The requests ``one_run`` sends, by a bare aiohttp session: the floor."""
-    import asyncio
-
-    import aiohttp
+def bare_bodies(url: str, samples: list[dict[str, object]]) -> list[bytes]:
+    """The request bodies ``one_run`` sends, as ctxeval builds them."""
     import orjson
 
     from ctxeval_llm._ask.client import request_body
     from ctxeval_llm.judges.prompts import USEFULNESS
 
     config = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
-    bodies = [
+    return [
         orjson.dumps(
             request_body(
                 config,
@@ -168,28 +173,73 @@ def bare_run(
         for s in samples
         for chunk in s["retrieved_contexts"]  # type: ignore[attr-defined]
     ]
-    headers = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
 
-    async def send_all() -> None:
-        connector = aiohttp.TCPConnector(limit=concurrency)
-        async with aiohttp.ClientSession(
-            connector=connector, cookie_jar=aiohttp.DummyCookieJar()
-        ) as session:
-            gate = asyncio.Semaphore(concurrency)
 
-            async def one(body: bytes) -> None:
-                async with (
-                    gate,
-                    session.post(f"{url}/chat/completions", data=body, headers=headers) as response,
-                ):
-                    answer = orjson.loads(await response.read())
-                    assert response.status == 200, answer
-                    json.loads(answer["choices"][0]["message"]["content"])
+BARE_HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
 
-            await asyncio.gather(*(one(body) for body in bodies))
 
+def _checked(status: int, data: bytes) -> None:
+    """An answer read as every bare client reads it: JSON, its verdict's JSON too."""
+    import orjson
+
+    answer = orjson.loads(data)
+    assert status == 200, answer
+    json.loads(answer["choices"][0]["message"]["content"])
+
+
+async def _bare_aiohttp(url: str, bodies: list[bytes], concurrency: int) -> None:
+    import asyncio
+
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(
+        connector=connector, cookie_jar=aiohttp.DummyCookieJar()
+    ) as session:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(body: bytes) -> None:
+            async with (
+                gate,
+                session.post(f"{url}/chat/completions", data=body, headers=BARE_HEADERS) as got,
+            ):
+                _checked(got.status, await got.read())
+
+        await asyncio.gather(*(one(body) for body in bodies))
+
+
+async def _bare_httpx(url: str, bodies: list[bytes], concurrency: int) -> None:
+    import anyio
+    import httpx
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(limits=limits, timeout=None) as client:
+        gate = anyio.Semaphore(concurrency)
+
+        async def one(body: bytes) -> None:
+            async with gate:
+                got = await client.post(
+                    f"{url}/chat/completions", content=body, headers=BARE_HEADERS
+                )
+                _checked(got.status_code, got.content)
+
+        async with anyio.create_task_group() as group:
+            for body in bodies:
+                group.start_soon(one, body)
+
+
+def bare_run(
+    url: str, client: str, samples: list[dict[str, object]], concurrency: int
+) -> tuple[float, float, int]:
+    """The requests ``one_run`` sends, by a bare client of the library ``client`` names
+    (aiohttp, or httpx on asyncio or trio) at the same concurrency: the floor."""
+    import anyio
+
+    _, backend, _ = CLIENTS[client]
+    bodies = bare_bodies(url, samples)
+    send = _bare_aiohttp if FLOORS[client] == "aiohttp" else _bare_httpx
     cpu, wall = time.process_time(), time.perf_counter()
-    asyncio.run(send_all())
+    anyio.run(send, url, bodies, concurrency, backend=backend)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return wall, cpu, len(bodies)
 
@@ -199,7 +249,7 @@ def one_run(
 ) -> tuple[float, float, int]:
     transport, backend, forced = CLIENTS[client]
     if transport == "bare":
-        return bare_run(url, samples, concurrency)
+        return bare_run(url, client, samples, concurrency)
     llm = LLMConfig(
         model="openai/fake-judge",
         api_base=url,
@@ -256,6 +306,19 @@ def measure(url: str, client: str, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def floor_of(client: str, used: str, results: dict[str, list[dict[str, Any]]]) -> str | None:
+    """The bare client ``client`` is compared with, among those measured: the one of the
+    library it used on the same async library (litellm: bare httpx, else bare aiohttp)."""
+    _, backend, _ = CLIENTS[client]
+    if used == "aiohttp":
+        floor = "bare/aiohttp"
+    elif used == "httpx":
+        floor = "bare/httpx-trio" if backend == "trio" else "bare/httpx"
+    else:
+        floor = "bare/httpx" if "bare/httpx" in results else "bare/aiohttp"
+    return floor if floor in results else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=200)
@@ -293,9 +356,14 @@ def main() -> None:
         for _ in range(args.repeat):  # the clients alternating
             for client in chosen:
                 results[client].append(measure(url, client, args))
+                print(f"  {client}: {json.dumps(results[client][-1])}", file=sys.stderr)
     finally:
         server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # (a loaded machine: its threads still closing)
+            server.kill()
+            server.wait()
     requests = args.samples * args.chunks
     limit = math.ceil(requests / args.concurrency) * args.latency
     latency_ms = args.latency * 1000
@@ -307,25 +375,30 @@ def main() -> None:
     print(f"limit: ceil({requests}/{args.concurrency}) x {latency_ms:g} ms = {limit:.3f} s\n")
     print(
         "| client | HTTP client used | requests | wall (s) | wall / limit "
-        "| client CPU per request (ms) | ctxeval / bare | CPU per request, each run (ms) |"
+        "| client CPU per request (ms) | floor | ctxeval / floor, median (best) "
+        "| CPU per request, each run (ms) |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---|---:|---|")
     summary: dict[str, Any] = {}
-    cpus = {
-        client: statistics.median(r["cpu"] / r["requests"] * 1000 for r in runs)
-        for client, runs in results.items()
-    }
-    floor = cpus.get("bare/aiohttp")
     for client, runs in results.items():
         wall = statistics.median(r["wall"] for r in runs)
         per_run = [r["cpu"] / r["requests"] * 1000 for r in runs]
-        cpu = cpus[client]
+        cpu = statistics.median(per_run)
         each = ", ".join(f"{x:.3f}" for x in per_run)
         used = runs[0]["client"]
-        ratio = "" if floor is None else f"{cpu / floor:.2f}x"
+        floor = floor_of(client, used, results)
+        ratios = (
+            []
+            if floor is None
+            else [  # each run against its floor's run of the same round
+                (mine["cpu"] / mine["requests"]) / (base["cpu"] / base["requests"])
+                for mine, base in zip(runs, results[floor], strict=True)
+            ]
+        )
+        ratio = f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}x)" if ratios else ""
         print(
             f"| {client} | {used} | {runs[0]['requests']} | {wall:.2f} | {wall / limit:.2f}x "
-            f"| {cpu:.3f} | {ratio} | {each} |"
+            f"| {cpu:.3f} | {floor or ''} | {ratio} | {each} |"
         )
         summary[client] = {
             "client": used,
@@ -333,7 +406,9 @@ def main() -> None:
             "limit_s": limit,
             "cpu_ms_per_request": cpu,
             "cpu_ms_per_request_runs": per_run,
-            "cpu_over_bare": None if floor is None else cpu / floor,
+            "floor": floor,
+            "cpu_over_floor_median": statistics.median(ratios) if ratios else None,
+            "cpu_over_floor_best": min(ratios) if ratios else None,
         }
     print("\n" + json.dumps(summary))
 
