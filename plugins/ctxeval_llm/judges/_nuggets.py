@@ -229,8 +229,8 @@ def label_of(verdict: Verdict) -> str:
 @attrs.frozen(kw_only=True)
 class ContextNuggetRecall(BaseMetric):
     """How much of the reference material's nuggets the retrieved context holds, scored as
-    the TREC RAG track scores an answer's nuggets (``variant``; see
-    :func:`~ctxeval_llm.judges.nugget_scores`).
+    the TREC RAG track scores an answer's nuggets (by default the vital nuggets fully
+    supported / the vital nuggets; ``variant`` gives the others, see ``nugget_scores``).
 
     The nuggets come from the sample (``"nuggets"``), else from ``nuggets_file`` (a
     nuggetizer JSON-lines file, by sample id), else an LLM writes them from the reference

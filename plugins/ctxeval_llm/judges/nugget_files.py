@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,8 @@ NUGGET_VARIANTS = ("vital_strict", "vital", "all_strict", "all", "weighted_stric
 """The scores of a sample's nuggets, TREC's names in ctxeval's spelling (``V_strict``, ``V``,
 ``A_strict``, ``A``, ``W_strict``, ``W``)."""
 
-_CREDIT = {"support": Fraction(1), "partial_support": Fraction(1, 2), "not_support": Fraction(0)}
-_WEIGHT = {"vital": Fraction(1), "okay": Fraction(1, 2)}
+_HALVES = {"support": 2, "partial_support": 1, "not_support": 0}
+"""A nugget's credit in halves: support 1, partial support 0.5, none 0."""
 
 
 @attrs.frozen(slots=True)
@@ -77,26 +76,29 @@ def nugget_scores(
     if len(importances) != len(assignments):
         raise ValueError(f"{len(importances)} importances for {len(assignments)} assignments")
     for importance in importances:
-        if importance not in _WEIGHT:
+        if importance not in IMPORTANCES:
             raise ValueError(f"importance must be vital or okay, got {importance!r}")
     for assignment in assignments:
-        if assignment not in _CREDIT:
-            raise ValueError(f"assignment must be one of {', '.join(_CREDIT)}, got {assignment!r}")
+        if assignment not in _HALVES:
+            raise ValueError(f"assignment must be one of {', '.join(_HALVES)}, got {assignment!r}")
+    # in halves, integers: one correctly rounded division each (all supported is exactly 1.0)
+    vital = [i == "vital" for i in importances]
+    weights = [2 if v else 1 for v in vital]
     out: dict[str, float | None] = {}
     for strict in (True, False):
-        credit = [Fraction(int(a == "support")) if strict else _CREDIT[a] for a in assignments]
+        credit = [_HALVES[a] if not strict or a == "support" else 0 for a in assignments]
         suffix = "_strict" if strict else ""
-        vital = [c for c, i in zip(credit, importances, strict=True) if i == "vital"]
-        weights = [_WEIGHT[i] for i in importances]
-        out[f"vital{suffix}"] = _mean(sum(vital, Fraction(0)), len(vital))
-        out[f"all{suffix}"] = _mean(sum(credit, Fraction(0)), len(credit))
-        weighted = sum((w * c for w, c in zip(weights, credit, strict=True)), Fraction(0))
-        out[f"weighted{suffix}"] = _mean(weighted, sum(weights, Fraction(0)))
+        n_vital = sum(vital)
+        found = sum(c for c, v in zip(credit, vital, strict=True) if v)
+        out[f"vital{suffix}"] = _ratio(found, 2 * n_vital)
+        out[f"all{suffix}"] = _ratio(sum(credit), 2 * len(credit))
+        weighted = sum(w * c for w, c in zip(weights, credit, strict=True))
+        out[f"weighted{suffix}"] = _ratio(weighted, 2 * sum(weights))
     return {name: out[name] for name in NUGGET_VARIANTS}
 
 
-def _mean(total: Fraction, count: Fraction | int) -> float | None:
-    return None if count == 0 else float(total / count)  # exact: all supported is 1.0
+def _ratio(part: int, whole: int) -> float | None:
+    return None if whole == 0 else part / whole
 
 
 # --- nuggets given with a sample or in a file --------------------------------------------------
