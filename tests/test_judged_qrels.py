@@ -103,7 +103,14 @@ def test_judged_takes_a_cut_off_and_no_relevance_level() -> None:
     with pytest.raises(ctxeval.ConfigError, match="no option 'relevance_level'"):
         ctxeval.get_metric("Judged@5", relevance_level=2)
     factory = ctxeval.default_registry().factory("ctxeval.metrics", "id_judged_at_k")
-    assert options_of(factory) == ["name", "trec_eval_averaging", "k"]
+    assert options_of(factory) == [
+        "name",
+        "unit",
+        "doc_id_separator",
+        "duplicates",
+        "trec_eval_averaging",
+        "k",
+    ]
     from ctxeval._data.measure_names import ir_names_of
 
     assert ir_names_of("id_judged_at_k") == ["Judged@k"]

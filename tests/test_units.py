@@ -278,6 +278,17 @@ def test_cli_unit_both_shows_both_levels_side_by_side(
         assert f'"{name}"' in text
     report = (out / "report.html").read_text()
     assert "P@5@document" in report
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    first = {r["metric"]: r for r in rows if r["sample_id"] == "o50-q3"}
+    assert first["P@5@document"]["details"]["top_k"] == ["doc_3", "doc_4", "doc_10"]
+    assert first["P@5"]["details"]["top_k"] == [
+        "doc_3#0",
+        "doc_3#1",
+        "doc_3#2",
+        "doc_3#3",
+        "doc_3#4",
+    ]
+    assert first["id_based_context_recall@document"]["details"]["relevant"] == ["doc_3"]
     with pytest.raises(SystemExit) as stopped:
         main(["evaluate", str(DATA / "sliding_windows.jsonl"), "-m", "id_mrr",
               "--unit", "both", "--duplicates", "2"])  # fmt: skip
