@@ -33,7 +33,7 @@ Within a step a repeated ID counts once, at its first rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -60,38 +60,35 @@ _RETRIEVED = "retrieved context IDs in any step"
 
 Steps = list[Sequence[str]]
 """The IDs of each step, in step order (repeats within a step kept)."""
+Relevant = frozenset[str]
 
 
 def _steps(sample: Sample) -> Steps | MetricResult:
     """The IDs of each step of ``sample``, or the error row of a step without IDs."""
-    steps = sample.retrieval_steps or ()
-    out: Steps = []
-    for index, step in enumerate(steps):
-        ids = step.retrieved_context_ids
-        if ids is None:
-            return MetricResult.error(
-                f"retrieval_steps[{index}] has no retrieved_context_ids: the search_* metrics "
-                "compare IDs (give each step its IDs)"
-            )
-        out.append(ids)
+    out: Steps = [step.retrieved_context_ids for step in sample.retrieval_steps or ()]  # type: ignore[misc]
+    if None in out:
+        return MetricResult.error(
+            f"retrieval_steps[{out.index(None)}] has no retrieved_context_ids: the search_* "  # type: ignore[arg-type]
+            "metrics compare IDs (give each step its IDs)"
+        )
     return out
 
 
-def relevant_ids(sample: Sample, relevance_level: int) -> dict[str, None] | MetricResult:
+def relevant_ids(sample: Sample, relevance_level: int) -> Relevant | MetricResult:
     """The relevant reference IDs of ``sample`` (grade ``>= relevance_level``; a plain list is
-    grade 1), each once in the order given; the ``undefined`` row when there are none."""
+    grade 1); the ``undefined`` row when there are none."""
     judged = sample.reference_context_ids
     if not judged:
         return policy.no_reference(_REFERENCE)
     grades = getattr(judged, "grades", None)  # GradedIDs; a plain list is grade 1
     if grades is None:
         if relevance_level <= 1:
-            return dict.fromkeys(judged)
+            return frozenset(judged)
         return MetricResult.undefined(
             "nothing to recall: the reference IDs carry no grades, so each counts as grade 1, "
             f"below relevance_level {relevance_level}"
         )
-    relevant = {i: None for i, g in zip(judged, grades, strict=True) if g >= relevance_level}
+    relevant = frozenset(i for i, g in zip(judged, grades, strict=True) if g >= relevance_level)
     if relevant:
         return relevant
     return MetricResult.undefined(
@@ -100,10 +97,23 @@ def relevant_ids(sample: Sample, relevance_level: int) -> dict[str, None] | Metr
     )
 
 
+def evidence(steps: Steps, relevant: Relevant, reference: Sequence[str]) -> dict[str, Any]:
+    """Where each relevant ID was first found (its step, 1-based), and those never found, in
+    the reference's order."""
+    found_at: dict[str, int] = {}
+    for number, ids in enumerate(steps, 1):
+        for i in ids:
+            if i in relevant and i not in found_at:
+                found_at[i] = number
+    missing = [i for i in dict.fromkeys(reference) if i in relevant and i not in found_at]
+    return {"steps": len(steps), "found_at_step": found_at, "missing": missing}
+
+
 @attrs.frozen(kw_only=True)
 class _SearchMetric(BaseDeterministicMetric):
     """A metric of the steps against the relevant reference IDs: a subclass writes
-    :meth:`value` (the row of a sample with steps and relevant IDs) and :meth:`evidence`."""
+    :meth:`value` (the row of a sample with steps and relevant IDs) and may add to
+    :meth:`details`."""
 
     requires: ClassVar[tuple[str, ...]] = ("retrieval_steps", "reference_context_ids")
 
@@ -113,39 +123,26 @@ class _SearchMetric(BaseDeterministicMetric):
 
     def score(self, sample: Sample) -> MetricResult:
         relevant = relevant_ids(sample, self.relevance_level)
-        if isinstance(relevant, MetricResult):
-            return relevant
+        if type(relevant) is not frozenset:
+            return relevant  # type: ignore[return-value]
         steps = _steps(sample)
-        if isinstance(steps, MetricResult):
-            return steps
-        return self.value(steps, relevant)
+        if type(steps) is not list:
+            return steps  # type: ignore[return-value]
+        return self.value(steps, relevant, sample)
 
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it (one call for a chunk of samples)."""
         return list(map(self.score, samples))
 
-    def value(self, steps: Steps, relevant: dict[str, None]) -> MetricResult:
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
         raise NotImplementedError
 
-    def evidence(self, steps: Steps, relevant: dict[str, None]) -> Mapping[str, Any]:
+    def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
         """The row's details (computed when they are read)."""
-        found_at: dict[str, int] = {}
-        for number, ids in enumerate(steps, 1):
-            for i in ids:
-                if i in relevant and i not in found_at:
-                    found_at[i] = number
-        return {
-            "steps": len(steps),
-            "found_at_step": found_at,
-            "missing": [i for i in relevant if i not in found_at],
-        }
+        return evidence(steps, relevant, sample.reference_context_ids or ())
 
-    def _details(self, steps: Steps, relevant: dict[str, None]) -> LazyDetails:
-        return LazyDetails(self.evidence, steps, relevant)
-
-
-def _ok(score: float, details: Mapping[str, Any]) -> MetricResult:
-    return MetricResult.ok(score, details=details)
+    def _lazy(self, steps: Steps, relevant: Relevant, sample: Sample) -> LazyDetails:
+        return LazyDetails(self.details, steps, relevant, sample)
 
 
 @attrs.frozen(kw_only=True)
@@ -156,14 +153,11 @@ class SearchEvidenceRecall(_SearchMetric):
 
     registry_name = "search_evidence_recall"
 
-    def value(self, steps: Steps, relevant: dict[str, None]) -> MetricResult:
-        found: set[str] = set()
-        for ids in steps:
-            found.update(ids)
-        hits = len(found.intersection(relevant))
-        return policy.recall(
-            hits, len(relevant), what=_REFERENCE, details=self._details(steps, relevant)
-        )
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+        left = set(relevant)
+        left.difference_update(*steps)
+        found = len(relevant) - len(left)
+        return MetricResult.ok(found / len(relevant), details=self._lazy(steps, relevant, sample))
 
 
 @attrs.frozen(kw_only=True)
@@ -174,43 +168,47 @@ class SearchFirstHitStep(_SearchMetric):
 
     registry_name = "search_first_hit_step"
 
-    def value(self, steps: Steps, relevant: dict[str, None]) -> MetricResult:
-        among = relevant.__contains__
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+        disjoint = relevant.isdisjoint
         for number, ids in enumerate(steps, 1):
-            if any(map(among, ids)):
-                details = LazyDetails(self._with, steps, relevant, "first_hit_step", number)
-                return _ok(1.0 / number, details)
+            if not disjoint(ids):
+                return MetricResult.ok(1.0 / number, details=self._lazy(steps, relevant, sample))
         return MetricResult.undefined(
             f"nothing relevant found: none of {len(steps)} step(s) returned a relevant ID",
-            details=self._details(steps, relevant),
+            details=self._lazy(steps, relevant, sample),
         )
 
-    def _with(
-        self, steps: Steps, relevant: dict[str, None], key: str, number: int
-    ) -> Mapping[str, Any]:
-        return {key: number, **self.evidence(steps, relevant)}
+    def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
+        found = super().details(steps, relevant, sample)
+        first = min(found["found_at_step"].values(), default=None)
+        return {"first_hit_step": first, **found} if first is not None else found
 
 
 @attrs.frozen(kw_only=True)
-class SearchCallsToFullRecall(SearchFirstHitStep):
+class SearchCallsToFullRecall(_SearchMetric):
     """The number of search calls after which every relevant reference ID has been returned,
     scored as its reciprocal (1.0: one call sufficed); the count is the details' ``calls``.
     ``undefined`` when full recall is never reached."""
 
     registry_name = "search_calls_to_full_recall"
 
-    def value(self, steps: Steps, relevant: dict[str, None]) -> MetricResult:
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
         left = set(relevant)
         for number, ids in enumerate(steps, 1):
             left.difference_update(ids)
             if not left:
-                return _ok(1.0 / number, LazyDetails(self._with, steps, relevant, "calls", number))
-        found = len(relevant) - len(left)
+                return MetricResult.ok(1.0 / number, details=self._lazy(steps, relevant, sample))
         return MetricResult.undefined(
-            f"full recall never reached: {found} of {len(relevant)} relevant ID(s) returned in "
-            f"{len(steps)} step(s)",
-            details=self._details(steps, relevant),
+            f"full recall never reached: {len(relevant) - len(left)} of {len(relevant)} "
+            f"relevant ID(s) returned in {len(steps)} step(s)",
+            details=self._lazy(steps, relevant, sample),
         )
+
+    def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
+        found = super().details(steps, relevant, sample)
+        if found["missing"]:
+            return found
+        return {"calls": max(found["found_at_step"].values()), **found}
 
 
 @attrs.frozen(kw_only=True)
@@ -221,26 +219,28 @@ class SearchStepPrecision(_SearchMetric):
 
     registry_name = "search_step_precision"
 
-    def value(self, steps: Steps, relevant: dict[str, None]) -> MetricResult:
-        among = relevant.__contains__
-        total = 0.0
-        counted = 0
-        for ids in steps:
-            if ids:
-                unique = dict.fromkeys(ids) if len(ids) > 1 else ids
-                total += sum(map(among, unique)) / len(unique)
-                counted += 1
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+        precisions = _step_precisions(steps, relevant)
+        counted = [p for p in precisions if p is not None]
+        details = self._lazy(steps, relevant, sample)
         if not counted:
-            return policy.nothing_retrieved(_RETRIEVED, details=self._details(steps, relevant))
-        return _ok(min(total / counted, 1.0), self._details(steps, relevant))
+            return policy.nothing_retrieved(_RETRIEVED, details=details)
+        return MetricResult.ok(min(sum(counted) / len(counted), 1.0), details=details)
 
-    def evidence(self, steps: Steps, relevant: dict[str, None]) -> Mapping[str, Any]:
-        among = relevant.__contains__
-        per_step: list[float | None] = []
-        for ids in steps:
-            unique = list(dict.fromkeys(ids))
-            per_step.append(sum(map(among, unique)) / len(unique) if unique else None)
-        return {"step_precision": per_step, **super().evidence(steps, relevant)}
+    def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
+        return {
+            "step_precision": _step_precisions(steps, relevant),
+            **super().details(steps, relevant, sample),
+        }
+
+
+def _step_precisions(steps: Steps, relevant: Relevant) -> list[float | None]:
+    """Each step's relevant IDs / IDs (each ID once); None for a step that returned none."""
+    out: list[float | None] = []
+    for ids in steps:
+        unique = set(ids)
+        out.append(len(unique.intersection(relevant)) / len(unique) if unique else None)
+    return out
 
 
 @attrs.frozen(kw_only=True)
@@ -255,18 +255,13 @@ class SearchRedundancy(BaseDeterministicMetric):
 
     def score(self, sample: Sample) -> MetricResult:
         steps = _items(sample)
-        seen: set[str] = set()
-        total = repeated = 0
-        for items in steps:
-            unique = dict.fromkeys(items) if len(items) > 1 else items
-            total += len(unique)
-            before = len(seen)
-            seen.update(unique)
-            repeated += len(unique) - (len(seen) - before)
+        # an item counts as new in the first step that returns it, as "again" in the others
+        total = sum(map(len, map(set, steps)))
         details = LazyDetails(_redundancy_evidence, steps)
         if not total:
             return policy.nothing_retrieved("items returned by any step", details=details)
-        return _ok(repeated / total, details)
+        distinct = len(set().union(*steps))
+        return MetricResult.ok((total - distinct) / total, details=details)
 
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it (one call for a chunk of samples)."""
@@ -276,18 +271,10 @@ class SearchRedundancy(BaseDeterministicMetric):
 def _items(sample: Sample) -> list[Sequence[str]]:
     """Each step's items: its IDs when every step has IDs, else its texts."""
     steps = sample.retrieval_steps or ()
-    key: Callable[[Any], Sequence[str] | None] = _ids_of
-    if any(step.retrieved_context_ids is None for step in steps):
-        key = _texts_of
-    return [key(step) or () for step in steps]
-
-
-def _ids_of(step: Any) -> Sequence[str] | None:
-    return step.retrieved_context_ids  # type: ignore[no-any-return]
-
-
-def _texts_of(step: Any) -> Sequence[str] | None:
-    return step.retrieved_contexts  # type: ignore[no-any-return]
+    ids = [step.retrieved_context_ids for step in steps]
+    if None not in ids:
+        return ids  # type: ignore[return-value]
+    return [step.retrieved_contexts or () for step in steps]
 
 
 def _redundancy_evidence(steps: list[Sequence[str]]) -> Mapping[str, Any]:

@@ -13,7 +13,7 @@ field.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import attrs
 import orjson
@@ -246,6 +246,7 @@ def _ids(value: object, field: str) -> tuple[str, ...] | None:
 
 
 # The steps of a multi-step search (#55): one RetrievalStep per search call, in order.
+_new_step: Final = tuple.__new__
 STEP_FIELDS: Final = ("query", "retrieved_context_ids", "retrieved_contexts")
 """The fields of a step, in the order they are written."""
 
@@ -262,27 +263,38 @@ def _step_texts(value: object) -> tuple[str, ...] | None:
     return _texts(value, "retrieved_contexts")
 
 
-@attrs.frozen(slots=True)
-class RetrievalStep:
+class _StepFields(NamedTuple):
+    query: str | None
+    retrieved_context_ids: tuple[str, ...] | None
+    retrieved_contexts: tuple[str, ...] | None
+
+
+class RetrievalStep(_StepFields):
     """One search call of a multi-step search: the query sent and what it returned.
 
-    Each field is optional, but a step holds its IDs or its texts (or both, then one ID per
-    text); IDs (str or int) become strings, lists become tuples, as in :class:`Sample`.
+    An immutable value (a named tuple of its three fields). Each field is optional, but a step
+    holds its IDs or its texts (or both, then one ID per text); IDs (str or int) become
+    strings, lists become tuples, as in :class:`Sample`.
 
     Example:
         >>> RetrievalStep(query="dune author", retrieved_context_ids=["d1", 7]).to_dict()
         {'query': 'dune author', 'retrieved_context_ids': ['d1', '7']}
+
+    Raises:
+        DataError: a field of the wrong type (naming it), neither IDs nor texts, or not one
+            ID per text.
     """
 
-    query: str | None = attrs.field(default=None, converter=_query)
-    """The query of this search call."""
-    retrieved_context_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_step_ids)
-    """IDs of what this call returned, best-ranked first."""
-    retrieved_contexts: tuple[str, ...] | None = attrs.field(default=None, converter=_step_texts)
-    """The texts this call returned, in the same order."""
+    __slots__ = ()
 
-    def __attrs_post_init__(self) -> None:
-        ids, texts = self.retrieved_context_ids, self.retrieved_contexts
+    def __new__(
+        cls,
+        query: object = None,
+        retrieved_context_ids: object = None,
+        retrieved_contexts: object = None,
+    ) -> RetrievalStep:
+        ids = _step_ids(retrieved_context_ids)
+        texts = _step_texts(retrieved_contexts)
         if ids is None and texts is None:
             raise DataError(
                 "a step holds none of retrieved_context_ids and retrieved_contexts",
@@ -294,6 +306,7 @@ class RetrievalStep:
                 field="retrieved_context_ids",
                 hint="give one ID per retrieved text, in the same order",
             )
+        return _new_step(cls, (_query(query), ids, texts))
 
     def to_dict(self) -> dict[str, Any]:
         """The step as a dict; fields that are None are left out."""
@@ -322,9 +335,62 @@ def steps_of(value: object, sample_id: str | None = None) -> tuple[RetrievalStep
             hint='give [{"query": "...", "retrieved_context_ids": [...]}, ...], one per '
             "search call, in order",
         )
+    if isinstance(value, RetrievalStep):
+        raise DataError(
+            "expected a list of steps, got a single step",
+            field="retrieval_steps",
+            sample_id=sample_id,
+            hint="wrap it in a list: [step]",
+        )
     if type(value) is tuple and all(type(step) is RetrievalStep for step in value):
         return value
+    plain = _plain_steps(value)
+    if plain is not None:
+        return plain
     return tuple(_step(item, index, sample_id) for index, item in enumerate(value))
+
+
+def _plain_steps(value: list[Any] | tuple[Any, ...]) -> tuple[RetrievalStep, ...] | None:
+    """The steps of ``value`` built without the converters when every step is a dict whose
+    values already have their final type (what a JSON line holds: ASCII strings, lists of
+    them); None when one needs converting or checking (the converters then say what is
+    wrong). A file of many-step samples spends most of its loading time here."""
+    out = []
+    for item in value:
+        if type(item) is not dict or len(item) > 3:
+            return None
+        query = item.get("query")
+        ids = item.get("retrieved_context_ids")
+        texts = item.get("retrieved_contexts")
+        if len(item) != (query is not None) + (ids is not None) + (texts is not None):
+            return None  # another key, or a None given: the converters decide
+        if query is not None and (type(query) is not str or not query.isascii()):
+            return None
+        if ids is not None:
+            if type(ids) is not list:
+                return None
+            try:
+                joined = "".join(ids)
+            except TypeError:
+                return None
+            if not joined.isascii() or len(joined) > MAX_ID_LENGTH:
+                return None
+            ids = tuple(ids)
+        if texts is not None:
+            if type(texts) is not list:
+                return None
+            try:
+                if not "".join(texts).isascii():
+                    return None
+            except TypeError:
+                return None
+            texts = tuple(texts)
+        if (ids is None and texts is None) or (
+            ids is not None and texts is not None and len(ids) != len(texts)
+        ):
+            return None
+        out.append(_new_step(RetrievalStep, (query, ids, texts)))
+    return tuple(out)
 
 
 def _step(item: object, index: int, sample_id: str | None) -> RetrievalStep:
@@ -625,8 +691,15 @@ def _builder(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], Sample | None]
                 f"    elif {value} is not None:",
                 "        return None",
             ]
-        elif key == STEPS_FIELD:  # steps are checked by the converters
-            lines.append(f"    if {value} is not None:\n        return None")
+        elif key == STEPS_FIELD:  # plain steps built at once, the others by the converters
+            lines += [
+                f"    if {value} is not None:",
+                f"        if type({value}) is not list:",
+                "            return None",
+                f"        {value} = plain_steps({value})",
+                f"        if {value} is None:",
+                "            return None",
+            ]
         else:
             limit = f" or len({value}) > {MAX_ID_LENGTH}" if key == "id" else ""
             lines += [
@@ -644,6 +717,7 @@ def _builder(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], Sample | None]
         "new": _new_sample,
         "Sample": Sample,
         "set_metadata": _set_metadata,
+        "plain_steps": _plain_steps,
         **{f"set{number}": setter for number, (_, setter) in enumerate(_SETTERS)},
     }
     exec(compile("\n".join(lines), f"<ctxeval sample builder {keys}>", "exec"), namespace)
