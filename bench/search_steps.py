@@ -101,7 +101,8 @@ def measure(data: Path, metrics: list[str]) -> dict[str, float]:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
-    assert wall is not None and rss is not None, done.stderr[-500:]
+    if wall is None or rss is None:
+        raise RuntimeError(f"no figures from /usr/bin/time: {done.stderr[-500:]}")
     hours, minutes, seconds = wall.groups()
     result["wall"] = int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
     result["peak_mb"] = int(rss.group(1)) / 1024

@@ -248,3 +248,26 @@ def test_the_union_of_the_steps_keeps_each_item_once_in_the_order_first_returned
     assert texts_only.with_steps_as_context().retrieved_contexts == ("A", "B")
     assert texts_only.with_steps_as_context().retrieved_context_ids is None
     assert Sample(user_input="q").with_steps_as_context() == Sample(user_input="q")
+
+
+def test_the_command_line_reads_steps_from_another_column(tmp_path: Path) -> None:
+    from ctxeval.cli import main
+
+    renamed = {k: v for k, v in EXAMPLE.items() if k != "retrieval_steps"}
+    path = tmp_path / "agent.jsonl"
+    path.write_text(json.dumps({**renamed, "searches": EXAMPLE["retrieval_steps"]}) + "\n")
+    out = tmp_path / "run"
+    argv = ["evaluate", str(path), "-m", "search_first_hit_step", "--map",
+            "retrieval_steps=searches", "--out", str(out), "-q"]  # fmt: skip
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").open()]
+    assert [(r["sample_id"], r["score"], r["details"]["first_hit_step"]) for r in rows] == [
+        ("q1", 0.5, 2)
+    ]
+
+
+def test_a_single_step_is_not_a_list_of_steps() -> None:
+    step = RetrievalStep(retrieved_context_ids=["d1"])
+    with pytest.raises(ctxeval.DataError, match=r"got a single step \(wrap it in a list"):
+        Sample(retrieval_steps=step)  # type: ignore[arg-type]
+    assert Sample(retrieval_steps=[step]).retrieval_steps == (step,)
