@@ -115,10 +115,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--ids", type=int, default=10)
+    parser.add_argument("--data", help="a folder to keep the generated files in (reused)")
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {"single": [], "steps": []}
-    with tempfile.TemporaryDirectory() as folder:
-        stepped, flat = write_data(Path(folder), args.samples, args.steps, args.ids)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(args.data or scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        stepped, flat = folder / "steps.jsonl", folder / "flat.jsonl"
+        if not (args.data and stepped.exists() and flat.exists()):
+            stepped, flat = write_data(folder, args.samples, args.steps, args.ids)
         for number in range(args.repeat):
             for kind, data, metrics in (("single", flat, SINGLE), ("steps", stepped, SEARCH)):
                 result = measure(data, metrics)

@@ -131,8 +131,20 @@ class _SearchMetric(BaseDeterministicMetric):
         return self.value(steps, relevant, sample)
 
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
-        """Every sample as :meth:`score` scores it (one call for a chunk of samples)."""
-        return list(map(self.score, samples))
+        """Every sample as :meth:`score` scores it (one call for a chunk of samples): the
+        usual sample (a plain list of reference IDs, every step with IDs) read inline."""
+        out: list[MetricResult] = []
+        append, value, score = out.append, self.value, self.score
+        plain = self.relevance_level <= 1
+        for sample in samples:
+            judged, steps = sample.reference_context_ids, sample.retrieval_steps
+            if plain and steps and judged and type(judged) is tuple:
+                ids = [step[1] for step in steps]  # (retrieved_context_ids)
+                if None not in ids:
+                    append(value(ids, frozenset(judged), sample))  # type: ignore[arg-type]
+                    continue
+            append(score(sample))
+        return out
 
     def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
         raise NotImplementedError
