@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import orjson
+
 SEARCH = [
     "search_evidence_recall",
     "search_first_hit_step",
@@ -72,24 +74,24 @@ print(json.dumps({"seconds": time.perf_counter() - start, "rows": rows, "ok": ok
 
 def write_data(folder: Path, samples: int, steps: int, ids: int) -> tuple[Path, Path]:
     rng = random.Random(55)
+    pool = [f"d{n}" for n in range(301)]
     stepped, flat = folder / "steps.jsonl", folder / "flat.jsonl"
-    with stepped.open("w") as s, flat.open("w") as f:
+    with stepped.open("wb") as s, flat.open("wb") as f:
         for i in range(samples):
-            reference = [f"d{rng.randint(0, 300)}" for _ in range(rng.randint(1, 4))]
-            calls = [[f"d{rng.randint(0, 300)}" for _ in range(ids)] for _ in range(steps)]
-            s.write(json.dumps({
+            reference = rng.choices(pool, k=rng.randint(1, 4))
+            every = rng.choices(pool, k=steps * ids)
+            calls = [every[n * ids : (n + 1) * ids] for n in range(steps)]
+            s.write(orjson.dumps({
                 "id": str(i),
                 "reference_context_ids": reference,
                 "retrieval_steps": [
                     {"query": f"query {i}.{n}", "retrieved_context_ids": c}
                     for n, c in enumerate(calls)
                 ],
-            }) + "\n")  # fmt: skip
-            f.write(json.dumps({
-                "id": str(i),
-                "reference_context_ids": reference,
-                "retrieved_context_ids": [x for c in calls for x in c],
-            }) + "\n")  # fmt: skip
+            }) + b"\n")  # fmt: skip
+            f.write(orjson.dumps({
+                "id": str(i), "reference_context_ids": reference, "retrieved_context_ids": every,
+            }) + b"\n")  # fmt: skip
     return stepped, flat
 
 
