@@ -89,9 +89,15 @@ def test_the_mapping_chooses_the_retrieval_the_question_and_the_id(tmp_path: Pat
     assert first(retrieval="reranker").retrieved_context_ids == ("d1",)
     every = first(retrieval="all")
     assert every.retrieved_context_ids == ("d9", "d1", "d2", "d1")
-    steps = every.metadata["retrieval_steps"]
-    assert [s["retrieved_context_ids"] for s in steps] == [["d9"], ["d1", "d2"], ["d1"]]
-    assert steps[0]["query"] == "Who wrote Dune?"
+    steps = every.retrieval_steps
+    assert steps is not None
+    assert [s.retrieved_context_ids for s in steps] == [("d9",), ("d1", "d2"), ("d1",)]
+    assert steps[0].query == "Who wrote Dune?"
+    assert "retrieval_steps" not in every.metadata  # the field, no longer the metadata (#55)
+    assert len(every.metadata["retrieval_step_spans"]) == 3
+    assert first().retrieval_steps is None  # one step chosen: no steps
+    rows = ctxeval.evaluate([every], ["search_evidence_recall"]).results
+    assert rows[0].status.value == "error"  # no reference IDs: the metric says which field
     assert first(retrieval="first", id_key="metadata.source").retrieved_context_ids == ("d9",)
     assert first(question="llm").user_input == "Who wrote Dune?"
     assert first(answer="llm").response == "Frank Herbert wrote Dune."
@@ -430,7 +436,7 @@ def test_a_phoenix_spans_frame_gives_the_rows_of_the_equivalent_jsonl(
     samples = list(ctxeval.load_traces(source, format="phoenix", mapping={"retrieval": "first"}))
     assert [s.retrieved_context_ids for s in samples] == [("d9",), ("d8",)]
     chosen = ctxeval.load_traces(source, format="phoenix", mapping={"retrieval": "all"})
-    steps = [s.metadata["retrieval_steps"] for s in chosen]
+    steps = [s.retrieval_steps or () for s in chosen]
     assert [len(s) for s in steps] == [3, 3]
     rows = []
     for sample in ctxeval.load_traces(source, format="phoenix"):

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._calls.limits import Limits as Limits
     from ctxeval._data.loading import SampleStream as SampleStream
     from ctxeval._data.loading import load_samples as load_samples
+    from ctxeval._data.sample import RetrievalStep as RetrievalStep
     from ctxeval._data.sample import Sample as Sample
     from ctxeval._data.traces import load_traces as load_traces
     from ctxeval._data.trec import load_trec as load_trec
@@ -140,6 +141,7 @@ _PUBLIC: dict[str, str] = {
     "RateLimitError": "ctxeval._errors",
     "RunnerError": "ctxeval._errors",
     "Registry": "ctxeval._plugins.registry",
+    "RetrievalStep": "ctxeval._data.sample",
     "RetryPolicy": "ctxeval._run.settings",
     "RowStream": "ctxeval._run.rowstream",
     "RunContext": "ctxeval._plugins.protocols",

@@ -181,14 +181,12 @@ def _row(
         contexts += step_contexts
         ids += step_ids
         scores += step_scores
-        made.append(
-            {
-                "query": _query(span),
-                "retrieved_context_ids": _whole(step_ids),
-                "retrieved_contexts": _whole(step_contexts),
-                "span": span.name,
-            }
-        )
+        step = {
+            "query": _query(span),
+            "retrieved_context_ids": _whole(step_ids),
+            "retrieved_contexts": _whole(step_contexts),
+        }
+        made.append({key: value for key, value in step.items() if value is not None})
     row: dict[str, Any] = {"id": trace_id}
     question = _question(root, ordered, chosen, mapping, notes)
     if question is not None:
@@ -207,8 +205,9 @@ def _row(
     }
     if any(s is not None for s in scores):
         metadata["retrieval_scores"] = scores
-    if mapping.retrieval == "all":
-        metadata["retrieval_steps"] = made
+    if mapping.retrieval == "all":  # the sample's steps (#55); their spans in the metadata
+        row["retrieval_steps"] = made
+        metadata["retrieval_step_spans"] = [span.name for span in chosen]
     row["metadata"] = metadata
     return row
 

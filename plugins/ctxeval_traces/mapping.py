@@ -6,8 +6,9 @@ has the table); a key a reader does not know is refused with the known ones.
   ``retriever`` (the chosen step's query), or a span name. Default ``root``.
 * ``answer``: ``root`` (else the last LLM span's output), ``llm``, or a span name.
   Default ``root``.
-* ``retrieval``: ``last``, ``first``, ``reranker``, ``all`` (every step, kept in the sample's
-  metadata as ``retrieval_steps``). Default ``last``.
+* ``retrieval``: ``last``, ``first``, ``reranker``, ``all`` (every step, kept as the sample's
+  ``retrieval_steps``, their span names in its metadata as ``retrieval_step_spans``). Default
+  ``last``.
 * ``id_key``: ``id`` (fallbacks ``metadata.id``, ``metadata.doc_id``, ``metadata.doc_uri``,
   ``metadata.source``, said once), or ``metadata.KEY`` / another key, exactly. Default ``id``.
 * ``content_key``: ``content`` (fallback ``page_content``), ``page_content`` (fallback

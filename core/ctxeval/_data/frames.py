@@ -20,12 +20,12 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from ctxeval._data.sample import FIELD_ALIASES, ID_LIST_FIELDS, TEXT_LIST_FIELDS
+from ctxeval._data.sample import FIELD_ALIASES, ID_LIST_FIELDS, STEPS_FIELD, TEXT_LIST_FIELDS
 from ctxeval._errors import ConfigError, DataError
 
 __all__ = ["TableRows", "plain", "table_rows"]
 
-_LIST_FIELDS: Final = frozenset((*TEXT_LIST_FIELDS, *ID_LIST_FIELDS))
+_LIST_FIELDS: Final = frozenset((*TEXT_LIST_FIELDS, *ID_LIST_FIELDS, STEPS_FIELD))
 _PLAIN_ITEMS: Final = (str, int, bool)
 
 

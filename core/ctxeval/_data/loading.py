@@ -37,6 +37,7 @@ from ctxeval._data.column_map import check_column_map, renamed
 from ctxeval._data.sample import (
     FIELD_ALIASES,
     ID_LIST_FIELDS,
+    STEPS_FIELD,
     TEXT_LIST_FIELDS,
     Sample,
     id_for_message,
@@ -62,6 +63,7 @@ _LIST_FIELDS: Final = frozenset(
         *TEXT_LIST_FIELDS,
         *ID_LIST_FIELDS,
         *(k for k, v in FIELD_ALIASES.items() if v in TEXT_LIST_FIELDS),
+        STEPS_FIELD,
     ]
 )
 

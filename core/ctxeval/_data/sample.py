@@ -13,7 +13,7 @@ field.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import attrs
 import orjson
@@ -21,14 +21,32 @@ import orjson
 from ctxeval._data.text import brief
 from ctxeval._errors import DataError
 
-__all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "SOURCE_FIELDS", "GradedIDs", "Sample", "grades_of"]
+__all__ = [
+    "FIELD_ALIASES",
+    "SAMPLE_FIELDS",
+    "SOURCE_FIELDS",
+    "STEP_FIELDS",
+    "GradedIDs",
+    "RetrievalStep",
+    "Sample",
+    "grades_of",
+    "steps_of",
+    "union_of_steps",
+]
 
 TEXT_FIELDS: Final = ("user_input", "response", "reference")
 TEXT_LIST_FIELDS: Final = ("retrieved_contexts", "reference_contexts")
 SOURCE_FIELDS: Final = ("retrieved_context_sources", "reference_context_sources")
 """The document each retrieved / reference chunk comes from (retrieval units, #55)."""
 ID_LIST_FIELDS: Final = ("retrieved_context_ids", "reference_context_ids", *SOURCE_FIELDS)
-SAMPLE_FIELDS: Final[tuple[str, ...]] = (*TEXT_FIELDS, *TEXT_LIST_FIELDS, *ID_LIST_FIELDS, "id")
+STEPS_FIELD: Final = "retrieval_steps"
+SAMPLE_FIELDS: Final[tuple[str, ...]] = (
+    *TEXT_FIELDS,
+    *TEXT_LIST_FIELDS,
+    *ID_LIST_FIELDS,
+    "id",
+    STEPS_FIELD,
+)
 """The data fields of a sample, in the order they are written."""
 
 FIELD_ALIASES: Final[Mapping[str, str]] = {
@@ -230,6 +248,212 @@ def _ids(value: object, field: str) -> tuple[str, ...] | None:
     return tuple(out)
 
 
+# The steps of a multi-step search (#55): one RetrievalStep per search call, in order.
+_new_step: Final = tuple.__new__
+STEP_FIELDS: Final = ("query", "retrieved_context_ids", "retrieved_contexts")
+"""The fields of a step, in the order they are written."""
+
+
+def _query(value: object) -> str | None:
+    return _text(value, "query")
+
+
+def _step_ids(value: object) -> tuple[str, ...] | None:
+    return _ids(value, "retrieved_context_ids")
+
+
+def _step_texts(value: object) -> tuple[str, ...] | None:
+    return _texts(value, "retrieved_contexts")
+
+
+class _StepFields(NamedTuple):
+    query: str | None
+    retrieved_context_ids: tuple[str, ...] | None
+    retrieved_contexts: tuple[str, ...] | None
+
+
+class RetrievalStep(_StepFields):
+    """One search call of a multi-step search: the query sent and what it returned.
+
+    An immutable value (a named tuple of its three fields). Each field is optional, but a step
+    holds its IDs or its texts (or both, then one ID per text); IDs (str or int) become
+    strings, lists become tuples, as in :class:`Sample`.
+
+    Example:
+        >>> RetrievalStep(query="dune author", retrieved_context_ids=["d1", 7]).to_dict()
+        {'query': 'dune author', 'retrieved_context_ids': ['d1', '7']}
+
+    Raises:
+        DataError: a field of the wrong type (naming it), neither IDs nor texts, or not one
+            ID per text.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        query: object = None,
+        retrieved_context_ids: object = None,
+        retrieved_contexts: object = None,
+    ) -> RetrievalStep:
+        ids = _step_ids(retrieved_context_ids)
+        texts = _step_texts(retrieved_contexts)
+        if ids is None and texts is None:
+            raise DataError(
+                "a step holds none of retrieved_context_ids and retrieved_contexts",
+                hint="give what the search call returned (an empty list when it found nothing)",
+            )
+        if ids is not None and texts is not None and len(ids) != len(texts):
+            raise DataError(
+                f"{len(ids)} retrieved_context_ids but {len(texts)} retrieved_contexts",
+                field="retrieved_context_ids",
+                hint="give one ID per retrieved text, in the same order",
+            )
+        return _new_step(cls, (_query(query), ids, texts))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as a dict; fields that are None are left out."""
+        out: dict[str, Any] = {}
+        for name in STEP_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def steps_of(value: object, sample_id: str | None = None) -> tuple[RetrievalStep, ...] | None:
+    """``value`` (a list of step mappings or :class:`RetrievalStep`) as steps, checked.
+
+    Raises:
+        DataError: naming the sample id, the step (``retrieval_steps[2].query``) and what
+            was wrong.
+    """
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+        raise DataError(
+            f"expected a list of steps, got {_kind(value)}",
+            field="retrieval_steps",
+            sample_id=sample_id,
+            hint='give [{"query": "...", "retrieved_context_ids": [...]}, ...], one per '
+            "search call, in order",
+        )
+    if isinstance(value, RetrievalStep):
+        raise DataError(
+            "expected a list of steps, got a single step",
+            field="retrieval_steps",
+            sample_id=sample_id,
+            hint="wrap it in a list: [step]",
+        )
+    if type(value) is tuple and all(type(step) is RetrievalStep for step in value):
+        return value
+    plain = _plain_steps(value)
+    if plain is not None:
+        return plain
+    return tuple(_step(item, index, sample_id) for index, item in enumerate(value))
+
+
+def _plain_steps(value: list[Any] | tuple[Any, ...]) -> tuple[RetrievalStep, ...] | None:
+    """The steps of ``value`` built without the converters when every step is a dict whose
+    values already have their final type (what a JSON line holds: ASCII strings, lists of
+    them); None when one needs converting or checking (the converters then say what is
+    wrong). A file of many-step samples spends most of its loading time here."""
+    out = []
+    for item in value:
+        if type(item) is not dict or len(item) > 3:
+            return None
+        query = item.get("query")
+        ids = item.get("retrieved_context_ids")
+        texts = item.get("retrieved_contexts")
+        if len(item) != (query is not None) + (ids is not None) + (texts is not None):
+            return None  # another key, or a None given: the converters decide
+        if query is not None and (type(query) is not str or not query.isascii()):
+            return None
+        if ids is not None:
+            if type(ids) is not list:
+                return None
+            try:
+                joined = "".join(ids)
+            except TypeError:
+                return None
+            if not joined.isascii() or len(joined) > MAX_ID_LENGTH:
+                return None
+            ids = tuple(ids)
+        if texts is not None:
+            if type(texts) is not list:
+                return None
+            try:
+                if not "".join(texts).isascii():
+                    return None
+            except TypeError:
+                return None
+            texts = tuple(texts)
+        if (ids is None and texts is None) or (
+            ids is not None and texts is not None and len(ids) != len(texts)
+        ):
+            return None
+        out.append(_new_step(RetrievalStep, (query, ids, texts)))
+    return tuple(out)
+
+
+def _step(item: object, index: int, sample_id: str | None) -> RetrievalStep:
+    where = f"retrieval_steps[{index}]"
+    if isinstance(item, RetrievalStep):
+        return item
+    if not isinstance(item, Mapping):
+        raise DataError(
+            f"step {index} is {_kind(item)}, expected an object with the fields "
+            f"{', '.join(STEP_FIELDS)}",
+            field=where,
+            sample_id=sample_id,
+        )
+    unknown = [key for key in item if key not in STEP_FIELDS]
+    if unknown:
+        raise DataError(
+            f"step {index} has the field {brief(unknown[0])}, which a step does not have",
+            field=f"{where}.{unknown[0]}",
+            sample_id=sample_id,
+            hint=f"a step's fields are {', '.join(STEP_FIELDS)}",
+        )
+    try:
+        return RetrievalStep(**item)
+    except DataError as exc:
+        field = f"{where}.{exc.field}" if exc.field else where
+        raise DataError(
+            f"step {index}: {exc.problem}", field=field, sample_id=sample_id, hint=exc.hint
+        ) from None
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else f"{type(value).__name__} {brief(value)}"
+
+
+def union_of_steps(
+    steps: tuple[RetrievalStep, ...],
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """``(ids, texts)``: what every step returned, in step order, each item once (the first
+    time it was returned). Items are the same when their IDs are (when every step has IDs),
+    else when their texts are. ``ids`` is None when a step has none, ``texts`` when a step
+    has none."""
+    with_ids = all(step.retrieved_context_ids is not None for step in steps)
+    with_texts = all(step.retrieved_contexts is not None for step in steps)
+    seen: dict[str, str | None] = {}
+    for step in steps:
+        if with_ids:
+            ids = step.retrieved_context_ids or ()
+            texts: tuple[str | None, ...] = step.retrieved_contexts or (None,) * len(ids)
+            for key, text in zip(ids, texts, strict=True):
+                seen.setdefault(key, text)
+        else:
+            for text in step.retrieved_contexts or ():
+                seen.setdefault(text, text)
+    if with_ids:
+        ids_out: tuple[str, ...] | None = tuple(seen)
+        texts_out = tuple(t for t in seen.values() if t is not None) if with_texts else None
+        return ids_out, texts_out
+    return None, (tuple(seen) if with_texts else None)
+
+
 # attrs converters must be named functions for type checkers: one per field.
 def _user_input(value: object) -> str | None:
     return _text(value, "user_input")
@@ -303,6 +527,12 @@ def _sample_id(value: object) -> str | None:
     return as_id
 
 
+def _retrieval_steps(value: object) -> tuple[RetrievalStep, ...] | None:
+    """The steps as given: checked after the other fields (``__attrs_post_init__``), so that
+    an error names the sample's id."""
+    return value  # type: ignore[return-value]
+
+
 def _metadata(value: object) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise DataError(f"expected a mapping, got {_type_name(value)}", field="metadata")
@@ -364,12 +594,30 @@ class Sample:
     ``reference_contexts`` and ``reference_context_ids``)."""
     id: str | None = attrs.field(default=None, converter=_sample_id)
     """The sample's id; without one, a sample is known by its 0-based position in the input."""
+    retrieval_steps: tuple[RetrievalStep, ...] | None = attrs.field(
+        default=None, converter=_retrieval_steps
+    )
+    """The steps of a multi-step search, in the order they were made: one
+    :class:`RetrievalStep` per search call (given as a list of ``{query,
+    retrieved_context_ids, retrieved_contexts}``)."""
     metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_metadata, eq=False)
     """Fields of the input that are not sample fields, kept as they were (not compared)."""
 
     def __attrs_post_init__(self) -> None:
         if self.retrieved_context_sources is not None or self.reference_context_sources is not None:
             _check_sources(self)
+        steps = self.retrieval_steps
+        if steps is not None:
+            _set_steps(self, steps_of(steps, self.id))
+
+    def with_steps_as_context(self) -> Sample:
+        """This sample with the union of its :attr:`retrieval_steps` as its retrieved context
+        (:func:`union_of_steps`: each item once, in the order first returned); the sample as
+        it is when it has no steps."""
+        if self.retrieval_steps is None:
+            return self
+        ids, texts = union_of_steps(self.retrieval_steps)
+        return attrs.evolve(self, retrieved_context_ids=ids, retrieved_contexts=texts)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Sample:
@@ -415,6 +663,8 @@ class Sample:
             value = getattr(self, name)
             if isinstance(value, GradedIDs):
                 out[name] = value.as_dict()
+            elif name == STEPS_FIELD and value is not None:
+                out[name] = [step.to_dict() for step in value]
             elif value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
         if self.metadata:
@@ -438,6 +688,7 @@ _FIELD_SET: Final = frozenset(SAMPLE_FIELDS)
 _LIST_FIELDS: Final = frozenset((*TEXT_LIST_FIELDS, *ID_LIST_FIELDS))
 _SETTERS: Final = tuple((name, getattr(Sample, name).__set__) for name in SAMPLE_FIELDS)
 _set_metadata: Final = Sample.metadata.__set__  # type: ignore[attr-defined,misc]
+_set_steps: Final = Sample.retrieval_steps.__set__  # type: ignore[union-attr,misc]
 _new_sample: Final = object.__new__
 
 
@@ -489,6 +740,15 @@ def _builder(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], Sample | None]
                 f"    elif {value} is not None:",
                 "        return None",
             ]
+        elif key == STEPS_FIELD:  # plain steps built at once, the others by the converters
+            lines += [
+                f"    if {value} is not None:",
+                f"        if type({value}) is not list:",
+                "            return None",
+                f"        {value} = plain_steps({value})",
+                f"        if {value} is None:",
+                "            return None",
+            ]
         else:
             limit = f" or len({value}) > {MAX_ID_LENGTH}" if key == "id" else ""
             lines += [
@@ -510,6 +770,7 @@ def _builder(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], Sample | None]
         "Sample": Sample,
         "set_metadata": _set_metadata,
         "check_sources": _check_sources,
+        "plain_steps": _plain_steps,
         **{f"set{number}": setter for number, (_, setter) in enumerate(_SETTERS)},
     }
     exec(compile("\n".join(lines), f"<ctxeval sample builder {keys}>", "exec"), namespace)
@@ -532,6 +793,7 @@ def _prebuilt_slowly(data: dict[str, Any]) -> Sample | None:
         elif value is not None and (
             type(value) is not str
             or name in _LIST_FIELDS
+            or name == STEPS_FIELD
             or not value.isascii()
             or (name == "id" and len(value) > MAX_ID_LENGTH)
         ):

@@ -58,6 +58,7 @@ from ctxeval_llm._parsing import redact
 from ctxeval_llm.config import LLMConfig, resolve_llm
 
 from . import prompts
+from ._steps import StepsAsContext, context_option
 
 logger = logging.getLogger("ctxeval_llm.judges")
 
@@ -333,7 +334,7 @@ class StatementAttributor:
 
 
 @attrs.frozen(kw_only=True)
-class _LLMPrecision(PipelineMetric):
+class _LLMPrecision(StepsAsContext, PipelineMetric):  # type: ignore[override]
     """Average precision over an LLM's usefulness verdict on each retrieved chunk."""
 
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
@@ -352,6 +353,9 @@ class _LLMPrecision(PipelineMetric):
     the first ones are unsure or disagree)."""
     repeat_temperature: float = temperature_option()
     """The temperature of repeated judgements (``repeats`` > 1)."""
+    context: str = context_option()
+    """``retrieved`` (default): judge ``retrieved_contexts``; ``steps``: judge the union of
+    the sample's ``retrieval_steps`` (each item once, in the order first returned)."""
 
     def build(self) -> Pipeline:
         return Pipeline(
@@ -390,7 +394,7 @@ class LLMContextPrecisionWithReference(_LLMPrecision):
     """
 
     registry_name = "llm_context_precision_with_reference"
-    requires = ("user_input", "reference", "retrieved_contexts")
+    fields = ("user_input", "reference", "retrieved_contexts")
     answer_field = "reference"
 
 
@@ -403,12 +407,12 @@ class LLMContextPrecisionWithoutReference(_LLMPrecision):
     """
 
     registry_name = "llm_context_precision_without_reference"
-    requires = ("user_input", "response", "retrieved_contexts")
+    fields = ("user_input", "response", "retrieved_contexts")
     answer_field = "response"
 
 
 @attrs.frozen(kw_only=True)
-class LLMContextRecall(PipelineMetric):
+class LLMContextRecall(StepsAsContext, PipelineMetric):  # type: ignore[override]
     """Share of the reference's statements an LLM attributes to the retrieved contexts; one
     request per sample.
 
@@ -416,7 +420,7 @@ class LLMContextRecall(PipelineMetric):
     """
 
     registry_name = "llm_context_recall"
-    requires = ("user_input", "reference", "retrieved_contexts")
+    fields = ("user_input", "reference", "retrieved_contexts")
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
     llm: Any = attrs.field(default=None, repr=False)
     """The LLM (default: the run's ``llm=``)."""
@@ -428,6 +432,9 @@ class LLMContextRecall(PipelineMetric):
     """How a jury's verdicts combine: ``majority`` or ``escalate``."""
     repeat_temperature: float = temperature_option()
     """The temperature of repeated judgements (``repeats`` > 1)."""
+    context: str = context_option()
+    """``retrieved`` (default): judge ``retrieved_contexts``; ``steps``: judge the union of
+    the sample's ``retrieval_steps`` (each item once, in the order first returned)."""
 
     def build(self) -> Pipeline:
         return Pipeline(
@@ -601,7 +608,7 @@ _BLANK_CHUNK = {"grade": 0, "reason": "the chunk is blank: nothing to judge"}
 
 
 @attrs.frozen(kw_only=True)
-class ContextRelevance(BaseMetric):
+class ContextRelevance(StepsAsContext, BaseMetric):  # type: ignore[override]
     """How relevant the retrieved chunks are to the question, with no reference: an LLM grades
     each chunk 0 to 3 (the UMBRELA scale) and the grades give the score (``measure``).
 
@@ -613,7 +620,7 @@ class ContextRelevance(BaseMetric):
     """
 
     registry_name = "context_relevance"
-    requires = ("user_input", "retrieved_contexts")
+    fields = ("user_input", "retrieved_contexts")
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
 
     measure: str = attrs.field(
@@ -637,6 +644,9 @@ class ContextRelevance(BaseMetric):
     """Grade all chunks of a sample in one request instead of one request per chunk."""
     llm: Any = attrs.field(default=None, repr=False)
     """The LLM (default: the run's ``llm=``)."""
+    context: str = context_option()
+    """``retrieved`` (default): judge ``retrieved_contexts``; ``steps``: judge the union of
+    the sample's ``retrieval_steps`` (each item once, in the order first returned)."""
     unit: str = attrs.field(default="chunk")
     """``"chunk"`` (default) or ``"document"``: each document once, graded as its best chunk,
     at its first chunk's rank (see docs/metrics/units.md)."""
@@ -661,7 +671,7 @@ class ContextRelevance(BaseMetric):
         """``sample`` as the metric grades it (duplicates dropped, documents named), or the
         error row saying why it cannot be."""
         try:
-            return self.units.prepare(sample, self.requires)
+            return self.units.prepare(sample, self.fields)
         except ValueError as exc:  # (a DataError)
             return MetricResult.error(str(exc), details=self.settings())
 
@@ -734,7 +744,10 @@ class ContextRelevance(BaseMetric):
     def estimate_calls(self, sample: Sample) -> list[int]:
         """The prompt sizes (characters) of the requests scoring ``sample`` would send (one per
         distinct chunk, or one per sample with ``batch``; none when it is decided at once)."""
-        prepared = self.prepared(sample)
+        given = self.judged_sample(sample)
+        if isinstance(given, MetricResult):
+            return []
+        prepared = self.prepared(given)
         if isinstance(prepared, MetricResult):
             return []
         sample = prepared
@@ -765,7 +778,10 @@ class ContextRelevance(BaseMetric):
         return None
 
     async def ascore(self, sample: Sample, ctx: RunContext) -> MetricResult:
-        prepared = self.prepared(sample)
+        given = self.judged_sample(sample)
+        if isinstance(given, MetricResult):
+            return given
+        prepared = self.prepared(given)
         if isinstance(prepared, MetricResult):
             return prepared
         sample = prepared
@@ -927,14 +943,14 @@ class SufficiencyJudge:
 
 
 @attrs.frozen(kw_only=True)
-class ContextSufficiency(PipelineMetric):
+class ContextSufficiency(StepsAsContext, PipelineMetric):  # type: ignore[override]
     """Whether the retrieved contexts are enough to answer the question (1) or not (0), as an
     LLM judges it from the question and the contexts alone: "sufficient context" as Joren et
     al. (ICLR 2025) define it. One request per sample.
     """
 
     registry_name = "context_sufficiency"
-    requires = ("user_input", "retrieved_contexts")
+    fields = ("user_input", "retrieved_contexts")
     dependencies: ClassVar[tuple[Dependency, ...]] = _NEEDS
     llm: Any = attrs.field(default=None, repr=False)
     """The LLM (default: the run's ``llm=``)."""
@@ -948,6 +964,9 @@ class ContextSufficiency(PipelineMetric):
     """How a jury's verdicts combine: ``majority`` or ``escalate``."""
     repeat_temperature: float = temperature_option()
     """The temperature of repeated judgements (``repeats`` > 1)."""
+    context: str = context_option()
+    """``retrieved`` (default): judge ``retrieved_contexts``; ``steps``: judge the union of
+    the sample's ``retrieval_steps`` (each item once, in the order first returned)."""
 
     def default_name(self) -> str:
         return f"{self.registry_name}_with_reference" if self.with_reference else self.registry_name
