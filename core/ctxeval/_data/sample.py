@@ -21,7 +21,14 @@ import orjson
 from ctxeval._data.text import brief
 from ctxeval._errors import DataError
 
-__all__ = ["FIELD_ALIASES", "SAMPLE_FIELDS", "GradedIDs", "Sample", "grades_of"]
+__all__ = [
+    "FIELD_ALIASES",
+    "SAMPLE_FIELDS",
+    "GradedIDs",
+    "Sample",
+    "checked_id_sample",
+    "grades_of",
+]
 
 TEXT_FIELDS: Final = ("user_input", "response", "reference")
 TEXT_LIST_FIELDS: Final = ("retrieved_contexts", "reference_contexts")
@@ -393,6 +400,30 @@ _new_sample: Final = object.__new__
 
 
 _ID_FIELDS: Final = frozenset({"retrieved_context_ids", "reference_context_ids"})
+_SET_ID, _SET_RETRIEVED_IDS, _SET_REFERENCE_IDS = (
+    dict(_SETTERS)[name] for name in ("id", "retrieved_context_ids", "reference_context_ids")
+)
+_OTHER_FIELDS: Final = tuple(
+    setter for name, setter in _SETTERS if name not in _ID_FIELDS and name != "id"
+)
+
+
+def checked_id_sample(
+    sample_id: str, retrieved: tuple[str, ...], reference: tuple[str, ...]
+) -> Sample:
+    """A sample of an id and the two ID fields whose values a reader has already checked
+    (strings of valid Unicode, none longer than :data:`MAX_ID_LENGTH`; ``reference`` a tuple or
+    a :class:`GradedIDs`), built without the converters: equal to ``Sample(id=...,
+    retrieved_context_ids=..., reference_context_ids=...)``. The TREC reader builds one per
+    query."""
+    sample = _new_sample(Sample)
+    for setter in _OTHER_FIELDS:
+        setter(sample, None)
+    _SET_ID(sample, sample_id)
+    _SET_RETRIEVED_IDS(sample, retrieved)
+    _SET_REFERENCE_IDS(sample, reference)
+    _set_metadata(sample, {})
+    return sample
 
 
 def _prebuilt(data: dict[str, Any]) -> Sample | None:
