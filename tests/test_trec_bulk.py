@@ -151,3 +151,19 @@ def test_empty_and_comment_only_files(tmp_path: Path) -> None:
     assert ctxeval.load_trec(tmp_path / "q", tmp_path / "r") == line_reader(
         tmp_path / "q", tmp_path / "r"
     )
+
+
+@pytest.mark.parametrize("query_scale", [1, 1 << 60])  # a combined key of 64 bits, or three
+def test_the_ranking_is_the_three_key_sort(query_scale: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    queries = np.sort(rng.integers(0, 50, 3000)) * query_scale
+    scores = rng.choice([-1.5, -0.0, 0.0, 0.25, 2.0, 7.0], 3000)
+    names = rng.integers(0, 40, 3000)
+    expected = np.lexsort((-names, -scores, queries))
+    got = trec_bulk._ranking(queries, scores, names)
+    key = list(zip(queries.tolist(), (-scores).tolist(), (-names).tolist(), strict=True))
+    assert [key[i] for i in got.tolist()] == [key[i] for i in expected.tolist()]
+    ordered = trec_bulk._ranking(queries[expected], scores[expected], names[expected])
+    assert [key[i] for i in expected[ordered].tolist()] == [key[i] for i in expected.tolist()]

@@ -46,21 +46,27 @@ IntArray = npt.NDArray[np.int64]
 
 
 class _Codes:
-    """Strings numbered in the order they first appear."""
+    """Tokens numbered in the order they first appear; their text decoded once each."""
 
-    __slots__ = ("names", "number")
+    __slots__ = ("number", "tokens")
 
     def __init__(self) -> None:
-        self.number: dict[str, int] = {}
-        self.names: list[str] = []
+        self.number: dict[bytes, int] = {}
+        self.tokens: list[bytes] = []
 
-    def encode(self, values: list[str]) -> IntArray:
-        number = self.number
+    def encode(self, values: list[bytes]) -> IntArray:
+        number, tokens = self.number, self.tokens
         new = [v for v in dict.fromkeys(values) if v not in number]
         if new:
-            number.update(zip(new, range(len(self.names), len(self.names) + len(new)), strict=True))
-            self.names += new
+            number.update(zip(new, range(len(tokens), len(tokens) + len(new)), strict=True))
+            tokens += new
         return np.fromiter(map(number.__getitem__, values), dtype=np.int64, count=len(values))
+
+    @property
+    def names(self) -> list[str]:
+        """The tokens as text (the whole file was checked to be UTF-8 and the tokens are cut
+        at ASCII bytes, which no multi-byte sequence holds: each decodes)."""
+        return b"\n".join(self.tokens).decode("utf-8").split("\n") if self.tokens else []
 
 
 def _blocks(data: bytes) -> Iterator[bytes]:
@@ -111,15 +117,6 @@ def _columns(
     return [[tokens[i] for i in (first + column).tolist()] for column in wanted]
 
 
-def _strings(column: list[bytes]) -> list[str] | None:
-    """The tokens of ``column`` as text, None when one is not UTF-8. (Split at ASCII bytes,
-    which no multi-byte UTF-8 sequence holds: each token is UTF-8 when the whole is.)"""
-    try:
-        return b"\n".join(column).decode("utf-8").split("\n") if column else []
-    except UnicodeDecodeError:
-        return None
-
-
 def _only(column: list[bytes], alphabet: bytes) -> bool:
     return not b"".join(column).translate(None, alphabet)
 
@@ -160,16 +157,13 @@ class _Table:
         query_column, doc_column, value_column = columns
         if not _only(value_column, alphabet):
             return False
-        queries, docs = _strings(query_column), _strings(doc_column)
-        if queries is None or docs is None:
-            return False
         dtype = np.int64 if kind is int else np.float64
         try:
             values = np.fromiter(map(kind, value_column), dtype=dtype, count=len(value_column))
         except (ValueError, OverflowError):
             return False
-        self.query_codes.append(self.queries.encode(queries))
-        self.doc_codes.append(self.docs.encode(docs))
+        self.query_codes.append(self.queries.encode(query_column))
+        self.doc_codes.append(self.docs.encode(doc_column))
         self.values.append(values)
         return True
 
@@ -178,7 +172,7 @@ class _Table:
         q = np.concatenate([np.zeros(0, np.int64), *self.query_codes])
         d = np.concatenate([np.zeros(0, np.int64), *self.doc_codes])
         values = np.concatenate(self.values) if self.values else np.zeros(0)
-        return None if _repeats(q, d, len(self.docs.names)) else (q, d, values)
+        return None if _repeats(q, d, len(self.docs.tokens)) else (q, d, values)
 
 
 def _table(
@@ -223,9 +217,10 @@ def read_qrels_bulk(path: Path) -> Qrels | None:
     names = table.docs.names
     doc_list = list(map(names.__getitem__, d[judged].tolist()))
     grade_list = grades[judged].tolist()
-    spans = list(itertools.pairwise(_bounds(q[judged], len(table.queries.names))))
+    queries = table.queries.names
+    spans = list(itertools.pairwise(_bounds(q[judged], len(queries))))
     return Qrels(
-        table.queries.names,
+        queries,
         [tuple(doc_list[a:b]) for a, b in spans],
         [tuple(grade_list[a:b]) for a, b in spans],
     )
@@ -254,10 +249,25 @@ def read_run_bulk(path: Path) -> Run | None:
     names = table.docs.names
     by_name = np.empty(len(names), dtype=np.int64)  # each document's place in string order
     by_name[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-    order = np.lexsort((-by_name[d], -scores, q))  # by query, score down, doc ID down
+    order = _ranking(q, scores, by_name[d])
     ranked_docs = list(map(names.__getitem__, d[order].tolist()))
-    spans = itertools.pairwise(_bounds(q[order], len(table.queries.names)))
-    return Run(table.queries.names, [tuple(ranked_docs[a:b]) for a, b in spans])
+    queries = table.queries.names
+    spans = itertools.pairwise(_bounds(q[order], len(queries)))
+    return Run(queries, [tuple(ranked_docs[a:b]) for a, b in spans])
+
+
+def _ranking(queries: IntArray, scores: npt.NDArray[Any], names: IntArray) -> IntArray:
+    """The order of the rows by query, then score descending, then doc ID descending (``names``:
+    each row's document's place in string order): one sort of a combined key when it fits in
+    64 bits (none when the file is in that order already), else three."""
+    levels, rank = np.unique(-scores, return_inverse=True)  # 0: the highest score
+    n_names = int(names.max()) + 1 if len(names) else 1
+    if len(queries) and int(queries.max()) + 1 < (1 << 62) // (len(levels) * n_names):
+        key = (queries * len(levels) + rank.reshape(-1)) * n_names + (n_names - 1 - names)
+        if bool((key[1:] > key[:-1]).all()):
+            return np.arange(len(key))
+        return np.argsort(key)
+    return np.lexsort((-names, -scores, queries))
 
 
 def _bounds(sorted_queries: IntArray, count: int) -> list[int]:
