@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 import ctxeval
-from ctxeval._data import trec_bulk
+from ctxeval._data import trec, trec_bulk
 from ctxeval._data.trec import read_qrels, read_run, samples_from_dicts
+
+
+@pytest.fixture(autouse=True)
+def _always_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load_trec`` reads these small files in bulk too (it reads small ones line by line)."""
+    monkeypatch.setattr(trec, "BULK_FROM", 0)
 
 
 def line_reader(qrels: Path, run: Path, *, complete: bool = False) -> list[ctxeval.Sample]:

@@ -171,6 +171,18 @@ def _sample(query: str, ranked: list[str], judged: Mapping[str, int]) -> Sample:
     )
 
 
+BULK_FROM = 1 << 16
+"""Bytes of the two files from which :func:`load_trec` reads them in bulk (smaller ones are read
+line by line: as fast, without importing numpy)."""
+
+
+def _size(path: str | os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # (the reader says what is wrong)
+
+
 def load_trec(
     qrels: str | os.PathLike[str],
     run: str | os.PathLike[str],
@@ -187,6 +199,8 @@ def load_trec(
     Raises:
         DataError: naming the file and line that is wrong.
     """
+    if _size(qrels) + _size(run) < BULK_FROM:
+        return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
     from ctxeval._data.trec_bulk import read_qrels_bulk, read_run_bulk
 
     judged = read_qrels_bulk(Path(qrels))
