@@ -1,8 +1,8 @@
 """The IR user's path: ``ctxeval evaluate --qrels QRELS --run RUN`` against pytrec_eval parsing
 and scoring the same two files, each a whole process, side by side.
 
-The files: ``--queries`` queries (100 000), each with 20 retrieved documents (scores with two
-decimals: ties occur) and 8 judged ones graded 0-3 (a third of them judged not relevant), out of
+The files: ``--queries`` queries (100 000), each with 20 retrieved documents (in rank order, as a
+run is written; scores with two decimals: ties occur) and 8 judged ones graded 0-3 (a third of them judged not relevant), out of
 1 000 documents. Five measures: nDCG@10, AP, P@5, RR, R@100 (pytrec_eval: ``ndcg_cut_10``,
 ``map``, ``P_5``, ``recip_rank``, ``recall_100``, and their means, as ctxeval's summary gives).
 
@@ -60,8 +60,9 @@ def write_files(folder: Path, queries: int) -> tuple[Path, Path]:
             pool = rng.sample(range(1000), 24)
             for doc in pool[:8]:
                 q_out.write(f"q{i} 0 doc{doc} {rng.choice([0, 0, 1, 2, 3])}\n")
-            for rank, doc in enumerate(pool[4:24], start=1):
-                r_out.write(f"q{i} Q0 doc{doc} {rank} {rng.uniform(0, 20):.2f} bench\n")
+            scored = [(round(rng.uniform(0, 20), 2), f"doc{doc}") for doc in pool[4:24]]
+            for rank, (score, doc) in enumerate(sorted(scored, reverse=True), start=1):
+                r_out.write(f"q{i} Q0 {doc} {rank} {score:.2f} bench\n")  # as runs are written
     return qrels, run
 
 

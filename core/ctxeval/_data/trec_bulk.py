@@ -259,7 +259,14 @@ def read_run_bulk(path: Path) -> Run | None:
 def _ranking(queries: IntArray, scores: npt.NDArray[Any], names: IntArray) -> IntArray:
     """The order of the rows by query, then score descending, then doc ID descending (``names``:
     each row's document's place in string order): one sort of a combined key when it fits in
-    64 bits (none when the file is in that order already), else three."""
+    64 bits, else three; none when the file is in that order already, as runs usually are."""
+    if len(queries) < 2:
+        return np.arange(len(queries))
+    if bool((queries[1:] >= queries[:-1]).all()):  # grouped: perhaps ranked already
+        after = scores[1:] < scores[:-1]
+        after |= (scores[1:] == scores[:-1]) & (names[1:] < names[:-1])
+        if bool((after | (queries[1:] != queries[:-1])).all()):
+            return np.arange(len(queries))
     levels, rank = np.unique(-scores, return_inverse=True)  # 0: the highest score
     n_names = int(names.max()) + 1 if len(names) else 1
     if len(queries) and int(queries.max()) + 1 < (1 << 62) // (len(levels) * n_names):
