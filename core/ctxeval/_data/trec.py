@@ -201,14 +201,25 @@ def load_trec(
     """
     if _size(qrels) + _size(run) < BULK_FROM:
         return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
+    from ctxeval._results.collector import collector_paused
+
+    with collector_paused():  # (what is made here stays alive or is freed by its count)
+        samples = _load_in_bulk(Path(qrels), Path(run), complete=complete)
+    if samples is None:  # the line reader: the same samples, or the error and its line
+        return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
+    return samples
+
+
+def _load_in_bulk(qrels: Path, run: Path, *, complete: bool) -> list[Sample] | None:
+    """:func:`load_trec` through the bulk reader, or None when it does not take a file."""
     from ctxeval._data.trec_bulk import read_qrels_bulk, read_run_bulk
 
-    judged = read_qrels_bulk(Path(qrels))
-    if judged is None:  # the line reader: the same samples, or the error and its line
-        return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
-    ranked = read_run_bulk(Path(run))
+    judged = read_qrels_bulk(qrels)
+    if judged is None:
+        return None
+    ranked = read_run_bulk(run)
     if ranked is None:
-        return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
+        return None
     references = {
         query: GradedIDs(docs, grades)
         for query, docs, grades in zip(judged.queries, judged.docs, judged.grades, strict=True)
