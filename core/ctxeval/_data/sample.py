@@ -29,6 +29,7 @@ __all__ = [
     "GradedIDs",
     "RetrievalStep",
     "Sample",
+    "checked_id_sample",
     "grades_of",
     "steps_of",
     "union_of_steps",
@@ -694,6 +695,32 @@ _new_sample: Final = object.__new__
 
 _ID_FIELDS: Final = frozenset(ID_LIST_FIELDS)
 _SOURCE_SET: Final = frozenset(SOURCE_FIELDS)
+_SET_ID, _SET_RETRIEVED_IDS, _SET_REFERENCE_IDS = (
+    dict(_SETTERS)[name] for name in ("id", "retrieved_context_ids", "reference_context_ids")
+)
+_OTHER_FIELDS: Final = tuple(
+    setter
+    for name, setter in _SETTERS
+    if name not in ("id", "retrieved_context_ids", "reference_context_ids")
+)
+
+
+def checked_id_sample(
+    sample_id: str, retrieved: tuple[str, ...], reference: tuple[str, ...]
+) -> Sample:
+    """A sample of an id and the two ID fields whose values a reader has already checked
+    (strings of valid Unicode, none longer than :data:`MAX_ID_LENGTH`; ``reference`` a tuple or
+    a :class:`GradedIDs`), built without the converters: equal to ``Sample(id=...,
+    retrieved_context_ids=..., reference_context_ids=...)``. The TREC reader builds one per
+    query."""
+    sample = _new_sample(Sample)
+    for setter in _OTHER_FIELDS:
+        setter(sample, None)
+    _SET_ID(sample, sample_id)
+    _SET_RETRIEVED_IDS(sample, retrieved)
+    _SET_REFERENCE_IDS(sample, reference)
+    _set_metadata(sample, {})
+    return sample
 
 
 def _prebuilt(data: dict[str, Any]) -> Sample | None:

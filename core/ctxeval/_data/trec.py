@@ -13,6 +13,12 @@ Both files may hold comment lines starting with ``#`` and blank lines. Each quer
 ``reference_context_ids`` = the graded qrels). As trec_eval evaluates them, only queries that
 are in both files are kept; with ``complete=True`` (trec_eval's ``-c``), queries of the qrels
 missing from the run are kept too, with nothing retrieved.
+
+:func:`load_trec` reads the two files in bulk (:mod:`ctxeval._data.trec_bulk`: whole blocks of
+bytes split in C, straight into each query's ranked and judged documents) and falls back to the
+line-by-line reader here for a file the bulk reader does not take (a malformed line, a comment,
+a lone carriage return...), which then names the file and line that is wrong. Both read a
+file to the same samples.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ctxeval._data.sample import GradedIDs, Sample
+from ctxeval._data.sample import GradedIDs, Sample, checked_id_sample
 from ctxeval._errors import DataError
 
 __all__ = ["load_trec", "read_qrels", "read_run", "samples_from_dicts"]
@@ -165,6 +171,18 @@ def _sample(query: str, ranked: list[str], judged: Mapping[str, int]) -> Sample:
     )
 
 
+BULK_FROM = 1 << 16
+"""Bytes of the two files from which :func:`load_trec` reads them in bulk (smaller ones are read
+line by line: as fast, without importing numpy)."""
+
+
+def _size(path: str | os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # (the reader says what is wrong)
+
+
 def load_trec(
     qrels: str | os.PathLike[str],
     run: str | os.PathLike[str],
@@ -181,4 +199,41 @@ def load_trec(
     Raises:
         DataError: naming the file and line that is wrong.
     """
-    return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
+    if _size(qrels) + _size(run) < BULK_FROM:
+        return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
+    from ctxeval._results.collector import collector_paused
+
+    with collector_paused():  # (what is made here stays alive or is freed by its count)
+        samples = _load_in_bulk(Path(qrels), Path(run), complete=complete)
+    if samples is None:  # the line reader: the same samples, or the error and its line
+        return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
+    return samples
+
+
+def _load_in_bulk(qrels: Path, run: Path, *, complete: bool) -> list[Sample] | None:
+    """:func:`load_trec` through the bulk reader, or None when it does not take a file."""
+    from ctxeval._data.trec_bulk import read_qrels_bulk, read_run_bulk
+
+    judged = read_qrels_bulk(qrels)
+    if judged is None:
+        return None
+    ranked = read_run_bulk(run)
+    if ranked is None:
+        return None
+    references = {
+        query: GradedIDs(docs, grades)
+        for query, docs, grades in zip(judged.queries, judged.docs, judged.grades, strict=True)
+    }
+    samples = [
+        checked_id_sample(query, docs, references[query])
+        for query, docs in zip(ranked.queries, ranked.ranked, strict=True)
+        if query in references  # trec_eval leaves out a query without judgements
+    ]
+    if complete:
+        in_run = set(ranked.queries)
+        samples += [
+            checked_id_sample(query, (), reference)
+            for query, reference in references.items()
+            if query not in in_run
+        ]
+    return samples

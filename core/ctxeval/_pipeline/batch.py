@@ -14,10 +14,10 @@ import attrs
 from ctxeval._data.sample import TEXT_FIELDS, GradedIDs, Sample
 from ctxeval._pipeline.parts import Pipeline
 from ctxeval._pipeline.sources import Items
-from ctxeval._plugins.hooks import MatchesBothSides
+from ctxeval._plugins.hooks import MatchesBothSides, is_membership
 from ctxeval.policy import Side
 
-__all__ = ["BatchJudgement", "batchable", "both_sides_key", "judgeable"]
+__all__ = ["BatchJudgement", "batchable", "both_sides_key", "graded_scores", "judgeable"]
 
 
 @attrs.frozen(slots=True)
@@ -77,21 +77,69 @@ def judgeable(
     p: Pipeline, samples: Sequence[Sample]
 ) -> tuple[list[int], list[Sequence[str]], list[Sequence[str]]]:
     """The positions, reference sides and retrieved sides of the samples of ``samples``
-    (both sides :class:`Items`) that are no edge case (a side empty: ``score`` gives its
-    reason) and have no graded reference IDs (scored one by one), the sides as the samples
-    give them."""
-    assert isinstance(p.reference, Items)
+    (both sides :class:`Items`) that are no edge case (a side empty, or no reference item of
+    the side's least grade: ``score`` gives its reason), the sides as the samples give them
+    (:meth:`Items.given`: graded reference IDs give their items of the least grade; a graded
+    formula's value of them comes from :func:`graded_scores`)."""
+    reference_side = p.reference
+    assert isinstance(reference_side, Items)
     assert isinstance(p.retrieved, Items)
-    references = list(map(operator.attrgetter(p.reference.field), samples))
+    references = list(map(operator.attrgetter(reference_side.field), samples))
     retrieved_ones = list(map(operator.attrgetter(p.retrieved.field), samples))
     if all(references) and all(retrieved_ones) and GradedIDs not in set(map(type, references)):
         return list(range(len(samples))), references, retrieved_ones  # the usual case
-    where = [
-        index
-        for index, (reference, retrieved) in enumerate(zip(references, retrieved_ones, strict=True))
-        if reference and retrieved and type(reference) is not GradedIDs
-    ]
-    return where, [references[i] for i in where], [retrieved_ones[i] for i in where]
+    given = reference_side.given
+    where, judged_references = [], []
+    for index, (reference, retrieved) in enumerate(zip(references, retrieved_ones, strict=True)):
+        if not reference or not retrieved:
+            continue
+        if type(reference) is GradedIDs:
+            reference = given(samples[index])
+            if not reference:
+                continue
+        where.append(index)
+        judged_references.append(reference)
+    return where, judged_references, [retrieved_ones[i] for i in where]
+
+
+def graded_scores(
+    p: Pipeline, samples: Sequence[Sample], where: Sequence[int]
+) -> dict[int, float | None]:
+    """For a graded formula (:attr:`~ctxeval.policy.Formula.graded`) judging the retrieved
+    side: by index ``k`` in ``where``, the value the formula gives judged sample ``where[k]``
+    when its reference IDs carry grades, as ``judge_now`` and the formula's ``result`` give it,
+    or None when its row is ``score``'s: an edge case (nothing relevant), or any graded sample
+    when the matcher is no ``membership`` one (the gains then follow its verdicts' evidence).
+    Through a ``membership`` matcher, a retrieved item's gain is the grade of its first
+    occurrence among the reference items of the least grade. Samples with a plain list of
+    reference IDs, whose flags count as grade 1, are left out. Equal gains and grades share
+    one computation."""
+    formula, reference_side, retrieved_side = p.formula, p.reference, p.retrieved
+    assert isinstance(reference_side, Items)
+    assert isinstance(retrieved_side, Items)
+    field, level, depth = reference_side.field, reference_side.min_grade, formula.depth
+    out: dict[int, float | None] = {}
+    exact = is_membership(p.matcher)
+    memo: dict[tuple[tuple[int, ...], tuple[int, ...]], float | None] = {}
+    for k, j in enumerate(where):
+        sample = samples[j]
+        reference = getattr(sample, field)
+        if type(reference) is not GradedIDs:
+            continue
+        if not exact:
+            out[k] = None
+            continue
+        pairs = [(i, g) for i, g in zip(reference, reference.grades, strict=True) if g >= level]
+        first = dict(reversed(pairs))  # the grade of each ID's first occurrence
+        retrieved = retrieved_side.read(sample)
+        if depth is not None:
+            retrieved = retrieved[:depth]
+        key = (tuple([first.get(i, -1) for i in retrieved]), tuple([g for _, g in pairs]))
+        if key not in memo:
+            grades = key[1]
+            memo[key] = formula.graded_value(*key) if formula.relevant_in(grades) else None
+        out[k] = memo[key]
+    return out
 
 
 def both_sides_key(matcher: object) -> Any:

@@ -14,7 +14,13 @@ from typing import Any
 import attrs
 
 from ctxeval._data.sample import Sample
-from ctxeval._pipeline.batch import BatchJudgement, batchable, both_sides_key, judgeable
+from ctxeval._pipeline.batch import (
+    BatchJudgement,
+    batchable,
+    both_sides_key,
+    graded_scores,
+    judgeable,
+)
 from ctxeval._pipeline.metric import PipelineMetric
 from ctxeval._pipeline.sources import Items
 from ctxeval._plugins.hooks import is_itemwise, is_membership
@@ -282,10 +288,18 @@ class DeterministicPipelineMetric(PipelineMetric):
                     i = positions[j]
                     rows[i] = row.labelled(ids[i], name) if label else row
         classes, kinds = judged.classes(side)
+        values: list[float | None]
         if cut:
             values = [value(flags[:depth], size) for flags, size in kinds]
         else:
             values = [value(flags, size) for flags, size in kinds]
+        if formula.graded and side == "retrieved":
+            graded = graded_scores(self.pipeline, samples, where)
+            if graded:  # graded reference IDs: their own values (None: scored whole)
+                classes = list(classes)
+                for k, score in graded.items():
+                    classes[k] = len(values)
+                    values.append(score)
         odd = [type(v) is not float or not 0.0 <= v <= 1.0 for v in values]  # ok_row's check
         if len(where) == len(scores) and not any(odd):  # every sample judged, in place
             column.scores = list(map(values.__getitem__, classes))
@@ -294,6 +308,11 @@ class DeterministicPipelineMetric(PipelineMetric):
             i = positions[j]
             if not odd[kind]:
                 scores[i] = values[kind]
+                continue
+            score = values[kind]
+            if score is None:  # an edge case found by graded_scores
+                row = self.score(samples[j])
+                rows[i] = row.labelled(ids[i], name) if label else row
             else:  # ok_row converts or refuses it
                 details = LazyDetails(self._details_now, samples[j])
-                rows[i] = ok_row(values[kind], details=details, sample_id=ids[i], metric=name)
+                rows[i] = ok_row(score, details=details, sample_id=ids[i], metric=name)
