@@ -90,6 +90,13 @@ class DeterministicPipelineMetric(PipelineMetric):
         self.fill_column(column, samples, judged, range(len(samples)), ids, label=False)
         return [column.row(i, ids[i], sample) for i, sample in enumerate(samples)]
 
+    def _as_judged(self, samples: Sequence[Sample]) -> Sequence[Sample]:
+        """``samples`` as :meth:`judge_batch` judged them (prepared by :attr:`units`; one that
+        cannot be is no judged sample, and stays as it is)."""
+        if not self.units.active:
+            return samples
+        return [p if isinstance(p := self.prepared(s), Sample) else s for s in samples]
+
     def _ids_only(self) -> bool:
         """Whether both sides are ID fields (collapsed to documents before judging)."""
         return {"retrieved_context_ids", "reference_context_ids"}.issuperset(self.pipeline.requires)
@@ -294,7 +301,7 @@ class DeterministicPipelineMetric(PipelineMetric):
         else:
             values = [value(flags, size) for flags, size in kinds]
         if formula.graded and side == "retrieved":
-            graded = graded_scores(self.pipeline, samples, where)
+            graded = graded_scores(self.pipeline, self._as_judged(samples), where)
             if graded:  # graded reference IDs: their own values (None: scored whole)
                 classes = list(classes)
                 for k, score in graded.items():
