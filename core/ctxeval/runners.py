@@ -7,6 +7,9 @@ or ``ctxeval evaluate``, is one :class:`RunPlan`, built by core, executed by a r
   settings validated, people's labels bound, the rows a resume reuses). A frozen value;
   :meth:`RunPlan.for_workers` gives the picklable plan to send to other processes.
 * :class:`Runner`: what a runner is: a ``name`` and ``async run(plan, samples, sink)``.
+* :class:`MetricNames`: the index of a run's metric names, built with the plan
+  (:attr:`RunPlan.metric_names`) and carried by its :class:`~ctxeval.Evaluation`: which of
+  the run's metrics any name of a metric (an alias, an IR name, another case) means.
 * :class:`RowSink`: where a runner hands the rows it scored. Core keeps the rest: the journal,
   the order of the rows, the check that no sample id is scored twice, the progress, the cost
   cap and the :class:`~ctxeval.Evaluation`.
@@ -57,6 +60,7 @@ from ctxeval._calls.cache import SQLiteCache
 from ctxeval._calls.ledger import BudgetLedger
 from ctxeval._calls.limits import SharedLimits, TokenBucket
 from ctxeval._errors import RunnerError
+from ctxeval._plugins.metric_names import MetricNames
 from ctxeval._results.results import MetricResult
 from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
 from ctxeval._run.execute import get_runner
@@ -71,6 +75,7 @@ __all__ = [
     "BatchScorer",
     "BudgetLedger",
     "LocalRunner",
+    "MetricNames",
     "ProcessesRunner",
     "RowSink",
     "RunPlan",

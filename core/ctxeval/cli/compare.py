@@ -42,16 +42,16 @@ def _named_as(
     name: ``context_precision`` and ``llm_context_precision_with_reference``) renamed to the
     baseline's name, so that the two are compared."""
     from ctxeval._errors import CtxevalError
-    from ctxeval._plugins.metric_names import resolve_metric_name
+    from ctxeval._plugins.metric_names import MetricNames
 
-    names = list(dict.fromkeys(m for _, m in baseline))
+    names = MetricNames(list(dict.fromkeys(m for _, m in baseline)))
     own = list(dict.fromkeys(m for _, m in run))
     renamed: dict[str, str] = {}
     for metric in own:
         if metric in names:
             continue
         try:
-            meant = resolve_metric_name(metric, names)
+            meant = names.resolve(metric)
         except CtxevalError:  # (no metric of the baseline, or a name unknown here)
             continue
         if meant not in own and meant not in renamed.values():

@@ -264,13 +264,13 @@ def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]
         raise UsageError(str(exc)) from None
     import attrs
 
-    from ctxeval._plugins.metric_names import resolve_metric_name
+    from ctxeval._plugins.metric_names import MetricNames
 
-    names = [m.name for m in metrics]
+    names = MetricNames.of(metrics)
     resolved = []
     for gate in gates:
         try:
-            name = resolve_metric_name(gate.metric, names, metrics=metrics)
+            name = names.resolve(gate.metric)
         except ConfigError as exc:
             raise UsageError(f"--fail-under {gate.metric}: {exc}") from None
         resolved.append(attrs.evolve(gate, metric=name))
@@ -295,8 +295,9 @@ def _labels(path: str | None, metrics: Sequence[Any]) -> Any:
     if not path:
         return None
     from ctxeval._judge.resolve import resolve_label_metrics
+    from ctxeval._plugins.metric_names import MetricNames
 
-    return resolve_label_metrics(path, [m.name for m in metrics])
+    return resolve_label_metrics(path, MetricNames.of(metrics))
 
 
 def _needs_llm(metrics: Sequence[Any]) -> bool:
@@ -307,13 +308,14 @@ def _needs_llm(metrics: Sequence[Any]) -> bool:
 def _embeds_by_endpoint(metrics: Sequence[Any]) -> bool:
     """Whether a metric's matcher embeds through an endpoint (``matcher=embedding,
     embedder=openai``): its vectors are cached as the LLM answers are."""
+    from ctxeval._plugins.hooks import embedder_of, pipeline_parts
     from ctxeval._plugins.protocols import DeterministicEmbedder
 
     for metric in metrics:
-        matcher = getattr(getattr(metric, "pipeline", None), "matcher", None)
-        embedder = getattr(matcher, "embedder", None)
-        if embedder is not None and not isinstance(embedder, DeterministicEmbedder):
-            return True
+        for part in pipeline_parts(metric) or ():
+            embedder = embedder_of(part)
+            if embedder is not None and not isinstance(embedder, DeterministicEmbedder):
+                return True
     return False
 
 
