@@ -10,6 +10,8 @@ or ``ctxeval evaluate``, is one :class:`RunPlan`, built by core, executed by a r
 * :class:`MetricNames`: the index of a run's metric names, built with the plan
   (:attr:`RunPlan.metric_names`) and carried by its :class:`~ctxeval.Evaluation`: which of
   the run's metrics any name of a metric (an alias, an IR name, another case) means.
+* :func:`check_runner_options`: the checks every runner makes of its options (whole
+  numbers of at least 1, flags), one message for all.
 * :class:`RowSink`: where a runner hands the rows it scored. Core keeps the rest: the journal,
   the order of the rows, the check that no sample id is scored twice, the progress, the cost
   cap and the :class:`~ctxeval.Evaluation`.
@@ -63,6 +65,7 @@ from ctxeval._errors import RunnerError
 from ctxeval._plugins.metric_names import MetricNames
 from ctxeval._results.results import MetricResult
 from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
+from ctxeval._run.checks import check_runner_options
 from ctxeval._run.execute import get_runner
 from ctxeval._run.local import LocalRunner, score_locally
 from ctxeval._run.plan import RunPlan
@@ -85,6 +88,7 @@ __all__ = [
     "ScoredPart",
     "SharedLimits",
     "TokenBucket",
+    "check_runner_options",
     "get_runner",
     "run_on_executor",
     "score_part",
