@@ -9,14 +9,13 @@ on Ctrl-C (or SIGTERM).
 from __future__ import annotations
 
 import argparse
-import errno
 import shlex
 from pathlib import Path
 from typing import Any
 
 from ctxeval.cli.invocation import program
 from ctxeval.cli.render import EXIT_OK, UsageError, console
-from ctxeval.cli.serving import serve_until_stopped
+from ctxeval.cli.serving import listening, serve_until_stopped
 
 __all__ = ["DEFAULT_PORT", "TRY_METRICS", "add_parser", "cmd_serve_judge", "try_command"]
 
@@ -103,16 +102,9 @@ def cmd_serve_judge(args: argparse.Namespace) -> int:
         raise UsageError(f"--latency must be 0 or more seconds, got {args.latency:g}")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0 to 65535, got {args.port}")
-    try:
-        server = make_server(args.host, args.port, latency=args.latency)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise UsageError(
-                f"port {args.port} is in use: give another with --port, or --port 0 for a free one"
-            ) from None
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
+    server = listening(
+        lambda: make_server(args.host, args.port, latency=args.latency), args.host, args.port
+    )
     print(_banner(server_url(server), args.host, args.latency), flush=True)
 
     serve_until_stopped(server)

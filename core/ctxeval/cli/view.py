@@ -10,13 +10,12 @@ side by side: each sample shows both runs' rows, and it sorts by the difference.
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 from pathlib import Path
 from typing import Any
 
 from ctxeval.cli.render import EXIT_OK, UsageError, console
-from ctxeval.cli.serving import serve_until_stopped
+from ctxeval.cli.serving import listening, serve_until_stopped
 
 __all__ = ["add_parser", "cmd_view"]
 
@@ -132,16 +131,9 @@ def cmd_view(args: argparse.Namespace) -> int:
     bar = _Bar()
     with bar.progress:
         index = ensure_index(runs, progress=bar)
-    try:
-        server = make_server(runs, index, host=args.host, port=args.port)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise UsageError(
-                f"port {args.port} is in use: give another with --port, or --port 0 for a free one"
-            ) from None
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
+    server = listening(
+        lambda: make_server(runs, index, host=args.host, port=args.port), args.host, args.port
+    )
     print(server_url(server), flush=True)
     print(f"index: {index}\nCtrl-C to stop", flush=True)
 
