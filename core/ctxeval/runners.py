@@ -7,6 +7,11 @@ or ``ctxeval evaluate``, is one :class:`RunPlan`, built by core, executed by a r
   settings validated, people's labels bound, the rows a resume reuses). A frozen value;
   :meth:`RunPlan.for_workers` gives the picklable plan to send to other processes.
 * :class:`Runner`: what a runner is: a ``name`` and ``async run(plan, samples, sink)``.
+* :class:`MetricNames`: the index of a run's metric names, built with the plan
+  (:attr:`RunPlan.metric_names`) and carried by its :class:`~ctxeval.Evaluation`: which of
+  the run's metrics any name of a metric (an alias, an IR name, another case) means.
+* :func:`check_runner_options`: the checks every runner makes of its options (whole
+  numbers of at least 1, flags), one message for all.
 * :class:`RowSink`: where a runner hands the rows it scored. Core keeps the rest: the journal,
   the order of the rows, the check that no sample id is scored twice, the progress, the cost
   cap and the :class:`~ctxeval.Evaluation`.
@@ -57,8 +62,10 @@ from ctxeval._calls.cache import SQLiteCache
 from ctxeval._calls.ledger import BudgetLedger
 from ctxeval._calls.limits import SharedLimits, TokenBucket
 from ctxeval._errors import RunnerError
+from ctxeval._plugins.metric_names import MetricNames
 from ctxeval._results.results import MetricResult
 from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
+from ctxeval._run.checks import check_runner_options
 from ctxeval._run.execute import get_runner
 from ctxeval._run.local import LocalRunner, score_locally
 from ctxeval._run.plan import RunPlan
@@ -71,6 +78,7 @@ __all__ = [
     "BatchScorer",
     "BudgetLedger",
     "LocalRunner",
+    "MetricNames",
     "ProcessesRunner",
     "RowSink",
     "RunPlan",
@@ -81,6 +89,7 @@ __all__ = [
     "SharedLimits",
     "TokenBucket",
     "WorkerLostError",
+    "check_runner_options",
     "get_runner",
     "run_on_executor",
     "score_part",

@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from ctxeval._output.gates import Gate
-from ctxeval._plugins.metric_names import resolve_metric_name
 from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.judges import SCRIPTED_WARNING
 
@@ -47,7 +46,7 @@ def assert_metric(
         ConfigError: ``metric`` is not in ``evaluation``, or a bad threshold or basis.
     """
     __tracebackhide__ = True  # a failing gate shows the test's line, not ctxeval's source
-    metric = resolve_metric_name(metric, evaluation.metrics)
+    metric = evaluation.metric_names.resolve(metric)
     gate = Gate(metric=metric, threshold=at_least, on=on)  # type: ignore[arg-type]
     summary = evaluation.summary()[metric]
     verdict = gate.check(summary)

@@ -50,6 +50,7 @@ from ctxeval.plugin import (
     policy,
     validators,
 )
+from ctxeval.plugin.hooks import Fingerprinted, ReportsProvenance
 
 if TYPE_CHECKING:
     import numpy as np
@@ -191,7 +192,7 @@ class EmbeddingMatcher:
         ``fingerprint_data`` when it has one: an endpoint's model, endpoint and dimensions;
         else its name and :meth:`describe`), the threshold and the reference side."""
         embedder: Any = self.embedder
-        own = getattr(embedder, "fingerprint_data", None)
+        own = embedder.fingerprint_data if isinstance(embedder, Fingerprinted) else None
         if not isinstance(own, str):
             describe = getattr(embedder, "describe", None)
             own = f"{embedder.name}:{sorted(describe().items()) if callable(describe) else ''}"
@@ -200,10 +201,9 @@ class EmbeddingMatcher:
     def provenance(self, ctx: RunContext) -> Mapping[str, Any] | None:
         """Who embedded (the embedder's own ``provenance(ctx)``: an endpoint's model and
         URL), or None when the embedder says nothing."""
-        said = getattr(self.embedder, "provenance", None)
-        if not callable(said):
+        if not isinstance(self.embedder, ReportsProvenance):
             return None
-        provenance: Mapping[str, Any] | None = said(ctx)
+        provenance: Mapping[str, Any] | None = self.embedder.provenance(ctx)  # type: ignore[assignment]
         return provenance
 
 

@@ -26,6 +26,7 @@ import attrs
 import ctxeval
 from ctxeval import MetricResult
 from ctxeval.plugin import Metric
+from ctxeval.plugin.hooks import NeedsLLM
 from ctxeval_hosts._results import translate
 from ctxeval_hosts._rowmap import (
     FieldError,
@@ -99,7 +100,7 @@ class Adapter:
         built = metrics_of(metrics, registry)
         self.names = metric_names(built)
         self.required = required_fields(built)
-        self.needs_llm = any(getattr(m, "needs_llm", False) for m in built)
+        self.needs_llm = any(isinstance(m, NeedsLLM) and bool(m.needs_llm) for m in built)
         """Whether a metric calls an LLM (the host's "llm" / "code" kind of evaluator)."""
         self.fields = fields
         if session is None:

@@ -37,7 +37,7 @@ from ctxeval.plugin import (
     MissingExtraError,
     Sample,
 )
-from ctxeval.runners import RowSink, RunPlan, SQLiteCache, score_part
+from ctxeval.runners import RowSink, RunPlan, SQLiteCache, check_runner_options, score_part
 
 from .budget import SharedBudget
 
@@ -112,11 +112,7 @@ class RayRunner:
         cpus_per_worker: float = CPUS_PER_WORKER,
         shared: bool = True,
     ) -> None:
-        for label, value in (("workers", workers), ("batch_size", batch_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(
-                    f"runner 'ray': {label} must be a whole number of at least 1, got {value!r}"
-                )
+        check_runner_options("ray", whole={"workers": workers, "batch_size": batch_size})
         if (
             isinstance(cpus_per_worker, bool)
             or not isinstance(cpus_per_worker, (int, float))
@@ -131,8 +127,7 @@ class RayRunner:
                 f"runner 'ray': address must be None or 'local' (start a local cluster), "
                 f"'auto' (the cluster of this machine) or a cluster address, got {address!r}"
             )
-        if not isinstance(shared, bool):
-            raise ConfigError(f"runner 'ray': shared must be True or False, got {shared!r}")
+        check_runner_options("ray", flags={"shared": shared})
         if importlib.util.find_spec("ray") is None:
             raise MissingExtraError("the runner 'ray' needs Ray", install=_INSTALL)
         self.workers = workers

@@ -26,7 +26,13 @@ from typing import Any, ClassVar, TypeVar
 import attrs
 
 from ctxeval.plugin import ConfigError, Dependency, MissingExtraError
-from ctxeval.runners import RowSink, RunPlan, WorkerLostError, run_on_executor
+from ctxeval.runners import (
+    RowSink,
+    RunPlan,
+    WorkerLostError,
+    check_runner_options,
+    run_on_executor,
+)
 
 from .budget import BudgetService
 from .work import WorkServer, pull
@@ -102,20 +108,14 @@ class SparkRunner:
         part_size: int = 16384,
         shared: bool = False,
     ) -> None:
-        for label, value in (("workers", workers), ("part_size", part_size)):
-            if value is None and label == "workers":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(
-                    f"runner 'spark': {label} must be a whole number of at least 1, got {value!r}"
-                )
+        whole = {"workers": workers, "part_size": part_size}
+        check_runner_options("spark", whole={k: v for k, v in whole.items() if v is not None})
         if master is not None and (not isinstance(master, str) or not master.strip()):
             raise ConfigError(
                 f"runner 'spark': master must be None (local mode) or a master URL such as "
                 f"'spark://host:7077' or 'local[4]', got {master!r}"
             )
-        if not isinstance(shared, bool):
-            raise ConfigError(f"runner 'spark': shared must be True or False, got {shared!r}")
+        check_runner_options("spark", flags={"shared": shared})
         if importlib.util.find_spec("pyspark") is None:
             raise MissingExtraError("the runner 'spark' needs pyspark", install=INSTALL)
         self.workers = workers

@@ -14,7 +14,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 
@@ -250,105 +250,29 @@ class Scheduler:
         leftover, and counting what the attempts failed with (:func:`_deadline_error`); out of
         ``max_attempts``, the last failure is raised as it was.
         """
-        gate = self.gate(resource)
-        policy = self.retry
-        limit = self.timeout if timeout is None else timeout
-        malformed = 0
-        clock = _CallClock()  # this call's own time: its attempts and the waits between them
-        timing = AttemptClock()  # the loop's clock and timers (this task's, for each attempt)
-
-        async def attempt() -> T:
-            async with gate.slot(tokens, retry=bool(clock.failures)) as sent_with:
-                self.check_budget()  # checked at send time
-                meter.requests += 1
-                cut = self._attempt_limit(limit, clock.spent)
-                started = timing.now()
-                sent = [True]  # until the transport says its request never left
-                sending = ATTEMPT.set(sent)
-                try:
-                    if cut is None:
-                        result = await func()
-                    else:
-                        with timing.cut_at(started + cut) as timer:
-                            result = await func()
-                        if timer.cancelled_caught:  # (only its deadline cancels it)
-                            raise TimeoutError
-                except TimeoutError as exc:
-                    if isinstance(exc, CallTimeoutError):
-                        clock.note(exc)
-                        raise
-                    if cut is not None and cut != limit:  # cut to what was left of the deadline
-                        clock.cut = True
-                        raise _deadline_error(resource, policy.deadline or cut, clock) from None
-                    timed_out = CallTimeoutError(f"no answer from {resource} within {cut:g} s")
-                    clock.note(timed_out)
-                    raise timed_out from None
-                except UnusableLLMError as exc:
-                    gate.on_refused(exc)
-                    raise
-                except ConnectionFailedError as exc:
-                    clock.note(exc)
-                    if gate.answered == 0:
-                        failures = gate.on_connect_failure()
-                        if failures >= policy.unreachable_after:
-                            stop = EndpointUnreachableError(
-                                f"cannot reach {resource}: {failures} connections failed in a "
-                                f"row and none ever got an answer (last: {exc}); check the "
-                                "endpoint (api_base / --api-base) and that the server is running"
-                            )
-                            gate.on_refused(stop)
-                            raise stop from None
-                    raise
-                except Exception as exc:
-                    clock.note(exc)
-                    if classify(exc) == "rate_limit":
-                        gate.on_rate_limit(retry_after_of(exc), sent_with)
-                    else:
-                        gate.on_answer()
-                    raise
-                except BaseException:  # cancelled (a sibling failed, the run stopped)
-                    if not sent[0]:  # before its request left: not a request sent
-                        meter.requests -= 1
-                    raise
-                finally:
-                    ATTEMPT.reset(sending)
-                    took = timing.now() - started
-                    clock.spent += took
-                # inside the slot: it counts the calls in flight with this one
-                gate.on_success(sent_with, took)
-                return result
-
-        def should_retry(exc: BaseException) -> bool:
-            nonlocal malformed
-            kind = classify(exc)
-            if kind == "malformed":
-                malformed += 1
-                return malformed <= policy.max_malformed_retries
-            return kind != "fatal"
-
-        def out_of_time(attempts: int, sleep: float) -> bool:
-            if clock.cut:  # (the attempt cut at the deadline raised the deadline's error)
-                return True
-            if policy.max_attempts is not None and attempts >= policy.max_attempts:
-                return True
-            clock.expired = policy.deadline is not None and clock.spent + sleep >= policy.deadline
-            return clock.expired
-
+        outside = _Call(self, func, resource, tokens, timeout, meter)
+        clock, gate, policy = outside.clock, outside.gate, self.retry
         try:
             # The first attempt runs bare: most calls succeed, and tenacity's set-up is not free.
             try:
-                return await attempt()
+                return await outside.attempt()
             except Exception as exc:
-                if not should_retry(exc):
+                if not outside.should_retry(exc):
                     raise
                 first_wait = self.backoff(clock.failed(gate), exc)
-                if out_of_time(1, first_wait):
+                if outside.out_of_time(1, first_wait):
                     raise
                 _log_retry(resource, 1, exc, first_wait)
             await anyio.sleep(first_wait)
             clock.spent += first_wait
             return await self._retry(
-                attempt, should_retry, out_of_time, clock, gate, resource, meter
+                outside.attempt,
+                outside.should_retry,
+                outside.out_of_time,
+                clock,
+                gate,
+                resource,
+                meter,
             )
         except Exception as exc:
             final = exc
@@ -438,3 +362,150 @@ class Scheduler:
     async def run_cpu(self, func: Callable[..., T], *args: Any) -> T:
         """Run ``func(*args)`` in a worker thread, at most ``cpu_workers`` at once."""
         return await anyio.to_thread.run_sync(func, *args, limiter=self._cpu)
+
+
+class _Call(Generic[T]):
+    """One call through the :class:`Scheduler`: its state across attempts (its gate, its
+    clock, the malformed answers so far) and its steps: one attempt (sent through the gate,
+    timed, each failure told to the gate), whether a failure is retried, whether the call is
+    out of time."""
+
+    __slots__ = (
+        "clock", "func", "gate", "limit", "malformed", "meter", "policy", "resource",
+        "scheduler", "timing", "tokens",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        func: Callable[[], Awaitable[T]],
+        resource: str,
+        tokens: float,
+        timeout: float | None,
+        meter: Meter,
+    ) -> None:
+        self.scheduler = scheduler
+        self.func = func
+        self.resource = resource
+        self.tokens = tokens
+        self.meter = meter
+        self.gate = scheduler.gate(resource)
+        self.policy = scheduler.retry
+        self.limit = scheduler.timeout if timeout is None else timeout
+        self.malformed = 0
+        self.clock = _CallClock()  # this call's own time: its attempts and the waits between
+        self.timing = AttemptClock()  # the loop's clock and timers (this task's, per attempt)
+
+    async def attempt(self) -> T:
+        """One attempt: a slot of the gate, the budget checked at send time, ``func()``
+        awaited within what is left of the call's time, the outcome told to the gate."""
+        gate, clock, meter = self.gate, self.clock, self.meter
+        async with gate.slot(self.tokens, retry=bool(clock.failures)) as sent_with:
+            self.scheduler.check_budget()  # checked at send time
+            meter.requests += 1
+            cut = self.scheduler._attempt_limit(self.limit, clock.spent)
+            started = self.timing.now()
+            sent = [True]  # until the transport says its request never left
+            sending = ATTEMPT.set(sent)
+            try:
+                result = await self._send(cut, started)
+            except TimeoutError as exc:
+                timed_out = self._timed_out(exc, cut)
+                if timed_out is None:
+                    raise
+                raise timed_out from None
+            except UnusableLLMError as exc:
+                gate.on_refused(exc)
+                raise
+            except ConnectionFailedError as exc:
+                stop = self._not_connected(exc)
+                if stop is None:
+                    raise
+                raise stop from None
+            except Exception as exc:
+                self._failed(exc, sent_with)
+                raise
+            except BaseException:  # cancelled (a sibling failed, the run stopped)
+                if not sent[0]:  # before its request left: not a request sent
+                    meter.requests -= 1
+                raise
+            finally:
+                ATTEMPT.reset(sending)
+                took = self.timing.now() - started
+                clock.spent += took
+            # inside the slot: it counts the calls in flight with this one
+            gate.on_success(sent_with, took)
+            return result
+
+    async def _send(self, cut: float | None, started: float) -> T:
+        """``func()``, cancelled at ``started + cut`` (a TimeoutError) when there is a cut."""
+        if cut is None:
+            return await self.func()
+        with self.timing.cut_at(started + cut) as timer:
+            result = await self.func()
+        if timer.cancelled_caught:  # (only its deadline cancels it)
+            raise TimeoutError
+        return result
+
+    def _timed_out(self, exc: TimeoutError, cut: float | None) -> BaseException | None:
+        """What an attempt that timed out raises: the deadline's error when the attempt was
+        cut to what was left of it, else a CallTimeoutError naming the attempt's timeout;
+        None: ``exc`` itself (a transport's CallTimeoutError)."""
+        clock = self.clock
+        if isinstance(exc, CallTimeoutError):
+            clock.note(exc)
+            return None
+        if cut is not None and cut != self.limit:  # cut to what was left of the deadline
+            clock.cut = True
+            return _deadline_error(self.resource, self.policy.deadline or cut, clock)
+        timed_out = CallTimeoutError(f"no answer from {self.resource} within {cut:g} s")
+        clock.note(timed_out)
+        return timed_out
+
+    def _not_connected(self, exc: ConnectionFailedError) -> BaseException | None:
+        """A connection failed: while the resource never answered, the gate counts it, and
+        at ``unreachable_after`` in a row the run stops (the error returned, the gate
+        closed); None: ``exc`` itself."""
+        self.clock.note(exc)
+        gate = self.gate
+        if gate.answered != 0:
+            return None
+        failures = gate.on_connect_failure()
+        if failures < self.policy.unreachable_after:
+            return None
+        stop = EndpointUnreachableError(
+            f"cannot reach {self.resource}: {failures} connections failed in a "
+            f"row and none ever got an answer (last: {exc}); check the "
+            "endpoint (api_base / --api-base) and that the server is running"
+        )
+        gate.on_refused(stop)
+        return stop
+
+    def _failed(self, exc: Exception, sent_with: int | None) -> None:
+        """Any other failure: noted, and told to the gate (a 429 and its Retry-After, or an
+        answer that came)."""
+        self.clock.note(exc)
+        if classify(exc) == "rate_limit":
+            self.gate.on_rate_limit(retry_after_of(exc), sent_with)
+        else:
+            self.gate.on_answer()
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Whether a failed attempt is tried again: malformed answers up to
+        ``max_malformed_retries`` times, fatal errors never, the others always."""
+        kind = classify(exc)
+        if kind == "malformed":
+            self.malformed += 1
+            return self.malformed <= self.policy.max_malformed_retries
+        return kind != "fatal"
+
+    def out_of_time(self, attempts: int, sleep: float) -> bool:
+        """Whether the call stops after ``attempts`` attempts rather than wait ``sleep``
+        seconds for another: out of attempts, or of its deadline."""
+        clock, policy = self.clock, self.policy
+        if clock.cut:  # (the attempt cut at the deadline raised the deadline's error)
+            return True
+        if policy.max_attempts is not None and attempts >= policy.max_attempts:
+            return True
+        clock.expired = policy.deadline is not None and clock.spent + sleep >= policy.deadline
+        return clock.expired

@@ -24,12 +24,13 @@ Formats, chosen by the file's suffix (or ``format=``):
 from __future__ import annotations
 
 import csv
+import functools
 import itertools
 import json
 import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -44,7 +45,7 @@ from ctxeval._data.sample import (
 )
 from ctxeval._errors import ConfigError, DataError
 
-__all__ = ["FORMATS", "SampleStream", "load_samples"]
+__all__ = ["FORMATS", "SampleStream", "json_list_items", "load_samples", "skip_space"]
 
 logger = logging.getLogger(__name__)
 
@@ -391,28 +392,17 @@ def _read_json(path: Path) -> Iterator[Row]:
     except UnicodeDecodeError as exc:
         raise DataError(f"not valid UTF-8 at byte {exc.start}") from None
     decoder = json.JSONDecoder()
-    position = _skip_space(text, 0)
+    position = skip_space(text, 0)
     if position >= len(text):
         return
     try:
         if text[position] == "[":
-            position = _skip_space(text, position + 1)
-            if text[position : position + 1] == "]":
-                return
-            while True:
-                line = text.count("\n", 0, position) + 1
-                row, position = _array_item(decoder, text, position)
+            read = functools.partial(_array_item, decoder)
+            for line, row in json_list_items(text, position, read):
                 yield line, row, None
-                position = _skip_space(text, position)
-                if text[position : position + 1] == ",":
-                    position = _skip_space(text, position + 1)
-                    continue
-                if text[position : position + 1] == "]":
-                    break
-                raise json.JSONDecodeError("expected ',' or ']'", text, position)
         else:
             document, end = decoder.raw_decode(text, position)
-            if _skip_space(text, end) != len(text):
+            if skip_space(text, end) != len(text):
                 raise json.JSONDecodeError("extra data after the document", text, end)
             yield from _columns(document)
     except json.JSONDecodeError as exc:
@@ -484,10 +474,41 @@ def _columns(document: object) -> Iterator[Row]:
         yield index + 1, {key: column[index] for key, column in document.items()}, None
 
 
-def _skip_space(text: str, position: int) -> int:
+def skip_space(text: str, position: int) -> int:
+    """The first position from ``position`` on that is not JSON white space."""
     while position < len(text) and text[position] in " \t\r\n":
         position += 1
     return position
+
+
+def json_list_items(
+    text: str, position: int, read: Callable[[str, int], tuple[Any, int]]
+) -> Generator[tuple[int, Any], None, int | None]:
+    """The items of the JSON list whose ``[`` is at ``position``, each with the line it starts
+    on, each read by ``read(text, start)`` (giving the item and where it ends); returns where
+    the list's ``]`` stands (None: the list is empty). The reader of a JSON samples file and
+    that of a JSON labels file both walk a list so.
+
+    Raises:
+        json.JSONDecodeError: an item is followed by neither ``,`` nor ``]``; and what
+            ``read`` raises.
+    """
+    position = skip_space(text, position + 1)
+    if text[position : position + 1] == "]":
+        return None
+    line, counted = 1, 0
+    while True:
+        line += text.count("\n", counted, position)
+        counted = position
+        item, position = read(text, position)
+        yield line, item
+        position = skip_space(text, position)
+        if text[position : position + 1] == ",":
+            position = skip_space(text, position + 1)
+            continue
+        if text[position : position + 1] == "]":
+            return position
+        raise json.JSONDecodeError("expected ',' or ']'", text, position)
 
 
 def _read_csv(path: Path) -> Iterator[Row]:

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from ctxeval._judge.agreement import Agreement
-from ctxeval._judge.evidence import details_of
+from ctxeval._judge.evidence import details_of, unused_labels
 from ctxeval._results.results import MetricResult, Status
 from ctxeval._results.stats import PPI_METHOD, ppi_mean
 
@@ -62,15 +62,11 @@ def against_labels(
     """The judge's agreement with the labelled items of ``rows``, the mean corrected with them
     (None without a sample fully labelled and a ``formula``), and the labels not used, counted
     by reason."""
-    skipped: dict[str, int] = {}
+    skipped = unused_labels(rows, labelled)
 
     def skip(reason: str, count: int = 1) -> None:
         skipped[reason] = skipped.get(reason, 0) + count
 
-    by_id = {row.sample_id: row for row in rows}
-    for sample_id, items in labelled.items():
-        if sample_id not in by_id:
-            skip("sample not in the run", len(items))
     counts: list[tuple[int, int, int, int]] = []
     human: list[float] = []
     judged: list[float] = []

@@ -7,12 +7,12 @@ details and no judge, and reads as empty here. :data:`LISTED` caps the items eac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxeval._results.results import LazyDetails, MetricResult
 
-__all__ = ["LISTED", "details_of", "votes_of"]
+__all__ = ["LISTED", "details_of", "unused_labels", "votes_of"]
 
 LISTED = 100
 """Unsure items and disagreements listed per metric in ``summary.json`` (all are counted)."""
@@ -32,3 +32,17 @@ def votes_of(entry: Mapping[str, Any]) -> dict[str, list[int]]:
     """Each judge's votes (0 or 1) on one item of the ``votes`` evidence, by judge name."""
     judges = entry.get("judges") or {}
     return {str(k): [int(v) for v in vs] for k, vs in judges.items()}
+
+
+def unused_labels(
+    rows: Sequence[MetricResult], labelled: Mapping[str, Mapping[int, Any]]
+) -> dict[str, int]:
+    """The labels of ``labelled`` (by sample id, then item) not used so far, counted by
+    reason: those of samples ``rows`` has no row of. Where a report of a judge against
+    people's labels (0/1 or grades) begins its count."""
+    skipped: dict[str, int] = {}
+    ids = {row.sample_id for row in rows}
+    for sample_id, items in labelled.items():
+        if sample_id not in ids:
+            skipped["sample not in the run"] = skipped.get("sample not in the run", 0) + len(items)
+    return skipped

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import attrs
 
 from ctxeval._judge.agreement import ratio
-from ctxeval._judge.evidence import details_of
+from ctxeval._judge.evidence import details_of, unused_labels
 from ctxeval._judge.labels import GRADES
 from ctxeval._results.results import MetricResult, Status
 from ctxeval._results.stats import percentile_interval
@@ -199,15 +199,11 @@ def graded_against_labels(
 ) -> tuple[GradedAgreement | None, dict[str, int]]:
     """The grading judge of ``rows`` (their ``details["chunks"][i]["grade"]``) against people's
     grades by sample and item index, and the grades not used, counted by reason."""
-    skipped: dict[str, int] = {}
+    skipped = unused_labels(rows, labelled)
 
     def skip(reason: str, count: int = 1) -> None:
         skipped[reason] = skipped.get(reason, 0) + count
 
-    by_id = {row.sample_id: row for row in rows}
-    for sample_id, items in labelled.items():
-        if sample_id not in by_id:
-            skip("sample not in the run", len(items))
     pairs: list[list[tuple[int, int]]] = []
     for row in rows:
         items = labelled.get(row.sample_id) or {}

@@ -49,6 +49,7 @@ from typing import Any
 
 import attrs
 
+from ctxeval._data.loading import json_list_items, skip_space
 from ctxeval._errors import DataError
 
 __all__ = ["Labels"]
@@ -330,30 +331,17 @@ def _jsonl_records(text: str, name: str) -> Iterator[tuple[int, Any]]:
 def _json_records(text: str, name: str) -> Iterator[tuple[int, Any]]:
     """The records of a JSON list, each numbered by the line it starts on."""
     decoder = json.JSONDecoder()
-    position = _skip_space(text, 0)
+    position = skip_space(text, 0)
     try:
         if position >= len(text):
             return
         if text[position] != "[":
             decoder.raw_decode(text, position)  # (an error for anything else than JSON)
             raise DataError("a JSON labels file holds a list of labels", path=name)
-        position = _skip_space(text, position + 1)
-        if text[position : position + 1] == "]":
-            return
-        line, counted = 1, 0
-        while True:
-            line += text.count("\n", counted, position)
-            counted = position
-            record, position = decoder.raw_decode(text, position)
-            yield line, record
-            position = _skip_space(text, position)
-            if text[position : position + 1] == ",":
-                position = _skip_space(text, position + 1)
-                continue
-            if text[position : position + 1] == "]":
-                break
-            raise json.JSONDecodeError("expected ',' or ']'", text, position)
-        end = _skip_space(text, position + 1)
+        closing = yield from json_list_items(text, position, decoder.raw_decode)
+        if closing is None:
+            return  # (an empty list)
+        end = skip_space(text, closing + 1)
         if end != len(text):
             raise json.JSONDecodeError("extra data after the list", text, end)
     except DataError:
@@ -367,12 +355,6 @@ def _json_records(text: str, name: str) -> Iterator[tuple[int, Any]]:
         raise DataError("the JSON is nested too deeply to read", path=name) from None
     except ValueError as exc:  # an integer of thousands of digits
         raise DataError(f"not JSON: {str(exc).split(';')[0]}", path=name) from None
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r\n":
-        position += 1
-    return position
 
 
 def _csv_records(text: str, name: str) -> Iterator[tuple[int, Any]]:

@@ -7,11 +7,14 @@ below :mod:`ctxeval._results.evaluation`, which calls down into it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxeval._results.results import MetricResult
 
-__all__ = ["JudgedRun"]
+if TYPE_CHECKING:
+    from ctxeval._plugins.metric_names import MetricNames
+
+__all__ = ["IndexedRun", "JudgedRun"]
 
 
 class JudgedRun(Protocol):
@@ -28,3 +31,12 @@ class JudgedRun(Protocol):
     def judged_rows(self, metric: str) -> Sequence[MetricResult]: ...
 
     def summary(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class IndexedRun(Protocol):
+    """A run that carries the index of its metrics' names, built with its plan
+    (:class:`~ctxeval.Evaluation`): a name is looked up there, not built again."""
+
+    @property
+    def metric_names(self) -> MetricNames: ...

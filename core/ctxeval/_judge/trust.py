@@ -29,13 +29,14 @@ from ctxeval._judge.evidence import details_of
 from ctxeval._judge.graded import GRADED_ROWS, GradedAgreement, graded_against_labels, judge_grades
 from ctxeval._judge.labels import Labels
 from ctxeval._judge.resolve import resolve_label_metrics
-from ctxeval._judge.run import JudgedRun
+from ctxeval._judge.run import IndexedRun, JudgedRun
 from ctxeval._plugins.hooks import HasPipeline
 from ctxeval._results.results import MetricResult
 
 if TYPE_CHECKING:
     from ctxeval._judge.formulas import formulas_of
     from ctxeval._judge.sheet import label_sheet
+    from ctxeval._plugins.metric_names import MetricNames
     from ctxeval._plugins.registry import Registry
 
 __all__ = [
@@ -87,6 +88,15 @@ class JudgeTrust:
         }
 
 
+def _names_of(evaluation: JudgedRun, registry: Registry | None) -> MetricNames:
+    """The index of ``evaluation``'s metric names: its own, else one of its row names."""
+    if isinstance(evaluation, IndexedRun):
+        return evaluation.metric_names
+    from ctxeval._plugins.metric_names import MetricNames
+
+    return MetricNames(evaluation.metrics, registry=registry)
+
+
 def judge_trust(
     evaluation: JudgedRun,
     labels: Labels | None = None,
@@ -106,7 +116,7 @@ def judge_trust(
     from ctxeval._plugins.registry import default_registry
 
     if labels is not None:
-        labels = resolve_label_metrics(labels, evaluation.metrics, registry)
+        labels = resolve_label_metrics(labels, _names_of(evaluation, registry))
     by_metric: dict[str, dict[str, Mapping[int, int]]] = {}
     for (metric, sample_id), items in (labels.items if labels is not None else {}).items():
         by_metric.setdefault(metric, {})[sample_id] = items

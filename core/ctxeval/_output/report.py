@@ -1,6 +1,6 @@
 """The run's report: one self-contained HTML page, at most a few megabytes whatever the run's
 size (:func:`render_page`), from the numbers of the run and the samples chosen to show in full
-(:mod:`ctxeval._output.selection`); :func:`render_report` and :func:`write_report` make it from
+(:mod:`ctxeval._output.selection`); :func:`render_report` makes it from
 an :class:`~ctxeval.Evaluation`.
 
 Its parts: the shared fragments (:mod:`ctxeval._output.fragments`), the judge's section
@@ -11,10 +11,8 @@ the CSS and script (asset files, :mod:`ctxeval._output.asset_files`).
 from __future__ import annotations
 
 import html
-import os
 import urllib.parse
 from collections.abc import Callable, Collection, Mapping, Sequence
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,7 +22,6 @@ from ctxeval._output.asset_files import asset
 # imported here too for the importers of their old place (ctxeval.cli)
 from ctxeval._output.comparison import render_comparison
 from ctxeval._output.explorer import SAMPLE_TEXTS, explorer_json
-from ctxeval._output.files import write_text
 from ctxeval._output.fragments import evidence, fmt, histogram, score_class
 from ctxeval._output.selection import TAGS, ReportSelection, Shown
 from ctxeval._output.summary import summary_dict
@@ -39,19 +36,11 @@ __all__ = [
     "render_page",
     "render_report",
     "summary_dict",
-    "write_report",
 ]
 
 SampleLookup = Callable[[Collection[str]], Mapping[str, Sample]]
 """Finds the samples of some ids (the data file read again): the texts of the samples a report
 shows whose rows came without them."""
-
-
-def write_report(
-    evaluation: Evaluation, path: str | os.PathLike[str], *, title: str = "ctxeval report"
-) -> Path:
-    """Write only ``report.html``."""
-    return write_text(Path(path), render_report(evaluation, summary_dict(evaluation), title=title))
 
 
 def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: str) -> str:

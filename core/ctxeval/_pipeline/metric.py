@@ -29,6 +29,8 @@ from ctxeval._plugins.hooks import (
     EstimatesMatcherCalls,
     needs_run_llm,
     own_llm,
+    reports_provenance,
+    usage_of,
 )
 from ctxeval._plugins.protocols import Extractor, RunContext, Unit
 from ctxeval._results.results import MetricResult
@@ -179,7 +181,7 @@ class PipelineMetric(BaseMetric):
         if isinstance(judgement, MetricResult):
             return judgement
         row = self.result_of(judgement)
-        if getattr(ctx, "usage", None) is None:  # nobody judged it (ctx: MetersUsage, or not)
+        if usage_of(ctx) is None:  # nobody judged it
             return row
         provenance = self.provenance(ctx)
         return row if provenance is None else row.with_details(provenance=provenance)
@@ -190,9 +192,8 @@ class PipelineMetric(BaseMetric):
         with ctxeval's version; None when no part reports one (deterministic parts)."""
         judges: list[Any] = []
         for part in self.pipeline.parts:
-            report = getattr(part, "provenance", None)  # (ReportsProvenance: its isinstance
-            if report is not None:  # check costs 50 times this, once per row)
-                said = report(ctx)
+            if reports_provenance(part):  # (the check made once per class of part)
+                said = part.provenance(ctx)
                 for one in said if isinstance(said, list) else [said]:
                     if one is not None and one not in judges:
                         judges.append(one)

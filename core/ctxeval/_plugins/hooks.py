@@ -12,8 +12,20 @@ them (they are protocols), but may, to have a type checker check its signature.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Generic,
+    Protocol,
+    TypeGuard,
+    TypeVar,
+    runtime_checkable,
+)
+
+from ctxeval._errors import PluginError
 
 if TYPE_CHECKING:
     from ctxeval._data.sample import Sample
@@ -33,6 +45,7 @@ __all__ = [
     "EstimatesMatcherCalls",
     "EstimatesMetricCalls",
     "Fingerprinted",
+    "HasEmbedder",
     "HasOwnLLM",
     "HasPipeline",
     "HasRegistryName",
@@ -40,6 +53,7 @@ __all__ = [
     "MatchesBothSides",
     "MembershipMatcher",
     "MetersUsage",
+    "NamedByDefault",
     "NeedsLLM",
     "PipelineView",
     "PricedLLM",
@@ -47,15 +61,9 @@ __all__ = [
     "ReportsProvenance",
     "SpendsResource",
     "TrecEvalAveraging",
-    "fingerprint_of",
-    "is_itemwise",
-    "is_membership",
-    "llm_model",
-    "needs_llm",
-    "needs_run_llm",
-    "own_llm",
-    "pipeline_parts",
 ]
+"""The hook protocols: the plugin API's (:mod:`ctxeval.plugin.hooks` hands on this list).
+The typed readers at the end of this module are core's own, imported by name."""
 
 
 # --- what a plugin class declares --------------------------------------------------------------
@@ -68,6 +76,18 @@ class HasRegistryName(Protocol):
     ``registry_name`` is canonical, the others are its aliases."""
 
     registry_name: str
+
+
+@runtime_checkable
+class NamedByDefault(Protocol):
+    """A metric's row name when no ``name`` option is given (its registry name with the
+    parameters that name it: ``id_ndcg_at_10``). Two metrics of one class with the same
+    default name are the same metric, whatever their rows are called: a name of a metric
+    given later (a gate, a labels file, ``assert_metric``) finds the rows of a metric renamed
+    with ``name=`` through it (:mod:`ctxeval._plugins.metric_names`).
+    :class:`~ctxeval.plugin.BaseMetric` has it."""
+
+    def default_name(self) -> str: ...
 
 
 @runtime_checkable
@@ -291,6 +311,16 @@ class HasPipeline(Protocol):
 
 
 @runtime_checkable
+class HasEmbedder(Protocol):
+    """A matcher that compares through an embedder (``matcher=embedding``). The command line
+    reads it (the vectors of an endpoint are cached as LLM answers are), and a metric's rows
+    name it in their settings."""
+
+    @property
+    def embedder(self) -> Any: ...
+
+
+@runtime_checkable
 class TrecEvalAveraging(Protocol):
     """A ranked metric with trec_eval's averaging as an option (``trec_eval_averaging``: a
     query with nothing retrieved scores 0). The command line's ``--trec-eval`` sets it on the
@@ -362,3 +392,116 @@ def is_membership(matcher: object) -> bool:
 def is_itemwise(matcher: object) -> bool:
     """Whether ``matcher`` says ``itemwise = True`` (:class:`ItemwiseMatcher`)."""
     return isinstance(matcher, ItemwiseMatcher) and matcher.itemwise is True
+
+
+def embedder_of(matcher: object) -> Any:
+    """``matcher``'s embedder (:class:`HasEmbedder`), else None."""
+    return matcher.embedder if isinstance(matcher, HasEmbedder) else None
+
+
+P = TypeVar("P")
+
+
+class _PerClass(Generic[P]):
+    """The check ``isinstance(obj, protocol)`` made once per class (the first object of a
+    class decides for its class): for a hook read on every row, where a runtime-checkable
+    protocol's ``isinstance`` costs too much to repeat."""
+
+    __slots__ = ("_known", "protocol")
+
+    def __init__(self, protocol: Any) -> None:
+        self.protocol = protocol
+        self._known: dict[type, bool] = {}
+
+    def __call__(self, obj: object) -> TypeGuard[P]:
+        known = self._known.get(type(obj))
+        if known is None:
+            known = self._known[type(obj)] = isinstance(obj, self.protocol)
+        return known
+
+
+_METERS_USAGE: Final = _PerClass[MetersUsage](MetersUsage)
+_REPORTS_PROVENANCE: Final = _PerClass[ReportsProvenance](ReportsProvenance)
+
+
+def usage_of(ctx: object) -> Usage | None:
+    """What a row's context has metered (:class:`MetersUsage`), else None: nobody judged."""
+    return ctx.usage if _METERS_USAGE(ctx) else None
+
+
+def reports_provenance(part: object) -> TypeGuard[ReportsProvenance]:
+    """Whether ``part`` reports who judged a row (:class:`ReportsProvenance`)."""
+    return _REPORTS_PROVENANCE(part)
+
+
+# --- hooks checked when a plugin is built -------------------------------------------------------
+
+CALLED_HOOKS: Final[Mapping[str, tuple[type, ...]]] = {
+    "ctxeval.metrics": (
+        NamedByDefault,
+        Fingerprinted,
+        ReportsProvenance,
+        EstimatesMetricCalls,
+        EstimatesCallsByModel,
+    ),
+    "ctxeval.matchers": (
+        Fingerprinted,
+        ReportsProvenance,
+        EstimatesMatcherCalls,
+        EstimatesCallsByJudge,
+        MatchesBothSides,
+    ),
+    "ctxeval.extractors": (Fingerprinted, ReportsProvenance, EstimatesExtractorCalls),
+}
+"""The method hooks ctxeval calls on the plugins of a group (by entry-point group): a plugin
+with a method of a hook's name has its signature checked when it is built
+(:func:`check_hook_signatures`)."""
+
+
+def _methods(protocol: type) -> list[tuple[str, inspect.Signature]]:
+    """The methods a hook protocol declares (not its properties), with their signatures."""
+    return [
+        (name, inspect.signature(value))
+        for name, value in vars(protocol).items()
+        if inspect.isfunction(value) and not name.startswith("_")
+    ]
+
+
+def _takes(method: Callable[..., Any], declared: inspect.Signature) -> bool:
+    """Whether the bound ``method`` can be called as ctxeval calls the hook: with the
+    arguments ``declared`` requires (``self`` aside), by position."""
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):
+        return True  # (a builtin or a C callable: nothing to check)
+    required = [
+        p
+        for p in list(declared.parameters.values())[1:]
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    try:
+        signature.bind(*([None] * len(required)))
+    except TypeError:
+        return False
+    return True
+
+
+def check_hook_signatures(plugin: object, group: str, what: str) -> None:
+    """Raise :class:`~ctxeval.PluginError` when ``plugin`` of ``group`` (``what``: the
+    plugin, as a message names it) has a method named as one of the group's hooks
+    (:data:`CALLED_HOOKS`) that cannot be called as ctxeval calls it: when it is built, not
+    mid-run."""
+    kind = type(plugin)
+    for protocol in CALLED_HOOKS.get(group, ()):
+        for name, declared in _methods(protocol):
+            if not callable(inspect.getattr_static(kind, name, None)):
+                continue
+            method = getattr(plugin, name)
+            if not _takes(method, declared):
+                shown = str(declared).replace("(self, ", "(", 1).replace("(self)", "()", 1)
+                raise PluginError(
+                    f"{what}: its hook {name}() does not take what ctxeval passes: the hook "
+                    f"is {protocol.__name__}.{name}{shown} (see ctxeval.plugin.hooks."
+                    f"{protocol.__name__}); {kind.__qualname__}.{name} is "
+                    f"{name}{inspect.signature(method)}"
+                )

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Sequence
 from ctxeval._data.measure_names import IR_NAMES, IR_SPELLINGS
 from ctxeval._errors import ConfigError, UnknownNameError
 
-__all__ = ["check_options", "suggest_metric_names", "unknown_name"]
+__all__ = ["check_options", "one_by_case", "suggest_metric_names", "unknown_name"]
 
 _CUT = re.compile(r"^(?P<stem>.*?)(?P<cut>(?:@|_)\d+)?$")
 
@@ -46,6 +46,17 @@ def check_options(kind: str, name: str, options: Collection[str], accepted: Sequ
             f"{kind} {name!r} has no option {', '.join(hints)}; its options are: "
             f"{', '.join(accepted) or '(none)'}"
         )
+
+
+def one_by_case(name: str, known: Iterable[str]) -> str | None:
+    """The one name of ``known`` that is ``name`` in another case (None: none, or several).
+
+    The rule every metric name follows after its exact spelling: the registry's registered
+    names (:meth:`ctxeval.Registry.get_metric`) and a run's row names
+    (:class:`~ctxeval._plugins.metric_names.MetricNames`)."""
+    folded = name.casefold()
+    found = [n for n in known if n.casefold() == folded]
+    return found[0] if len(found) == 1 else None
 
 
 def suggest_metric_names(name: str, registered: Iterable[str]) -> list[str]:

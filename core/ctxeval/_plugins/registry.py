@@ -40,12 +40,13 @@ its parts come from the same registry, bound once (:mod:`ctxeval._plugins.buildi
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from typing import Any
 
 from ctxeval._errors import ConfigError, CtxevalError, MissingExtraError, PluginError, plugin_kind
-from ctxeval._plugins.base import options_of
+from ctxeval._plugins.base import BaseMetric, options_of
 from ctxeval._plugins.building import building, current
 from ctxeval._plugins.conflicts import choose
 from ctxeval._plugins.discovery import installed_entries
@@ -62,8 +63,14 @@ from ctxeval._plugins.groups import (
     TRACES,
     WRITERS,
 )
+from ctxeval._plugins.hooks import HasRegistryName, check_hook_signatures
 from ctxeval._plugins.ir_aliases import is_ir_name, resolve_ir_name
-from ctxeval._plugins.names import check_options, suggest_metric_names, unknown_name
+from ctxeval._plugins.names import (
+    check_options,
+    one_by_case,
+    suggest_metric_names,
+    unknown_name,
+)
 from ctxeval._plugins.protocols import (
     Embedder,
     Extractor,
@@ -106,6 +113,7 @@ class Registry:
     def __init__(self, *, read_only: bool = False) -> None:
         self._entries: dict[str, dict[str, list[Entry]]] = {group: {} for group in GROUPS}
         self._read_only = read_only
+        self._hooks_checked: set[type] = set()  # the plugin classes whose hooks were checked
 
     # --- building -------------------------------------------------------------------------
 
@@ -242,6 +250,10 @@ class Registry:
                 f"{type(plugin).__name__}, which is not a {protocol.__name__} "
                 f"(see ctxeval.plugin.{protocol.__name__})"
             )
+        if type(plugin) not in self._hooks_checked:  # (once per class: a class's methods)
+            where = f"{kind} {name!r} from {self._entry(group, name).origin()}"
+            check_hook_signatures(plugin, group, where)
+            self._hooks_checked.add(type(plugin))
         return plugin
 
     def get_metric(self, name: str, /, **options: Any) -> Metric:
@@ -262,9 +274,9 @@ class Registry:
         written = name
         registered = self._entries[METRICS]
         if name not in registered:
-            folded = [n for n in registered if n.casefold() == name.casefold()]
-            if len(folded) == 1:
-                name = written = folded[0]  # another case of a registered name: that name
+            by_case = one_by_case(name, registered)
+            if by_case is not None:
+                name = written = by_case  # another case of a registered name: that name
             else:
                 name, options = resolve_ir_name(name, options)
                 if name not in registered:
@@ -278,8 +290,10 @@ class Registry:
     def _named(self, plugin: Metric, name: str, written: str, options: dict[str, Any]) -> Metric:
         """``plugin`` (built from the registered ``name``) with its rows named as ``written``,
         when that is an alias (or another case) of the plugin's own name and it takes the
-        ``name`` option."""
-        own = getattr(type(plugin), "registry_name", None)
+        ``name`` option. A :class:`~ctxeval.plugin.BaseMetric` is built once: a copy takes the
+        name, as its ``__attrs_post_init__`` gives a name (its parts are not built again);
+        another plugin is built again with ``name=``."""
+        own = plugin.registry_name if isinstance(plugin, HasRegistryName) else None
         if not own or written == own or plugin.name == written:
             return plugin
         if "name" not in (options_of(self.load(METRICS, name)) or ()):
@@ -287,6 +301,10 @@ class Registry:
         if not plugin.name.startswith(own):
             return plugin  # a default name that is no prefix-and-parameters: left as it is
         renamed = written + plugin.name[len(own) :]
+        if isinstance(plugin, BaseMetric):
+            named = copy.copy(plugin)
+            object.__setattr__(named, "name", renamed)  # (frozen: as BaseMetric names itself)
+            return named
         built: Metric = self.create(METRICS, name, **options, name=renamed)
         return built
 

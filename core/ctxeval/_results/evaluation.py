@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from ctxeval._judge.trust import JudgeTrust
+    from ctxeval._plugins.metric_names import MetricNames
 
 __all__ = ["Evaluation", "MetricSummary", "Summary"]
 
@@ -214,6 +215,7 @@ class Evaluation:
         samples: Mapping[str, Sample] | None = None,
         labels: Labels | None = None,
         formulas: Mapping[str, Any] | None = None,
+        names: MetricNames | None = None,
     ) -> None:
         self._parts: tuple[Sequence[MetricResult], ...] = (tuple(results),)
         self._results: tuple[MetricResult, ...] | None = self._parts[0]
@@ -224,6 +226,7 @@ class Evaluation:
         self.labels: Labels | None = labels
         """People's labels of judged items, when the run was given some (``labels=``)."""
         self._formulas: Mapping[str, Any] = formulas or {}
+        self._names = names if names is not None and names.names == self.metrics else None
         self._summary: dict[str, MetricSummary] | None = None
         self._trust: dict[str, JudgeTrust] | None = None
 
@@ -236,16 +239,30 @@ class Evaluation:
         samples: Mapping[str, Sample] | None = None,
         labels: Labels | None = None,
         formulas: Mapping[str, Any] | None = None,
+        names: MetricNames | None = None,
     ) -> Evaluation:
         """An evaluation of the rows of ``parts`` (read-only sequences of rows, in order:
         what :meth:`RowStream.parts <ctxeval.RowStream.parts>` gives). The rows of
         :class:`~ctxeval._results.columns.RowBlock` parts are built only when :attr:`results` is
         first read; :meth:`summary`, :meth:`scores`, ``len`` and :attr:`ok` read the
         columns."""
-        evaluation = cls((), metrics, samples=samples, labels=labels, formulas=formulas)
+        evaluation = cls(
+            (), metrics, samples=samples, labels=labels, formulas=formulas, names=names
+        )
         evaluation._parts = tuple(parts)
         evaluation._results = None
         return evaluation
+
+    @property
+    def metric_names(self) -> MetricNames:
+        """The index of the metrics' names (the run plan's, when the run made this
+        evaluation; else one of :attr:`metrics`): where labels, ``assert_metric``, compare
+        and trust find a metric by any of its names."""
+        if self._names is None:
+            from ctxeval._plugins.metric_names import MetricNames
+
+            self._names = MetricNames(self.metrics)
+        return self._names
 
     @property
     def results(self) -> tuple[MetricResult, ...]:
@@ -447,13 +464,14 @@ class Evaluation:
         from ctxeval._judge.resolve import resolve_label_metrics
 
         if labels is not None:
-            labels = resolve_label_metrics(labels, self.metrics)
+            labels = resolve_label_metrics(labels, self.metric_names)
         return Evaluation.of_parts(
             self._parts,
             self.metrics,
             samples=self.samples,
             labels=labels,
             formulas=formulas or self._formulas,
+            names=self._names,
         )
 
     @property

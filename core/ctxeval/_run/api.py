@@ -217,7 +217,9 @@ async def evaluate_plan(plan: RunPlan, samples: Any, runner: Runner) -> Evaluati
     """Run ``plan`` on ``samples`` with ``runner`` and gather every row."""
     async with execute(plan, samples, runner) as rows:
         parts = [batch async for batch in rows.parts()]
-    return Evaluation.of_parts(parts, rows.metrics, labels=plan.labels, formulas=plan.formulas)
+    return Evaluation.of_parts(
+        parts, rows.metrics, labels=plan.labels, formulas=plan.formulas, names=plan.metric_names
+    )
 
 
 async def _discover_plugins(registry: Registry | None) -> None:

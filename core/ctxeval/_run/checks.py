@@ -26,7 +26,7 @@ from ctxeval._plugins.optional import price_table_missing
 from ctxeval._plugins.protocols import Metric, Price, PricedLLMProvider
 from ctxeval._plugins.registry import Registry
 
-__all__ = ["check_backend", "check_metrics_have_llm", "check_run_inputs"]
+__all__ = ["check_backend", "check_metrics_have_llm", "check_run_inputs", "check_runner_options"]
 
 BACKENDS = ("asyncio", "trio")
 """The event loops a run can run on."""
@@ -236,3 +236,26 @@ def _shown(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
+
+
+def check_runner_options(
+    runner: str,
+    *,
+    whole: Mapping[str, object] | None = None,
+    flags: Mapping[str, object] | None = None,
+) -> None:
+    """The checks every runner makes of its options, in one place (the ``processes``,
+    ``ray`` and ``spark`` runners', and a third party's: ``ctxeval.runners``): each option of
+    ``whole`` a whole number of at least 1, each of ``flags`` True or False.
+
+    Raises:
+        ConfigError: naming the runner, the option and the value given.
+    """
+    for label, value in (whole or {}).items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(
+                f"runner {runner!r}: {label} must be a whole number of at least 1, got {value!r}"
+            )
+    for label, value in (flags or {}).items():
+        if not isinstance(value, bool):
+            raise ConfigError(f"runner {runner!r}: {label} must be True or False, got {value!r}")

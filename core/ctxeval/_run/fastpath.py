@@ -25,7 +25,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -117,74 +117,37 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
 
     From a :class:`~ctxeval.SampleStream`, the rows keep each sample's source (the JSON line
     it was read from, see :class:`~ctxeval._results.columns.RowBlock`) rather than the sample."""
-    seen_ids: set[str] = set()
-    repeats: dict[str, int] = {}  # (lenient) the repeats of each id set aside so far
-    index = 0
-    first = run.first_index  # positional ids count from the run's first sample
-    stream = samples if isinstance(samples, SampleStream) else None
-    items = iter(samples)
+    reader = _Reader(run, samples)
     pace = _Pace()
     while True:
-        size = pace.size
         taken: list[SampleInput] = []
         sources: list[Source] = []
-        chunk: list[Sample] = []
-        ids: list[str] = []
-        kept: list[Source] = []  # the sources of the samples in `chunk`
+        chunk = _Chunk()
         error: Exception | None = None
-        bad: list[tuple[int, list[MetricResult]]] = []  # (position in chunk, error rows)
         with collector_paused():
             try:
-                if stream is not None:
-                    read = stream._take(size, taken, sources, keep_bad=run.lenient)  # type: ignore[arg-type]
-                else:
-                    taken.extend(itertools.islice(items, size))  # (kept when it raises)
-                    read = len(taken)
+                read = reader.take(pace.size, taken, sources)
             except Exception as exc:  # the rows of the samples before the bad one still go out
                 error = exc
                 read = len(taken)
             try:
-                for position, item in enumerate(taken):
-                    if type(item) is Sample:  # the usual case, as `identify` decides it
-                        sample_id = item.id if item.id is not None else str(first + index)
-                        if sample_id not in seen_ids:
-                            seen_ids.add(sample_id)
-                            chunk.append(item)
-                            ids.append(sample_id)
-                            if stream is not None:
-                                kept.append(sources[position])
-                            index += 1
-                            continue
-                    try:
-                        sample, sample_id = identify(item, first + index, seen_ids)
-                    except DataError as exc:
-                        if not run.lenient:
-                            raise
-                        rows_of_bad = unreadable(exc, first + index, seen_ids, repeats, run.metrics)
-                        run.finish_rows_of_unreadable(rows_of_bad)
-                        bad.append((len(chunk), rows_of_bad))
-                        index += 1
-                        continue
-                    chunk.append(sample)
-                    ids.append(sample_id)
-                    if stream is not None:
-                        kept.append(sources[position])
-                    index += 1
+                reader.identify(taken, sources, chunk)
             except Exception as exc:  # an earlier sample than a read error's: it comes first
                 error = exc
             rows: Sequence[MetricResult] = []
-            if chunk:
+            if chunk.samples:
                 await pace.checkpoint()
                 rows = await score_chunk(
-                    run, chunk, ids, kept if stream is not None else None, pace=pace
+                    run,
+                    chunk.samples,
+                    chunk.ids,
+                    chunk.sources if reader.stream is not None else None,
+                    pace=pace,
                 )
+            bad = chunk.bad
             del taken, sources, chunk  # freed before the collector resumes (not walked)
             if bad:
-                mixed = list(rows)
-                width = len(run.metrics)
-                for position, rows_of_bad in reversed(bad):  # in input order among the others
-                    mixed[position * width : position * width] = rows_of_bad
-                rows = mixed
+                rows = _with_bad_rows(rows, bad, len(run.metrics))
         await pace.checkpoint()
         with pace.away():
             await run.emitter.send_now(rows)
@@ -193,6 +156,98 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
             raise error
         if not read:
             return
+
+
+class _Chunk:
+    """The samples of one chunk as :meth:`_Reader.identify` leaves them: the ones to score
+    with their ids (and sources, from a stream), and the error rows of the unreadable ones."""
+
+    __slots__ = ("bad", "ids", "samples", "sources")
+
+    def __init__(self) -> None:
+        self.samples: list[Sample] = []
+        self.ids: list[str] = []
+        self.sources: list[Source] = []  # the sources of the samples in `samples`
+        self.bad: list[tuple[int, list[MetricResult]]] = []  # (position in chunk, error rows)
+
+
+class _Reader:
+    """A run's samples read a chunk at a time and identified: each given its id (positional
+    ids count from the run's first sample), a repeated id refused (with ``lenient``, set
+    aside as error rows, as an unreadable sample is)."""
+
+    __slots__ = ("first", "index", "items", "repeats", "run", "seen_ids", "stream")
+
+    def __init__(self, run: Run, samples: Iterable[SampleInput]) -> None:
+        self.run = run
+        self.seen_ids: set[str] = set()
+        self.repeats: dict[str, int] = {}  # (lenient) the repeats of each id set aside so far
+        self.index = 0
+        self.first = run.first_index  # positional ids count from the run's first sample
+        self.stream = samples if isinstance(samples, SampleStream) else None
+        self.items = iter(samples)
+
+    def take(self, size: int, taken: list[SampleInput], sources: list[Source]) -> int:
+        """Read up to ``size`` samples into ``taken`` (and their ``sources``, from a stream),
+        those read before a bad one kept when it raises; how many were read."""
+        if self.stream is not None:
+            read: int = self.stream._take(size, taken, sources, keep_bad=self.run.lenient)  # type: ignore[arg-type]
+            return read
+        taken.extend(itertools.islice(self.items, size))  # (kept when it raises)
+        return len(taken)
+
+    def identify(self, taken: list[SampleInput], sources: list[Source], chunk: _Chunk) -> None:
+        """Put each of ``taken`` in ``chunk`` with its id; those identified before a bad one
+        stay there when it raises."""
+        run, seen_ids, first, index = self.run, self.seen_ids, self.first, self.index
+        stream = self.stream
+        samples, ids, kept = chunk.samples, chunk.ids, chunk.sources
+        try:
+            for position, item in enumerate(taken):
+                if type(item) is Sample:  # the usual case, as `identify` decides it
+                    sample_id = item.id if item.id is not None else str(first + index)
+                    if sample_id not in seen_ids:
+                        seen_ids.add(sample_id)
+                        samples.append(item)
+                        ids.append(sample_id)
+                        if stream is not None:
+                            kept.append(sources[position])
+                        index += 1
+                        continue
+                try:
+                    sample, sample_id = identify(item, first + index, seen_ids)
+                except DataError as exc:
+                    if not run.lenient:
+                        raise
+                    rows_of_bad = unreadable(
+                        exc, first + index, seen_ids, self.repeats, run.metrics
+                    )
+                    run.finish_rows_of_unreadable(rows_of_bad)
+                    chunk.bad.append((len(samples), rows_of_bad))
+                    index += 1
+                    continue
+                samples.append(sample)
+                ids.append(sample_id)
+                if stream is not None:
+                    kept.append(sources[position])
+                index += 1
+        finally:
+            self.index = index
+
+
+def _with_bad_rows(
+    rows: Sequence[MetricResult], bad: list[tuple[int, list[MetricResult]]], width: int
+) -> list[MetricResult]:
+    """``rows`` with the error rows of each unreadable sample where it stood among the
+    others (``width``: rows per sample)."""
+    mixed = list(rows)
+    for position, rows_of_bad in reversed(bad):  # in input order among the others
+        mixed[position * width : position * width] = rows_of_bad
+    return mixed
+
+
+_Todo = list[tuple[list[int], list[Sample]]]
+"""Per metric of a run: the positions in the chunk of the samples it scores, and them."""
 
 
 async def score_chunk(
@@ -216,10 +271,36 @@ async def score_chunk(
     size = len(samples)
     missing: dict[tuple[str, ...], list[int]] = {}  # per `requires`: samples lacking some
     columns = [Column(metric.name, size) for metric in run.metrics]
-    todo: list[tuple[list[int], list[Sample]]] = []  # per metric: positions and samples to score
+    todo: _Todo = []
     for metric, column in zip(run.metrics, columns, strict=True):
         ready = _lacking_fields(metric, samples, ids, missing, column)
         todo.append((ready, samples if len(ready) == size else [samples[i] for i in ready]))
+    call_sync = run.call_sync if pace is None else functools.partial(_away, run, pace)
+    results, scored = await _score_batches(run, call_sync, todo, columns, ids)
+    await _score_one_by_one(run, call_sync, todo, results, scored)
+    for position, metric in enumerate(run.metrics):
+        some_results = results[position]
+        if some_results is None:
+            continue
+        rows = columns[position].rows
+        for i, result in zip(todo[position][0], some_results, strict=True):
+            rows[i] = checked(result, metric, ids[i])
+    block = RowBlock(ids, samples if sources is None else sources, columns)
+    if sources is not None:
+        block.parsed = samples  # (until the reader has moved on: see RowBlock.parsed)
+    run.finish_rows(block, samples)
+    return block
+
+
+_CallSync = Callable[[Sequence[Callable[[Any], object]], Sequence[Any]], Awaitable[list[object]]]
+
+
+async def _score_batches(
+    run: Run, call_sync: _CallSync, todo: _Todo, columns: list[Column], ids: list[str]
+) -> tuple[list[Sequence[object] | None], set[int]]:
+    """Score with ``score_batch`` (one call per group of metrics judging alike, one per
+    other metric; a failed group's metrics then each alone): per metric, its results or
+    None; and the metrics whose column their group filled in ``columns``."""
     groups: dict[tuple[object, ...], list[int]] = {}  # metrics judging alike, by judging key
     batched: list[int] = []  # the others with a score_batch
     for position, (_, some) in enumerate(todo):
@@ -236,7 +317,6 @@ async def score_chunk(
     ]
     calls += [run.batch_scorer(p) for p in batched]
     inputs = [todo[group[0]][1] for group in groups.values()] + [todo[p][1] for p in batched]
-    call_sync = run.call_sync if pace is None else functools.partial(_away, run, pace)
     made = await call_sync(calls, inputs)
     results: list[Sequence[object] | None] = [None] * len(run.metrics)
     for position, outcome in zip(batched, made[len(groups) :], strict=True):
@@ -256,6 +336,18 @@ async def score_chunk(
         made = await call_sync([run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry])
         for position, outcome in zip(retry, made, strict=True):
             results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
+    return results, scored
+
+
+async def _score_one_by_one(
+    run: Run,
+    call_sync: _CallSync,
+    todo: _Todo,
+    results: list[Sequence[object] | None],
+    scored: set[int],
+) -> None:
+    """Score sample by sample (one hand-over for them all) every metric ``results`` has
+    nothing for and no group ``scored``, its results put there."""
     one_by_one = [
         p for p, (_, some) in enumerate(todo) if some and results[p] is None and p not in scored
     ]
@@ -271,18 +363,6 @@ async def score_chunk(
         metric = run.metrics[position]
         results[position] = [run.outcome(result, metric) for result in made[start:end]]
         start = end
-    for position, metric in enumerate(run.metrics):
-        some_results = results[position]
-        if some_results is None:
-            continue
-        rows = columns[position].rows
-        for i, result in zip(todo[position][0], some_results, strict=True):
-            rows[i] = checked(result, metric, ids[i])
-    block = RowBlock(ids, samples if sources is None else sources, columns)
-    if sources is not None:
-        block.parsed = samples  # (until the reader has moved on: see RowBlock.parsed)
-    run.finish_rows(block, samples)
-    return block
 
 
 async def _away(

@@ -25,6 +25,7 @@ from ctxeval._data.sample import Sample
 from ctxeval._judge.formulas import formulas_of
 from ctxeval._judge.labels import Labels
 from ctxeval._judge.resolve import resolve_label_metrics
+from ctxeval._plugins.metric_names import MetricNames
 from ctxeval._plugins.protocols import DeterministicMetric, Metric
 from ctxeval._plugins.registry import Registry, default_registry
 from ctxeval._results.results import MetricResult
@@ -50,6 +51,9 @@ class RunPlan:
         registry: where plugin names are resolved during the run (None: the default
             registry; a plan sent to other processes carries None, and each process uses its
             own default registry).
+        metric_names: the index of the metrics' names, built with the plan: labels, gates,
+            :func:`~ctxeval.testing.assert_metric`, compare and trust find a metric by any of
+            its names there (carried by the run's :class:`~ctxeval.Evaluation`).
     """
 
     metrics: tuple[Metric, ...]
@@ -60,6 +64,11 @@ class RunPlan:
         factory=dict, eq=False, repr=False
     )
     registry: Registry | None = attrs.field(default=None, eq=False, repr=False)
+    metric_names: MetricNames = attrs.field(
+        default=attrs.Factory(lambda plan: MetricNames.of(plan.metrics), takes_self=True),
+        eq=False,
+        repr=False,
+    )
 
     @classmethod
     def build(
@@ -85,8 +94,8 @@ class RunPlan:
         check_metrics_have_llm(
             resolved, llm, max_cost_usd=run_settings.max_cost_usd, registry=registry
         )
-        names = [m.name for m in resolved]
-        bound = None if labels is None else resolve_label_metrics(labels, names, registry)
+        names = MetricNames.of(resolved, registry)
+        bound = None if labels is None else resolve_label_metrics(labels, names)
         previous: Previous = {}
         if run_settings.journal is not None and run_settings.resume:
             previous = Journal.previous(run_settings.journal, resolved, llm=llm)
@@ -97,6 +106,7 @@ class RunPlan:
             labels=bound,
             previous=previous,
             registry=registry,
+            metric_names=names,
         )
 
     @property

@@ -45,6 +45,7 @@ from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._results.columns import Lines, RowBlock
 from ctxeval._results.results import MetricResult
+from ctxeval._run.checks import check_runner_options
 from ctxeval._run.local import score_locally
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.progress import ProgressTracker
@@ -92,12 +93,7 @@ class ProcessesRunner:
     def __init__(self, workers: int | None = None, part_size: int = 8192) -> None:
         if workers is None:
             workers = os.cpu_count() or 1
-        for label, value in (("workers", workers), ("part_size", part_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(
-                    f"runner 'processes': {label} must be a whole number of at least 1, "
-                    f"got {value!r}"
-                )
+        check_runner_options("processes", whole={"workers": workers, "part_size": part_size})
         self.workers = workers
         self.part_size = part_size
 

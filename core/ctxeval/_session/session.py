@@ -267,7 +267,9 @@ class Session:
         by metric within a sample), as an :class:`~ctxeval.Evaluation`: its ``summary()``,
         ``trust()``, ``write()``... Also after :meth:`close`."""
         rows = self._rows.rows()
-        return Evaluation(rows, self.metrics, formulas=self._plan.formulas)
+        return Evaluation(
+            rows, self.metrics, formulas=self._plan.formulas, names=self._plan.metric_names
+        )
 
     def close(self) -> None:
         """Cancel the rows in flight (their callers get :class:`~ctxeval.SessionClosedError`),

@@ -51,6 +51,7 @@ from ctxeval.plugin import (
     policy,
     validators,
 )
+from ctxeval.plugin.hooks import HasEmbedder
 
 __all__ = [
     "EndpointNonLLMContextPrecisionWithReference",
@@ -163,7 +164,7 @@ class _StringOptions(PipelineMetric):
                 "normalize": self.normalize,
             }
         settings: dict[str, Any] = {"matcher": self.matcher}
-        embedder = getattr(matcher, "embedder", None)
+        embedder = matcher.embedder if isinstance(matcher, HasEmbedder) else None
         if embedder is not None:
             settings["embedder"] = embedder.name
         threshold = getattr(matcher, "threshold", self.threshold)

@@ -18,7 +18,7 @@ from typing import Any
 from ctxeval._errors import CtxevalError
 from ctxeval.cli.render import EXIT_OK, UsageError, console
 
-__all__ = ["cmd_compare", "compare_runs", "table_lines"]
+__all__ = ["add_parser", "cmd_compare", "compare_runs", "table_lines"]
 
 
 def _read_run(folder: str) -> dict[tuple[str, str], Any]:
@@ -42,16 +42,16 @@ def _named_as(
     name: ``context_precision`` and ``llm_context_precision_with_reference``) renamed to the
     baseline's name, so that the two are compared."""
     from ctxeval._errors import CtxevalError
-    from ctxeval._plugins.metric_names import resolve_metric_name
+    from ctxeval._plugins.metric_names import MetricNames
 
-    names = list(dict.fromkeys(m for _, m in baseline))
+    names = MetricNames(list(dict.fromkeys(m for _, m in baseline)))
     own = list(dict.fromkeys(m for _, m in run))
     renamed: dict[str, str] = {}
     for metric in own:
         if metric in names:
             continue
         try:
-            meant = resolve_metric_name(metric, names)
+            meant = names.resolve(metric)
         except CtxevalError:  # (no metric of the baseline, or a name unknown here)
             continue
         if meant not in own and meant not in renamed.values():
@@ -189,6 +189,38 @@ def table_lines(report: dict[str, Any], labels: dict[str, str], width: int) -> l
             shown = ""
         lines.append(shown.ljust(name_width) + _GAP + numbers(cells))
     return [line.rstrip() for line in lines]
+
+
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval compare`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "compare",
+        help="did runs get better or worse than the first? (paired tests, Holm-corrected)",
+    )
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run folders (or their results.jsonl); the first is the baseline",
+    )
+    parser.add_argument("--json", action="store_true", help="the comparison as JSON")
+    parser.add_argument(
+        "--markdown", action="store_true", help="the comparison as a Markdown table"
+    )
+    parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write the runs side by side as an HTML page (which samples got better/worse)",
+    )
+    parser.add_argument(
+        "--permutations",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="random sign flips of the randomisation test (exact up to 16 samples)",
+    )
+    parser.set_defaults(command_module="compare")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -6,15 +6,14 @@ import argparse
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 
-from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
 from ctxeval.cli.invocation import program
-from ctxeval.cli.progress import run_with_progress
 from ctxeval.cli.render import EXIT_ERRORS, EXIT_OK, console, print_errors, print_summary
 from ctxeval.cli.specs import build_metrics, parse_metric
 
-__all__ = ["DEMO_METRICS", "cmd_demo"]
+__all__ = ["DEMO_METRICS", "add_parser", "cmd_demo"]
 
 
 DEMO_METRICS = [
@@ -28,10 +27,25 @@ DEMO_METRICS = [
 ]
 
 
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval demo`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "demo", help="score the bundled demo dataset (no LLM) and write a report"
+    )
+    parser.add_argument(
+        "--out", default="ctxeval-demo", metavar="DIR", help="where to write (ctxeval-demo)"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.set_defaults(command_module="demo")
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
     from ctxeval._plugins.registry import default_registry
+    from ctxeval._run.settings import RunSettings
+    from ctxeval.cli.progress import run_with_progress
 
     data = files("ctxeval") / "data" / "demo.jsonl"
     specs = [parse_metric(m) for m in DEMO_METRICS]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ctxeval._plugins.hooks import (
     EstimatesCallsByModel,
@@ -17,10 +18,7 @@ from ctxeval._plugins.hooks import (
     llm_model,
     needs_llm,
 )
-from ctxeval._run.settings import RunSettings
 from ctxeval._version import __version__
-from ctxeval.cli.per_query import averaging_hint
-from ctxeval.cli.progress import run_with_progress
 from ctxeval.cli.render import (
     EXIT_ERRORS,
     EXIT_GATES,
@@ -34,7 +32,10 @@ from ctxeval.cli.render import (
 )
 from ctxeval.cli.specs import build_metrics, count_rows, parse_metric, read_run_file
 
-__all__ = ["DEFAULT_PROVIDER", "cmd_evaluate", "llm_provider"]
+if TYPE_CHECKING:
+    from ctxeval._run.settings import RunSettings
+
+__all__ = ["DEFAULT_PROVIDER", "add_parser", "cmd_evaluate", "llm_provider"]
 
 DEFAULT_PROVIDER = "auto"
 """The LLM provider (``ctxeval.llms`` group) used when neither --provider nor the run file
@@ -159,7 +160,7 @@ def _settings(
     """The run's settings from the command line and the run file, each checked, a bad one
     named as the option it came from."""
     from ctxeval._errors import ConfigError
-    from ctxeval._run.settings import RetryPolicy
+    from ctxeval._run.settings import RetryPolicy, RunSettings
 
     batch = _batch(args, run)
     try:
@@ -307,13 +308,13 @@ def _gates(args: argparse.Namespace, run: dict[str, Any], metrics: Sequence[Any]
         raise UsageError(str(exc)) from None
     import attrs
 
-    from ctxeval._plugins.metric_names import resolve_metric_name
+    from ctxeval._plugins.metric_names import MetricNames
 
-    names = [m.name for m in metrics]
+    names = MetricNames.of(metrics)
     resolved = []
     for gate in gates:
         try:
-            name = resolve_metric_name(gate.metric, names, metrics=metrics)
+            name = names.resolve(gate.metric)
         except ConfigError as exc:
             raise UsageError(f"--fail-under {gate.metric}: {exc}") from None
         resolved.append(attrs.evolve(gate, metric=name))
@@ -338,8 +339,9 @@ def _labels(path: str | None, metrics: Sequence[Any]) -> Any:
     if not path:
         return None
     from ctxeval._judge.resolve import resolve_label_metrics
+    from ctxeval._plugins.metric_names import MetricNames
 
-    return resolve_label_metrics(path, [m.name for m in metrics])
+    return resolve_label_metrics(path, MetricNames.of(metrics))
 
 
 def _needs_llm(metrics: Sequence[Any]) -> bool:
@@ -350,13 +352,14 @@ def _needs_llm(metrics: Sequence[Any]) -> bool:
 def _embeds_by_endpoint(metrics: Sequence[Any]) -> bool:
     """Whether a metric's matcher embeds through an endpoint (``matcher=embedding,
     embedder=openai``): its vectors are cached as the LLM answers are."""
+    from ctxeval._plugins.hooks import embedder_of, pipeline_parts
     from ctxeval._plugins.protocols import DeterministicEmbedder
 
     for metric in metrics:
-        matcher = getattr(getattr(metric, "pipeline", None), "matcher", None)
-        embedder = getattr(matcher, "embedder", None)
-        if embedder is not None and not isinstance(embedder, DeterministicEmbedder):
-            return True
+        for part in pipeline_parts(metric) or ():
+            embedder = embedder_of(part)
+            if embedder is not None and not isinstance(embedder, DeterministicEmbedder):
+                return True
     return False
 
 
@@ -364,67 +367,13 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     """Count the LLM calls of the run and estimate their tokens and cost, each judge's calls
     priced at its own model's price (a metric's own ``llm`` or jury; else ``--model``)."""
     from rich.markup import escape
-    from rich.table import Table
 
     from ctxeval._plugins.optional import price_table_missing
 
     run_model = llm_model(llm)
-    by_metric: dict[str, dict[str | None, list[int]]] = {m.name: {} for m in metrics}
-    n = 0
-    for sample in samples:
-        n += 1
-        for metric in metrics:
-            if isinstance(metric, EstimatesCallsByModel):
-                estimates = metric.estimate_calls_by_model(sample)
-            elif isinstance(metric, EstimatesMetricCalls):
-                estimates = {None: metric.estimate_calls(sample)}
-            else:
-                estimates = {}
-            for model, sizes in estimates.items():
-                # calls: count, characters
-                tally = by_metric[metric.name].setdefault(model or run_model, [0, 0])
-                tally[0] += len(sizes)
-                tally[1] += sum(sizes)
-
-    def price(model: str | None, calls: int, chars: int) -> float | None:
-        if not calls:
-            return 0.0
-        if model is not None and model == run_model and isinstance(llm, PricedLLM):
-            known = llm.price()  # the price given with --price, else the provider's
-            if known is not None:
-                return float(known.cost(math.ceil(chars / 4), 60 * calls))
-        if provider is None or not model:
-            return None
-        cost: float | None = provider.estimate_cost(model, math.ceil(chars / 4), 60 * calls)
-        return cost
-
-    table = Table(title=f"dry run: {n} samples, nothing sent")
-    table.add_column(
-        "metric", no_wrap=True, min_width=max((len(m.name) for m in metrics), default=6)
-    )
-    for column in ("LLM calls", "prompt tokens (est.)", "cost USD (est.)"):
-        table.add_column(column, justify="right")
-    total_cost: float | None = 0.0
-    per_model: dict[str | None, list[int]] = {}
-    for metric in metrics:
-        models = by_metric[metric.name]
-        calls = sum(t[0] for t in models.values())
-        chars = sum(t[1] for t in models.values())
-        cost: float | None = 0.0
-        for model, (model_calls, model_chars) in models.items():
-            priced = price(model, model_calls, model_chars)
-            cost = None if priced is None or cost is None else cost + priced
-            kept = per_model.setdefault(model, [0, 0])
-            kept[0] += model_calls
-            kept[1] += model_chars
-        total_cost = None if cost is None or total_cost is None else total_cost + cost
-        table.add_row(
-            metric.name,
-            str(calls),
-            str(math.ceil(chars / 4)),
-            "unknown" if cost is None else f"{cost:.4f}",
-        )
-    out.print(table)
+    n, by_metric = _count_calls(samples, metrics, run_model)
+    price = _Pricing(llm, provider, run_model)
+    total_cost, per_model = _dry_run_table(n, metrics, by_metric, price, out)
     judges = {m: t for m, t in per_model.items() if t[0]}
     if len(judges) > 1:
         for model, (calls, chars) in judges.items():
@@ -448,6 +397,91 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
         soft_wrap=True,
     )
     return EXIT_OK
+
+
+_Tally = dict[str | None, list[int]]
+"""Per model (None: the run's LLM): [LLM calls, prompt characters]."""
+
+
+def _count_calls(
+    samples: Any, metrics: Sequence[Any], run_model: str | None
+) -> tuple[int, dict[str, _Tally]]:
+    """How many samples, and each metric's estimated calls per model."""
+    by_metric: dict[str, _Tally] = {m.name: {} for m in metrics}
+    n = 0
+    for sample in samples:
+        n += 1
+        for metric in metrics:
+            if isinstance(metric, EstimatesCallsByModel):
+                estimates = metric.estimate_calls_by_model(sample)
+            elif isinstance(metric, EstimatesMetricCalls):
+                estimates = {None: metric.estimate_calls(sample)}
+            else:
+                estimates = {}
+            for model, sizes in estimates.items():
+                # calls: count, characters
+                tally = by_metric[metric.name].setdefault(model or run_model, [0, 0])
+                tally[0] += len(sizes)
+                tally[1] += sum(sizes)
+    return n, by_metric
+
+
+class _Pricing:
+    """The estimated cost of a model's calls: the run LLM's own price (``--price``, else the
+    provider's), else the provider's estimate for the model; None when unknown."""
+
+    def __init__(self, llm: Any, provider: Any, run_model: str | None) -> None:
+        self.llm, self.provider, self.run_model = llm, provider, run_model
+
+    def __call__(self, model: str | None, calls: int, chars: int) -> float | None:
+        if not calls:
+            return 0.0
+        llm = self.llm
+        if model is not None and model == self.run_model and isinstance(llm, PricedLLM):
+            known = llm.price()  # the price given with --price, else the provider's
+            if known is not None:
+                return float(known.cost(math.ceil(chars / 4), 60 * calls))
+        if self.provider is None or not model:
+            return None
+        cost: float | None = self.provider.estimate_cost(model, math.ceil(chars / 4), 60 * calls)
+        return cost
+
+
+def _dry_run_table(
+    n: int, metrics: Sequence[Any], by_metric: dict[str, _Tally], price: _Pricing, out: Any
+) -> tuple[float | None, _Tally]:
+    """Print the table of calls, tokens and cost per metric; the total cost (None: unknown)
+    and the calls per model."""
+    from rich.table import Table
+
+    table = Table(title=f"dry run: {n} samples, nothing sent")
+    table.add_column(
+        "metric", no_wrap=True, min_width=max((len(m.name) for m in metrics), default=6)
+    )
+    for column in ("LLM calls", "prompt tokens (est.)", "cost USD (est.)"):
+        table.add_column(column, justify="right")
+    total_cost: float | None = 0.0
+    per_model: _Tally = {}
+    for metric in metrics:
+        models = by_metric[metric.name]
+        calls = sum(t[0] for t in models.values())
+        chars = sum(t[1] for t in models.values())
+        cost: float | None = 0.0
+        for model, (model_calls, model_chars) in models.items():
+            priced = price(model, model_calls, model_chars)
+            cost = None if priced is None or cost is None else cost + priced
+            kept = per_model.setdefault(model, [0, 0])
+            kept[0] += model_calls
+            kept[1] += model_chars
+        total_cost = None if cost is None or total_cost is None else total_cost + cost
+        table.add_row(
+            metric.name,
+            str(calls),
+            str(math.ceil(chars / 4)),
+            "unknown" if cost is None else f"{cost:.4f}",
+        )
+    out.print(table)
+    return total_cost, per_model
 
 
 def _runner(args: argparse.Namespace, run: dict[str, Any]) -> Any:
@@ -696,19 +730,350 @@ def _column_map(args: argparse.Namespace) -> dict[str, str] | None:
         ) from None
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ctxeval._data.loading import load_samples
+EVALUATE_EXAMPLES = """\
+examples:
+  ctxeval evaluate traces.jsonl -m id_based_context_precision \\
+      -m id_ndcg_at_k:k=5 --out run1
+  ctxeval evaluate traces.jsonl -m context_entity_recall:extractor=spacy
+  ctxeval evaluate traces.jsonl -m context_precision -m context_recall \\
+      --model openai/gpt-4o-mini --out run2 --max-cost 2.50
+  ctxeval evaluate traces.jsonl -m context_recall \\
+      --model openai/gpt-4o-mini --dry-run
+  ctxeval evaluate --config run.toml --resume
+  ctxeval evaluate --qrels qrels.txt --run run.txt -m nDCG@10 -m AP -m P@5
+  ctxeval evaluate traces.jsonl -m id_mrr -m P@5 \\
+      --fail-under id_mrr=0.6 --gate-on ci-low
+  ctxeval evaluate traces.jsonl -m context_precision \\
+      --model openai/gpt-4o-mini --labels run2/label-sheet.jsonl --out run3
 
+metric options go after a colon, comma-separated: NAME:key=value,key=value
+(values are read as JSON when they parse: k=5, batch=true, labels=["PERSON"])
+"""
+
+
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval evaluate`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "evaluate",
+        help="score a dataset",
+        epilog=EVALUATE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Score every sample of DATA (JSONL, JSON, CSV or Parquet) with every metric.",
+    )
+    for options in (
+        _what_to_score,
+        _llm_and_folder,
+        _calls_and_runner,
+        _cost_and_outputs,
+        _gates_and_input,
+    ):
+        options(parser)
+    parser.set_defaults(command_module="evaluate")
+
+
+def _what_to_score(parser: argparse.ArgumentParser) -> None:
+    """DATA (or TREC files, or traces), the metrics, a run file, column names."""
+    parser.add_argument("data", nargs="?", help="the samples: .jsonl, .json, .csv or .parquet")
+    parser.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        metavar="METRIC",
+        help="a metric, NAME or NAME:key=value,...; repeat for more",
+    )
+    parser.add_argument(
+        "--config", metavar="RUN.toml", help="a run file with data, out, model, [[metrics]] ..."
+    )
+    parser.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="read sample field FIELD from column COLUMN of DATA (repeat for more), e.g. "
+        "--map user_input=query --map retrieved_contexts=chunks; with --from, where the "
+        "trace reader finds FIELD (question=root, retrieval=last, id_key=metadata.doc_id)",
+    )
+    parser.add_argument("--qrels", metavar="QRELS", help="TREC qrels (instead of DATA; with --run)")
+    parser.add_argument(
+        "--run", metavar="RUN", help="a TREC run, ranked by score as trec_eval does"
+    )
+    parser.add_argument(
+        "--complete",
+        action="store_true",
+        help="with --qrels: also the qrels' queries the run misses (trec_eval -c)",
+    )
+    parser.add_argument(
+        "--per-query",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="every query's value of every metric, as trec_eval -q: a table, and the file FILE "
+        "(default: OUT/per-query.tsv with --out)",
+    )
+    parser.add_argument(
+        "--unit",
+        choices=("chunk", "document", "both"),
+        help="what the context metrics count: each retrieved chunk (the default), each "
+        "document once (at its best chunk), or both side by side (NAME and NAME@document)",
+    )
+    parser.add_argument(
+        "--doc-id-separator",
+        metavar="SEP",
+        help="chunk IDs name their document before SEP (TREC RAG's doc#segment: --doc-id-"
+        "separator '#'); without it, --unit document reads retrieved_context_sources",
+    )
+    parser.add_argument(
+        "--duplicates",
+        type=float,
+        metavar="SIM",
+        help="drop retrieved chunks that repeat an earlier one before judging: 1 identical "
+        "texts, below 1 near-duplicates at least SIM alike (Levenshtein similarity)",
+    )
+    parser.add_argument(
+        "--trec-eval-averaging",
+        action="store_true",
+        help="score a query with nothing retrieved or nothing relevant 0, as trec_eval does",
+    )
+
+
+def _llm_and_folder(parser: argparse.ArgumentParser) -> None:
+    """The LLM, and the run folder."""
+    parser.add_argument(
+        "--model", help="LLM for the LLM metrics, a litellm model string (openai/gpt-4o-mini)"
+    )
+    parser.add_argument("--api-base", help="the LLM endpoint, for OpenAI-compatible servers")
+    parser.add_argument(
+        "--provider",
+        metavar="NAME",
+        help="the LLM provider plugin that reaches --model (default: auto; see ctxeval plugins)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write results.jsonl, summary.json, report.html and a journal here",
+    )
+    parser.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="let others read the run folder's results and report (0755/0644, not 0700/0600): "
+        "to publish them as a CI artifact or from a web server",
+    )
+
+
+def _calls_and_runner(parser: argparse.ArgumentParser) -> None:
+    """The LLM calls' limits and cache, and where the run executes."""
+    parser.add_argument(
+        "--max-concurrency", type=int, metavar="N", help="LLM calls in flight at once (16)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, metavar="S", help="seconds one LLM request may take"
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        metavar="S",
+        help="seconds one LLM call may take, its retries included (150)",
+    )
+    parser.add_argument(
+        "--metric-timeout",
+        type=float,
+        metavar="S",
+        help="seconds one metric may take on one sample, retries included (default 3600)",
+    )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the LLM requests through the Batch API (OpenAI-compatible; half the price, "
+        "answers within 24 h); resumable with --out",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the LLM answer cache"
+    )
+    parser.add_argument(
+        "--runner",
+        metavar="NAME",
+        help="where the run executes: local (this process, the default), processes (every "
+        "core of this machine), ray (a Ray cluster, pip install 'ctxeval[ray]'), spark "
+        "(Spark tasks, pip install 'ctxeval[spark]'), or a runner plugin's name (see: "
+        "ctxeval plugins)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes or actors of --runner (default: processes, the CPU count; ray, 2)",
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="--runner ray on the Ray cluster at ADDRESS (auto: the one this machine is "
+        "in), or a local one when no ADDRESS is given",
+    )
+    parser.add_argument("--ray-workers", type=int, metavar="N", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--master",
+        metavar="URL",
+        help="--runner spark on the Spark master at URL (spark://HOST:7077, yarn, local[8]); "
+        "default: local mode with --workers tasks",
+    )
+
+
+def _cost_and_outputs(parser: argparse.ArgumentParser) -> None:
+    """The cost, the model's price and window, the extra output files."""
+    parser.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop cleanly once the run has spent this much",
+    )
+    parser.add_argument(
+        "--price",
+        metavar="IN,OUT",
+        help="the price of --model in USD per million prompt (IN) and completion (OUT) tokens, "
+        "e.g. 0.15,0.60: for a model the provider has no price for (needed with --max-cost); "
+        "overrides the provider's price",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        metavar="N",
+        help="the context window of --model in tokens: a prompt that would not fit (estimated, "
+        "with max_tokens for the answer) is an error row, not sent (default: the provider's "
+        "known window, or a local llama.cpp server's n_ctx)",
+    )
+    parser.add_argument(
+        "--format",
+        action="append",
+        metavar="FMT",
+        help="also write this format in --out: csv, parquet, markdown, or a writer plugin's",
+    )
+    parser.add_argument(
+        "--write-qrels",
+        metavar="FILE",
+        help="write the run's graded judgements (details.qrels of a metric that grades "
+        "documents, such as context_relevance) to FILE as TREC qrels, to read with --qrels",
+    )
+
+
+def _gates_and_input(parser: argparse.ArgumentParser) -> None:
+    """Gates, labels, a dry run, bad rows, traces; quiet."""
+    parser.add_argument(
+        "--fail-under",
+        action="append",
+        metavar="METRIC=VALUE",
+        help="exit 3 when METRIC scores below VALUE (repeat for more): a gate for CI",
+    )
+    parser.add_argument(
+        "--gate-on",
+        choices=("mean", "ci-low"),
+        default="mean",
+        help="what --fail-under compares: the mean, or the lower bound of its 95%% CI",
+    )
+    parser.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="people's labels of judged items (JSONL/CSV): the judge's agreement with them "
+        "and the mean corrected by them (PPI) are reported",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="count the LLM calls and estimate the cost; send nothing",
+    )
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="make each bad input row error rows (exit 1) and score the others, not stop",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_format",
+        metavar="FORMAT",
+        help="DATA holds traces, not samples: openinference (OTLP JSON), mlflow, langsmith, "
+        "phoenix, or a trace reader plugin's name; one trace is one sample (docs/traces.md)",
+    )
+    parser.add_argument(
+        "--references",
+        metavar="FILE",
+        help="with --from: reference data (qrels, or samples with an id and reference fields) "
+        "joined to the traces on --join-on",
+    )
+    parser.add_argument(
+        "--join-on",
+        metavar="ATTRIBUTE",
+        help="the trace attribute whose value is a reference's id (default trace_id)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary")
+
+
+@dataclasses.dataclass
+class _Inputs:
+    """What ``ctxeval evaluate`` was asked to score, decided and checked before any row."""
+
+    run: dict[str, Any]
+    """The run file's settings (empty without ``--config``)."""
+    trec: bool
+    """Whether the samples are TREC files (``--qrels`` and ``--run``), not DATA."""
+    path: Path
+    """DATA, or the TREC run file."""
+    samples: Any
+    metrics: list[Any]
+    llm: Any
+    provider: Any
+    runner: Any
+    labels: Any
+    out: str | None
+    where: str
+    """The input as messages name it: DATA, or both TREC files."""
+
+
+@dataclasses.dataclass
+class _Outputs:
+    """Where the rows of a run go: the run folder (or its totals alone), ``--write-qrels``,
+    ``--per-query``; each aborted together when the run fails."""
+
+    totals: Any
+    folder: Any = None
+    qrels: Any = None
+    per_query: Any = None
+
+    def consume(self) -> Any:
+        """The function the run hands each batch of rows to."""
+        consume = self.folder.add if self.folder is not None else self.totals.add
+        if self.per_query is not None:
+            consume = self.per_query.feeding(consume)
+        return consume if self.qrels is None else self.qrels.feeding(consume)
+
+    def abort(self) -> None:
+        """Remove what was begun (the journal stays, for --resume)."""
+        if self.folder is not None:
+            self.folder.abort()
+        if self.qrels is not None:
+            self.qrels.abort()
+
+
+def _read_run_file(args: argparse.Namespace) -> dict[str, Any]:
+    """The run file of ``--config`` (checked), its TREC settings merged into ``args``."""
     run = read_run_file(args.config) if args.config else {}
     if args.config:
         check_run_file(args.config, run)
-    data = args.data or run.get("data")
     args.qrels = args.qrels or run.get("qrels")
     args.run = args.run or run.get("run")
     args.complete = args.complete or bool(run.get("complete", False))
     args.trec_eval_averaging = args.trec_eval_averaging or bool(
         run.get("trec_eval_averaging", False)
     )
+    return run
+
+
+def _check_input(args: argparse.Namespace, data: Any) -> bool:
+    """Whether the input is TREC files; a UsageError for DATA and TREC files mixed, or
+    neither."""
     trec = bool(args.qrels or args.run)
     if trec:
         if not (args.qrels and args.run):
@@ -723,6 +1088,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     elif args.complete:
         raise UsageError("--complete goes with --qrels/--run (it adds the qrels' queries)")
     _check_trace_options(args, trec)
+    return trec
+
+
+def _specs(args: argparse.Namespace, run: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The metrics of ``-m`` and of the run file's ``[[metrics]]``, as (name, options)."""
     specs = [parse_metric(m) for m in (args.metric or [])]
     for entry in run.get("metrics", []):
         if not isinstance(entry, dict) or "name" not in entry:
@@ -731,6 +1101,31 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         specs.append((entry.pop("name"), entry))
     if not specs:
         raise UsageError("give at least one metric: -m NAME (see: ctxeval metrics)")
+    return specs
+
+
+def _samples(args: argparse.Namespace, data: Any, *, trec: bool) -> tuple[Any, Path]:
+    """The samples to score, and the file they are read from (the TREC run's)."""
+    if trec:
+        from ctxeval._data.trec import load_trec
+
+        return load_trec(args.qrels, args.run, complete=args.complete), Path(args.run)
+    path = Path(str(data))
+    # (with --lenient, the run makes each bad row's error rows: the stream stays strict)
+    if args.from_format:
+        return _traces(args, path), path
+    from ctxeval._data.loading import load_samples
+
+    return load_samples(path, column_map=_column_map(args)), path
+
+
+def _inputs(args: argparse.Namespace) -> _Inputs:
+    """Everything the run scores, read from the command line and the run file, each option
+    checked before anything is read or written."""
+    run = _read_run_file(args)
+    data = args.data or run.get("data")
+    trec = _check_input(args, data)
+    specs = _specs(args, run)
     out = args.out or run.get("out")
     if args.resume and not out:
         raise UsageError("--resume needs --out DIR (the folder of the run to resume)")
@@ -745,170 +1140,207 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         metrics = [_with_trec_eval_averaging(m) for m in metrics]
     metrics = with_units(metrics, args, run)
     labels = _labels(args.labels or run.get("labels"), metrics)
-    if trec:
-        from ctxeval._data.trec import load_trec
+    samples, path = _samples(args, data, trec=trec)
+    where = f"{args.qrels} and {args.run}" if trec else str(path)
+    return _Inputs(run, trec, path, samples, metrics, llm, provider, runner, labels, out, where)
 
-        path = Path(args.run)
-        samples: Any = load_trec(args.qrels, args.run, complete=args.complete)
-    else:
-        path = Path(str(data))
-        # (with --lenient, the run makes each bad row's error rows: the stream stays strict)
-        if args.from_format:
-            samples = _traces(args, path)
-        else:
-            samples = load_samples(path, column_map=_column_map(args))
-    stdout = console()
-    if args.dry_run:
-        provider = provider or llm_provider(
-            args.provider or run.get("provider") or DEFAULT_PROVIDER
-        )
-        return _dry_run(samples, metrics, llm, provider, stdout)
-    if _needs_llm(metrics) and llm is None:
-        raise UsageError("these metrics need an LLM: add --model (e.g. --model openai/gpt-4o-mini)")
-    gates = _gates(args, run, metrics)
-    formats = _formats(args.format or [], out)
-    cache = None
-    if (_needs_llm(metrics) or _embeds_by_endpoint(metrics)) and not (
-        args.no_cache or run.get("no_cache", False)
-    ):
-        from ctxeval._calls.cache import SQLiteCache
 
-        home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        cache = SQLiteCache(home / "ctxeval" / "llm.sqlite")
-    settings = _settings(args, run, out=out, cache=cache)
-    claim = None
-    if out:  # one run per folder: claimed before anything in it is read or written
-        from ctxeval._output.folder import UnwritableFolderError, claim_folder
+def _cache(args: argparse.Namespace, job: _Inputs) -> Any:
+    """The LLM answer cache (None when no metric calls out, or with ``--no-cache``)."""
+    calls_out = _needs_llm(job.metrics) or _embeds_by_endpoint(job.metrics)
+    if not calls_out or args.no_cache or job.run.get("no_cache", False):
+        return None
+    from ctxeval._calls.cache import SQLiteCache
 
-        if Path(out).exists() and not Path(out).is_dir():
-            raise UsageError(f"--out {out}: a file is there, not a folder; choose another --out")
-        try:
-            claim = claim_folder(out)
-        except UnwritableFolderError as exc:
-            _unwritable(exc, Path(out), begun=False)
-        try:
-            check_out(Path(out), metrics, resume=args.resume, overwrite=args.overwrite)
-        except BaseException:
-            claim.release()
-            raise
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return SQLiteCache(home / "ctxeval" / "llm.sqlite")
+
+
+def _claim(args: argparse.Namespace, job: _Inputs) -> Any:
+    """The claim on ``--out`` (one run per folder), taken before anything in it is read or
+    written, and the folder checked; None without ``--out``."""
+    if not job.out:
+        return None
+    from ctxeval._output.folder import UnwritableFolderError, claim_folder
+
+    out = Path(job.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: a file is there, not a folder; choose another --out")
+    try:
+        claim = claim_folder(job.out)
+    except UnwritableFolderError as exc:
+        _unwritable(exc, out, begun=False)
+    try:
+        check_out(out, job.metrics, resume=args.resume, overwrite=args.overwrite)
+    except BaseException:
+        claim.release()
+        raise
+    return claim
+
+
+def _open_outputs(args: argparse.Namespace, job: _Inputs, formats: list[str]) -> _Outputs:
+    """The run's outputs begun (``--out``'s folder claimed first): every output's error is
+    raised before a row is scored."""
     from ctxeval._output.folder import RunFolder, UnwritableFolderError
 
-    folder = qrels = None
+    claim = _claim(args, job)
+    outputs = _Outputs(totals=None)
     try:
-        qrels = _begin_qrels(args, f"{args.qrels} and {args.run}" if trec else str(path))
-        total = (
-            len(samples)
-            if trec
-            else count_rows(path)
-            if path.exists() and not args.from_format
-            else None
-        )
-        names = [m.name for m in metrics]
-        totals = _totals(names, labels, metrics)
-        if out:
+        outputs.qrels = _begin_qrels(args, job.where)
+        names = [m.name for m in job.metrics]
+        outputs.totals = _totals(names, job.labels, job.metrics)
+        if job.out:
             try:
-                folder = RunFolder(
-                    out,
+                outputs.folder = RunFolder(
+                    job.out,
                     names,
-                    title=f"ctxeval: {path.name}",
+                    title=f"ctxeval: {job.path.name}",
                     formats=formats,
-                    totals=totals,
-                    lookup=_lookup(args, path, samples, trec=trec),
+                    totals=outputs.totals,
+                    lookup=_lookup(args, job.path, job.samples, trec=job.trec),
                     lock=claim,
                 )
             except UnwritableFolderError as exc:  # its files cannot be begun (a link...)
-                _unwritable(exc, Path(out), begun=False)
+                _unwritable(exc, Path(job.out), begun=False)
     except BaseException:
-        if claim is not None and folder is None:
+        if claim is not None and outputs.folder is None:
             claim.release()  # (the folder, once made, releases it when it ends)
-        if qrels is not None:
-            qrels.abort()
+        if outputs.qrels is not None:
+            outputs.qrels.abort()
         raise
-    consume = folder.add if folder is not None else totals.add
-    per_query = _per_query(args, out)
-    if per_query is not None:
-        consume = per_query.feeding(consume)
+    outputs.per_query = _per_query(args, job.out)
+    return outputs
+
+
+def _score(args: argparse.Namespace, job: _Inputs, settings: Any, outputs: _Outputs) -> Any:
+    """Run the metrics over the samples with the progress view, every row to ``outputs``;
+    why the run stopped early (its cost limit), or None."""
+    from ctxeval._output.folder import UnwritableFolderError
+    from ctxeval.cli.progress import run_with_progress
+
     try:
+        total: int | None
+        if job.trec:
+            total = len(job.samples)
+        else:
+            counted = job.path.exists() and not args.from_format
+            total = count_rows(job.path) if counted else None
         stopped = run_with_progress(
-            samples,
-            metrics,
-            llm=llm,
+            job.samples,
+            job.metrics,
+            llm=job.llm,
             settings=settings,
             quiet=args.quiet,
-            total=None if total is None else total * len(metrics),
-            consume=consume if qrels is None else qrels.feeding(consume),
-            runner=runner,
+            total=None if total is None else total * len(job.metrics),
+            consume=outputs.consume(),
+            runner=job.runner,
         )
-        if not totals.rows_added and stopped is None:
-            where = f"{args.qrels} and {args.run}" if trec else str(path)
+        if not outputs.totals.rows_added and stopped is None:
             raise UsageError(
-                f"{where}: no samples to score"
-                + (" (no query is in both files)" if trec else " (the input is empty)")
+                f"{job.where}: no samples to score"
+                + (" (no query is in both files)" if job.trec else " (the input is empty)")
             )
     except UnwritableFolderError as exc:  # (a full disk, say; not an error reading the input)
-        assert folder is not None
-        folder.abort()
-        if qrels is not None:
-            qrels.abort()
-        _unwritable(exc, folder.path)
+        assert outputs.folder is not None
+        outputs.abort()
+        _unwritable(exc, outputs.folder.path)
     except BaseException:
-        if folder is not None:
-            folder.abort()
-        if qrels is not None:
-            qrels.abort()
+        outputs.abort()
         raise
-    qrels_written = _finish_qrels(qrels)
-    if per_query is not None:
-        per_query.close()
+    return stopped
 
+
+def _finish(
+    args: argparse.Namespace, job: _Inputs, outputs: _Outputs, gates: list[Any]
+) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    """The run's summary (with its gates' verdicts), the verdicts, and the files of the run
+    folder once finished (empty without ``--out``)."""
+    from ctxeval._output.folder import UnwritableFolderError
+    from ctxeval._output.gates import check_gates
     from ctxeval._output.summary import summary_dict
 
-    summary = summary_dict(
-        totals,
-        extra={
-            "data": str(path),
-            "ctxeval": __version__,
-        },
-    )
-    from ctxeval._output.gates import check_gates
-
-    verdicts = check_gates(gates, totals.summary())
+    summary = summary_dict(outputs.totals, extra={"data": str(job.path), "ctxeval": __version__})
+    verdicts = check_gates(gates, outputs.totals.summary())
     if verdicts:
         summary["gates"] = [v.to_dict() for v in verdicts]
-    if folder is not None:
-        try:
-            paths = folder.finish(summary)
-            if args.shared or run.get("shared", False):
-                _share(folder.path, paths.values())
-        except UnwritableFolderError as exc:
-            folder.abort()
-            _unwritable(exc, folder.path)
-        except BaseException:
-            folder.abort()
-            raise
+    folder = outputs.folder
+    if folder is None:
+        return summary, verdicts, {}
+    try:
+        paths: dict[str, Any] = folder.finish(summary)
+        if args.shared or job.run.get("shared", False):
+            _share(folder.path, paths.values())
+    except UnwritableFolderError as exc:
+        folder.abort()
+        _unwritable(exc, folder.path)
+    except BaseException:
+        folder.abort()
+        raise
+    return summary, verdicts, paths
+
+
+def _print_outcome(
+    args: argparse.Namespace,
+    job: _Inputs,
+    outputs: _Outputs,
+    summary: dict[str, Any],
+    paths: dict[str, Any],
+    *,
+    formats: list[str],
+    qrels_written: bool,
+) -> None:
+    """The summary, the judge's trust, the errors, the files written (not with ``--quiet``)."""
+    from ctxeval.cli.per_query import averaging_hint
+
+    stdout = console()
+    print_summary(summary, stdout)
+    print_trust(summary, stdout)
+    print_errors(outputs.totals.error_groups(), stdout)
+    if outputs.folder is not None:
+        for kind in ("results", "summary", "report", *formats):
+            stdout.print(f"{kind + ':':<10}{paths[kind]}", soft_wrap=True)
+    else:
+        stdout.print(
+            ("only the per-query file was saved" if outputs.per_query is not None else "nothing "
+             "was saved") + ": add --out DIR to keep the rows, summary.json and the report"
+        )  # fmt: skip
+    if outputs.qrels is not None and qrels_written:
+        stdout.print(f"{'qrels:':<10}{outputs.qrels.path}", soft_wrap=True)
+    _print_per_query(outputs.per_query, [m.name for m in job.metrics], stdout)
+    hint = averaging_hint(summary, args.trec_eval_averaging) if job.trec else None
+    if hint:
+        stdout.print(hint, highlight=False)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """``ctxeval evaluate``: the run's inputs, checked; its outputs begun; the run (through
+    ``ctxeval.stream``, as ``evaluate()``); its outputs finished; what the terminal shows."""
+    job = _inputs(args)
+    if args.dry_run:
+        provider = job.provider or llm_provider(
+            args.provider or job.run.get("provider") or DEFAULT_PROVIDER
+        )
+        return _dry_run(job.samples, job.metrics, job.llm, provider, console())
+    if _needs_llm(job.metrics) and job.llm is None:
+        raise UsageError("these metrics need an LLM: add --model (e.g. --model openai/gpt-4o-mini)")
+    gates = _gates(args, job.run, job.metrics)
+    formats = _formats(args.format or [], job.out)
+    settings = _settings(args, job.run, out=job.out, cache=_cache(args, job))
+    outputs = _open_outputs(args, job, formats)
+    stopped = _score(args, job, settings, outputs)
+    qrels_written = _finish_qrels(outputs.qrels)
+    if outputs.per_query is not None:
+        outputs.per_query.close()
+    summary, verdicts, paths = _finish(args, job, outputs, gates)
     if not args.quiet:
-        print_summary(summary, stdout)
-        print_trust(summary, stdout)
-        print_errors(totals.error_groups(), stdout)
-        if folder is not None:
-            for kind in ("results", "summary", "report", *formats):
-                stdout.print(f"{kind + ':':<10}{paths[kind]}", soft_wrap=True)
-        else:
-            stdout.print(
-                ("only the per-query file was saved" if per_query is not None else "nothing "
-                 "was saved") + ": add --out DIR to keep the rows, summary.json and the report"
-            )  # fmt: skip
-        if qrels is not None and qrels_written:
-            stdout.print(f"{'qrels:':<10}{qrels.path}", soft_wrap=True)
-        _print_per_query(per_query, [m.name for m in metrics], stdout)
-        hint = averaging_hint(summary, args.trec_eval_averaging) if trec else None
-        if hint:
-            stdout.print(hint, highlight=False)
+        _print_outcome(
+            args, job, outputs, summary, paths, formats=formats, qrels_written=qrels_written
+        )
     for verdict in verdicts:  # shown even with --quiet: they decide the exit code
         mark = "[green]pass[/]" if verdict.passed else "[bold red]FAIL[/]"
         console(stderr=not verdict.passed).print(f"gate {mark} {verdict.describe()}")
     if stopped is not None:
         fail(f"{stopped}; continue with --resume and a higher --max-cost", EXIT_ERRORS)
-    if not totals.ok or not qrels_written:
+    if not outputs.totals.ok or not qrels_written:
         return EXIT_ERRORS
     return EXIT_GATES if any(not v.passed for v in verdicts) else EXIT_OK

@@ -13,11 +13,12 @@ import argparse
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
 from ctxeval._errors import CtxevalError
 from ctxeval.cli.render import EXIT_OK, UsageError, console
 
-__all__ = ["cmd_label_sheet", "write_new"]
+__all__ = ["add_parser", "cmd_label_sheet", "write_new"]
 
 
 def write_new(path: Path, text: str) -> Path:
@@ -28,6 +29,28 @@ def write_new(path: Path, text: str) -> Path:
     from ctxeval._output.files import write_whole
 
     return write_whole(path, lambda handle: handle.write(text), replace=False)
+
+
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval label-sheet`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "label-sheet",
+        help="draw samples of a run for people to label (the judge's items, label null)",
+    )
+    parser.add_argument("run", metavar="RUN", help="a run folder (or its results.jsonl)")
+    parser.add_argument("-m", "--metric", required=True, help="the LLM-judged metric to label")
+    parser.add_argument(
+        "--data", metavar="DATA", help="the samples file: shows each question and chunk text"
+    )
+    parser.add_argument(
+        "-n", type=int, default=150, metavar="N", help="samples to draw (default 150)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the draw's seed (default 0)")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write (RUN/label-sheet.jsonl)"
+    )
+    parser.set_defaults(command_module="label_sheet")
 
 
 def cmd_label_sheet(args: argparse.Namespace) -> int:

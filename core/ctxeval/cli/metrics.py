@@ -12,7 +12,7 @@ from typing import Any
 from ctxeval._plugins.hooks import needs_llm as calls_llm
 from ctxeval.cli.render import EXIT_OK, console
 
-__all__ = ["cmd_metrics", "metric_entries", "wrap"]
+__all__ = ["add_parser", "cmd_metrics", "metric_entries", "wrap"]
 
 
 def _description(factory: Any) -> str:
@@ -115,6 +115,16 @@ def _print(out: Any, label: str, text: str, *, indent: int = 2, style: str = "di
         if i == 0 and label and style:
             styled.stylize(style, indent, indent + len(label))
         out.print(styled, soft_wrap=True)
+
+
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval metrics`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "metrics", help="list the metrics, what they need and their options"
+    )
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(command_module="metrics")
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:

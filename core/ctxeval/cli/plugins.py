@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from ctxeval.cli.render import EXIT_OK, console
 
-__all__ = ["cmd_plugins"]
+__all__ = ["add_parser", "cmd_plugins"]
+
+
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval plugins`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "plugins", help="list every plugin with its distribution and status"
+    )
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(command_module="plugins")
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:

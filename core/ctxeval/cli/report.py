@@ -10,7 +10,23 @@ from typing import Any
 
 from ctxeval.cli.render import EXIT_OK, console
 
-__all__ = ["cmd_report"]
+__all__ = ["add_parser", "cmd_report"]
+
+
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval report`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "report",
+        help="write a run folder's report.html again from its results.jsonl",
+        description="Write RUN/report.html again from RUN/results.jsonl (any size, in constant "
+        "memory): the summary, the distributions, and in full the samples to look at first.",
+    )
+    parser.add_argument("run", metavar="RUN", help="a run folder (written with --out DIR)")
+    parser.add_argument("--data", metavar="DATA", help="the samples file (default: the run's)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="where to write (RUN/report.html)")
+    parser.add_argument("--title", help="the page's title")
+    parser.set_defaults(command_module="report")
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -9,15 +9,15 @@ on Ctrl-C (or SIGTERM).
 from __future__ import annotations
 
 import argparse
-import errno
 import shlex
 from pathlib import Path
+from typing import Any
 
 from ctxeval.cli.invocation import program
 from ctxeval.cli.render import EXIT_OK, UsageError, console
-from ctxeval.cli.serving import serve_until_stopped
+from ctxeval.cli.serving import listening, serve_until_stopped
 
-__all__ = ["DEFAULT_PORT", "TRY_METRICS", "cmd_serve_judge", "try_command"]
+__all__ = ["DEFAULT_PORT", "TRY_METRICS", "add_parser", "cmd_serve_judge", "try_command"]
 
 DEFAULT_PORT = 8799
 """The port ``ctxeval serve-judge`` listens on unless ``--port`` says otherwise."""
@@ -74,6 +74,27 @@ def _banner(url: str, host: str, latency: float) -> str:
     return "\n".join(lines)
 
 
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval serve-judge`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "serve-judge",
+        help="a scripted local judge to try the LLM metrics without a key (NOT a real judge)",
+        description="Serve an OpenAI-compatible endpoint on this machine that answers ctxeval's "
+        "LLM-metric prompts with well-formed, deterministic answers made by word overlap: NOT A "
+        "REAL JUDGE, for trying the plumbing. Use it with --model openai/scripted-judge "
+        "--api-base http://127.0.0.1:PORT/v1; no API key is needed. Ctrl-C stops it.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8799, metavar="N", help="the port (8799; 0: a free one)"
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.0, metavar="S", help="seconds before each answer (0)"
+    )
+    parser.set_defaults(command_module="serve_judge")
+
+
 def cmd_serve_judge(args: argparse.Namespace) -> int:
     from ctxeval._judge_server import make_server, server_url
 
@@ -81,16 +102,9 @@ def cmd_serve_judge(args: argparse.Namespace) -> int:
         raise UsageError(f"--latency must be 0 or more seconds, got {args.latency:g}")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0 to 65535, got {args.port}")
-    try:
-        server = make_server(args.host, args.port, latency=args.latency)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise UsageError(
-                f"port {args.port} is in use: give another with --port, or --port 0 for a free one"
-            ) from None
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
+    server = listening(
+        lambda: make_server(args.host, args.port, latency=args.latency), args.host, args.port
+    )
     print(_banner(server_url(server), args.host, args.latency), flush=True)
 
     serve_until_stopped(server)

@@ -10,15 +10,14 @@ side by side: each sample shows both runs' rows, and it sorts by the difference.
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 from pathlib import Path
 from typing import Any
 
 from ctxeval.cli.render import EXIT_OK, UsageError, console
-from ctxeval.cli.serving import serve_until_stopped
+from ctxeval.cli.serving import listening, serve_until_stopped
 
-__all__ = ["cmd_view"]
+__all__ = ["add_parser", "cmd_view"]
 
 
 def _run(folder: str, data: str | None, option: str) -> Any:
@@ -69,6 +68,30 @@ class _Bar:
         self.progress.update(self.task, completed=done, total=total, rows=rows, rate=rate)
 
 
+def add_parser(commands: Any) -> None:
+    """Declare ``ctxeval view`` and its options on ``commands`` (the
+    subparsers of the ``ctxeval`` parser)."""
+    parser = commands.add_parser(
+        "view",
+        help="every sample of a run in a local, read-only web viewer (any size)",
+        description="Serve every sample of a run folder (or two, side by side) on this machine: "
+        "the report's explorer with filters, sort, search and paging done by the server.",
+    )
+    parser.add_argument("run", metavar="RUN", help="a run folder (written with --out DIR)")
+    parser.add_argument(
+        "run_b", nargs="?", metavar="RUN_B", help="a second run folder, shown side by side"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=0, metavar="N", help="the port (default 0: a free one)"
+    )
+    parser.add_argument(
+        "--data", metavar="DATA", help="the samples file of RUN (default: the run's)"
+    )
+    parser.add_argument("--data-b", metavar="DATA", help="the samples file of RUN_B")
+    parser.set_defaults(command_module="view")
+
+
 def cmd_view(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
@@ -108,16 +131,9 @@ def cmd_view(args: argparse.Namespace) -> int:
     bar = _Bar()
     with bar.progress:
         index = ensure_index(runs, progress=bar)
-    try:
-        server = make_server(runs, index, host=args.host, port=args.port)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise UsageError(
-                f"port {args.port} is in use: give another with --port, or --port 0 for a free one"
-            ) from None
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-        ) from None
+    server = listening(
+        lambda: make_server(runs, index, host=args.host, port=args.port), args.host, args.port
+    )
     print(server_url(server), flush=True)
     print(f"index: {index}\nCtrl-C to stop", flush=True)
 
