@@ -34,6 +34,7 @@ from ctxeval._results.display import (
 from ctxeval._results.judges import SCRIPTED_WARNING, JudgeLog
 from ctxeval._results.results import MetricResult, Status, Usage
 from ctxeval._results.stats import mean_ci
+from ctxeval._results.table import ROW_COLUMNS, row_columns
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -260,7 +261,11 @@ class Evaluation:
         return sum(map(len, self._parts))
 
     def __iter__(self) -> Iterator[MetricResult]:
-        return iter(self.results)
+        """The rows in order; those the run kept as columns built one by one as the iteration
+        reaches them (not kept: :attr:`results` keeps them)."""
+        if self._results is not None:
+            return iter(self._results)
+        return (row for part in self._parts for row in part)
 
     def __repr__(self) -> str:
         judge = " NOT A REAL JUDGE (ctxeval serve-judge)" if self._scripted() else ""
@@ -334,7 +339,16 @@ class Evaluation:
     def rows(self, metric: str) -> list[MetricResult]:
         """The rows of one metric, in input order."""
         self._check_metric(metric)
-        return [r for r in self.results if r.metric == metric]
+        if self._results is not None:
+            return [r for r in self._results if r.metric == metric]
+        found: list[MetricResult] = []
+        for part in self._parts:  # a block's column read alone: the other rows not built
+            if isinstance(part, RowBlock):
+                column = part.column(metric)
+                found += part.rows_of(column) if column is not None else []
+            else:
+                found += [r for r in part if r.metric == metric]
+        return found
 
     def errors(self) -> list[MetricResult]:
         """The ``error`` rows, in input order, read without building the other rows (a
@@ -520,7 +534,7 @@ class Evaluation:
         """Write one JSON object per row (``results.jsonl`` format); returns the path."""
         target = Path(path)
         with target.open("w", encoding="utf-8") as handle:
-            for row in self.results:
+            for row in self:  # (rows kept as columns built one at a time, not kept)
                 handle.write(row.to_json())
                 handle.write("\n")
         return target
@@ -537,7 +551,8 @@ class Evaluation:
         return cls(rows, metrics)
 
     def to_pandas(self) -> Any:
-        """A ``pandas.DataFrame`` with one row per result (needs pandas).
+        """A ``pandas.DataFrame`` with one row per result (needs pandas), made from the
+        columns the evaluation keeps (rows kept as columns are not built).
 
         Columns: ``sample_id``, ``metric``, ``status``, ``score``, ``reason``, ``details``,
         and the usage fields (``requests``, ``retries``, ``prompt_tokens``,
@@ -548,16 +563,11 @@ class Evaluation:
         require_pandas("Evaluation.to_pandas()")
         import pandas as pd
 
-        records = []
-        for row in self.results:
-            record = row.to_dict()
-            record.update(record.pop("usage"))
-            records.append(record)
-        columns = [
-            "sample_id", "metric", "status", "score", "reason", "details",
-            "requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits",
-        ]  # fmt: skip
-        return pd.DataFrame.from_records(records, columns=columns)
+        parts = self._parts if self._results is None else (self._results,)
+        columns = row_columns(parts)
+        if not columns["metric"]:  # (no row: the empty frame's columns are of objects)
+            return pd.DataFrame.from_records([], columns=list(ROW_COLUMNS))
+        return pd.DataFrame(columns, columns=list(ROW_COLUMNS))
 
     def _check_metric(self, metric: str) -> None:
         if metric not in self.metrics:
