@@ -40,7 +40,7 @@ from ctxeval._output.lines import evidence_of, write_jsonl
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
 from ctxeval._results.columns import RowBlock, _held
-from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.evaluation import RunResults
 from ctxeval._results.results import NO_USAGE, MetricResult, json_line
 
 __all__ = [
@@ -110,16 +110,16 @@ class JSONLWriter:
         return _JSONLFile(folder / self.filename)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return _write_all(self, evaluation, folder, title=title)
 
 
-def _write_all(writer: Any, evaluation: Evaluation, folder: Path, *, title: str) -> Path:
+def _write_all(writer: Any, evaluation: RunResults, folder: Path, *, title: str) -> Path:
     """A streaming writer's file for a whole evaluation at once."""
     file = writer.open(folder, title=title, metrics=evaluation.metrics)
     try:
-        for part in evaluation._parts:
+        for part in evaluation.parts:
             file.add(part)
     except BaseException:
         file.abort()
@@ -141,7 +141,7 @@ class SummaryWriter:
         return write_text(folder / self.filename, text)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return self.write_summary(summary, folder, title=title)
 
@@ -156,7 +156,7 @@ class HTMLWriter:
     filename: str = "report.html"
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         from ctxeval._output.report import render_report
 
@@ -250,7 +250,7 @@ class CSVWriter:
         return _CSVFile(folder / self.filename, neutralise=self.neutralise_formulas)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return _write_all(self, evaluation, folder, title=title)
 
@@ -337,7 +337,7 @@ class ParquetWriter:
         return _ParquetFile(folder / self.filename)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return _write_all(self, evaluation, folder, title=title)
 
@@ -351,7 +351,7 @@ class MarkdownWriter:
     filename: str = "summary.md"
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return self.write_summary(summary, folder, title=title)
 

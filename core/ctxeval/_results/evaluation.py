@@ -1,9 +1,13 @@
-"""The outcome of a run: :class:`Evaluation`, its rows and its per-metric :class:`MetricSummary`
-(gathered in a :class:`Summary`).
+"""The outcome of a run: :class:`RunResults`, its rows and its per-metric
+:class:`MetricSummary` (gathered in a :class:`Summary`).
+
+:class:`RunResults` is everything :class:`~ctxeval.Evaluation` does but write its run folder:
+the public class (:mod:`ctxeval._output.evaluation`) adds :meth:`~ctxeval.Evaluation.write`,
+a layer above, so that what writes the run folder (:mod:`ctxeval._output`) reads the rows
+through this class and nothing here imports back up (docs/decisions/0008-a-house-in-layers.md).
 
 An evaluation and its summary print as the command line's summary table (``print(ev)``), show
-as a rich table in a rich console and as an HTML table in a notebook; :meth:`Evaluation.write`
-writes the run folder ``ctxeval evaluate --out`` writes.
+as a rich table in a rich console and as an HTML table in a notebook.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 import attrs
@@ -41,7 +45,9 @@ if TYPE_CHECKING:
 
     from ctxeval._judge.trust import JudgeTrust
 
-__all__ = ["Evaluation", "MetricSummary", "Summary"]
+__all__ = ["MetricSummary", "RunResults", "Summary"]
+
+_R = TypeVar("_R", bound="RunResults")
 
 
 @attrs.frozen(slots=True)
@@ -193,11 +199,13 @@ def _summarize(metric: str, all_scores: Sequence[float | None], counts: Tally) -
     )
 
 
-class Evaluation:
-    """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric).
+class RunResults:
+    """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric):
+    what :class:`~ctxeval.Evaluation` is, but for writing its run folder.
 
-    Held in memory only: nothing is saved unless asked (:meth:`write` writes the run folder
-    ``ctxeval evaluate --out`` writes, :meth:`to_jsonl` the rows). ``print(ev)`` shows the
+    Held in memory only: nothing is saved unless asked (:meth:`Evaluation.write
+    <ctxeval.Evaluation.write>` writes the run folder ``ctxeval evaluate --out`` writes,
+    :meth:`to_jsonl` the rows). ``print(ev)`` shows the
     summary table (as the command line prints it), a rich console a rich table, a notebook an
     HTML table.
 
@@ -230,14 +238,14 @@ class Evaluation:
 
     @classmethod
     def of_parts(
-        cls,
+        cls: type[_R],
         parts: Sequence[Sequence[MetricResult]],
         metrics: Sequence[str],
         *,
         samples: Mapping[str, Sample] | None = None,
         labels: Labels | None = None,
         formulas: Mapping[str, Any] | None = None,
-    ) -> Evaluation:
+    ) -> _R:
         """An evaluation of the rows of ``parts`` (read-only sequences of rows, in order:
         what :meth:`RowStream.parts <ctxeval.RowStream.parts>` gives). The rows of
         :class:`~ctxeval._results.columns.RowBlock` parts are built only when :attr:`results` is
@@ -247,6 +255,13 @@ class Evaluation:
         evaluation._parts = tuple(parts)
         evaluation._results = None
         return evaluation
+
+    @property
+    def parts(self) -> tuple[Sequence[MetricResult], ...]:
+        """The rows as the run kept them: read-only sequences in order, a deterministic run's
+        as :class:`~ctxeval._results.columns.RowBlock` columns (what the writers read without
+        building the rows)."""
+        return self._parts
 
     @property
     def results(self) -> tuple[MetricResult, ...]:
@@ -446,11 +461,11 @@ class Evaluation:
         return dict(self._trust)
 
     def with_labels(
-        self,
+        self: _R,
         labels: Labels | str | os.PathLike[str] | None,
         *,
         formulas: Mapping[str, Any] | None = None,
-    ) -> Evaluation:
+    ) -> _R:
         """The same rows with people's labels attached (``Evaluation.from_jsonl(path)`` of an
         earlier run, say): :meth:`trust`, ``summary.json`` and the report then use them.
 
@@ -462,7 +477,7 @@ class Evaluation:
 
         if labels is not None:
             labels = resolve_label_metrics(labels, self.metrics)
-        return Evaluation.of_parts(
+        return type(self).of_parts(
             self._parts,
             self.metrics,
             samples=self.samples,
@@ -485,51 +500,6 @@ class Evaluation:
         """True when no row is an error."""
         return all(tally(part).errors == 0 for part in self._parts)
 
-    def write(
-        self,
-        folder: str | os.PathLike[str],
-        *,
-        formats: Sequence[str] = (),
-        overwrite: bool = False,
-        title: str | None = None,
-        data: Any = None,
-    ) -> dict[str, Path]:
-        """Write the run folder ``ctxeval evaluate --out FOLDER`` writes: ``results.jsonl``,
-        ``summary.json`` and ``report.html``, and the files of the writers named in
-        ``formats`` (``csv``, ``parquet``, ``markdown``, or a plugin's: ``--format``). Nothing
-        is saved otherwise: :func:`~ctxeval.evaluate` keeps the rows in memory only.
-
-        Args:
-            folder: the run folder (made if missing, 0700; its files 0600).
-            formats: writers to run besides the three every folder gets.
-            overwrite: replace the run a folder holds already (else ``FileExistsError``).
-            title: the report's title (by default ``ctxeval: FOLDER``).
-            data: where the report finds the samples' texts when the rows do not carry them
-                (runs with an LLM metric): the samples scored (a list, a DataFrame, a dict of
-                columns...) or their data file, which ``summary.json`` then names (for
-                ``ctxeval report`` and ``ctxeval view``). Samples held in memory are written
-                to the folder as ``samples.jsonl``, where ``ctxeval view`` finds the texts.
-
-        Returns:
-            Each file's path by writer name, the default three also as ``results``,
-            ``summary`` and ``report``.
-
-        Raises:
-            FileExistsError: ``folder`` holds a run already and ``overwrite`` is False.
-            DataError: ``data`` is a path to no file.
-            UnknownNameError, MissingExtraError: a writer of ``formats`` is unknown, or needs
-                a package that is not installed (nothing is written).
-            OSError: a file could not be written (the files begun are removed).
-        """
-        # The one import that runs back up (docs/decisions/0008-a-house-in-layers.md): the
-        # run folder is written by ctxeval._output.folder.write_evaluation, a layer above this
-        # module; this public method only hands over to it, imported when first called.
-        from ctxeval._output.folder import write_evaluation
-
-        return write_evaluation(
-            self, folder, formats=formats, overwrite=overwrite, title=title, data=data
-        )
-
     def to_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write one JSON object per row (``results.jsonl`` format); returns the path."""
         target = Path(path)
@@ -540,7 +510,7 @@ class Evaluation:
         return target
 
     @classmethod
-    def from_jsonl(cls, path: str | os.PathLike[str]) -> Evaluation:
+    def from_jsonl(cls: type[_R], path: str | os.PathLike[str]) -> _R:
         """Read back what :meth:`to_jsonl` wrote."""
         rows = []
         with Path(path).open(encoding="utf-8") as handle:

@@ -29,11 +29,11 @@ import anyio.to_thread
 
 from ctxeval._errors import ConfigError
 from ctxeval._judge.labels import Labels
+from ctxeval._output.evaluation import Evaluation
 from ctxeval._plugins.protocols import Metric
 from ctxeval._plugins.protocols import RunnerPlugin as Runner
 from ctxeval._plugins.registry import PluginInfo, Registry, default_registry
 from ctxeval._results.columns import kept
-from ctxeval._results.evaluation import Evaluation
 from ctxeval._run.bridge import Backend, run_sync
 from ctxeval._run.checks import check_backend, check_run_inputs
 from ctxeval._run.execute import execute, get_runner
