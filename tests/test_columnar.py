@@ -118,3 +118,15 @@ def test_a_sample_is_kept_as_a_line_only_when_it_reads_back_equal() -> None:
         else:
             assert line is sample
             assert sample.metadata
+
+
+def test_to_arrow_reads_the_columns_and_holds_what_results_parquet_holds(tmp_path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    evaluation = ctxeval.evaluate(generated(), METRICS)
+    table = evaluation.to_arrow()
+    assert evaluation._results is None  # no row kept to make it
+    evaluation.write(tmp_path / "run", formats=["parquet"])
+    assert table.equals(pq.read_table(tmp_path / "run" / "results.parquet"))
+    whole = ctxeval.evaluate(samples(), METRICS).results
+    assert table.column("score").to_pylist() == [r.score for r in whole]
+    assert table.num_rows == len(whole)

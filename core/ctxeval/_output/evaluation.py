@@ -77,3 +77,19 @@ class Evaluation(RunResults):
         return write_evaluation(
             self, folder, formats=formats, overwrite=overwrite, title=title, data=data
         )
+
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` with one row per result (needs pyarrow), the columns of
+        ``results.parquet``: ``sample_id``, ``metric``, ``status``, ``score``, ``reason``,
+        ``details`` (as JSON text, as ``results.jsonl`` writes it) and the usage fields. Made
+        from the columns the evaluation keeps, a record batch per part (rows kept as columns
+        are not built): the compact frame of a large run.
+
+        Raises:
+            MissingExtraError: pyarrow is not installed.
+        """
+        from ctxeval._output.writers import arrow_table
+        from ctxeval._plugins.optional import require_pyarrow
+
+        require_pyarrow("Evaluation.to_arrow()")
+        return arrow_table(self.parts)

@@ -28,7 +28,7 @@ import csv
 import json
 import operator
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -269,28 +269,51 @@ PARQUET_ROWS = 65_536
 """Rows per row group of ``results.parquet`` (what the writer holds before writing)."""
 
 
+def arrow_schema() -> Any:
+    """The columns of ``results.parquet`` and :meth:`Evaluation.to_arrow
+    <ctxeval.Evaluation.to_arrow>` (needs pyarrow): a row's fields, its details as JSON text,
+    its usage flattened."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("sample_id", pa.string()),
+            ("metric", pa.string()),
+            ("status", pa.string()),
+            ("score", pa.float64()),
+            ("reason", pa.string()),
+            ("details", pa.string()),
+            ("requests", pa.int64()),
+            ("retries", pa.int64()),
+            ("prompt_tokens", pa.int64()),
+            ("completion_tokens", pa.int64()),
+            ("cost_usd", pa.float64()),
+            ("cache_hits", pa.int64()),
+        ]
+    )
+
+
+def arrow_table(parts: Iterable[Sequence[MetricResult]]) -> Any:
+    """The rows of ``parts`` as one ``pyarrow.Table`` of :func:`arrow_schema` (needs pyarrow),
+    a record batch per part: the rows a run keeps as columns are read from them, not built."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    batches = []
+    for part in parts:
+        held = list(_records(part))
+        if held:
+            columns = {c: [r[i] for r in held] for i, c in enumerate(_COLUMNS)}
+            batches.append(pa.RecordBatch.from_pydict(columns, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
 class _ParquetFile(_PartialFile):
     def __init__(self, path: Path) -> None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         super().__init__(path)
-        self.schema = pa.schema(
-            [
-                ("sample_id", pa.string()),
-                ("metric", pa.string()),
-                ("status", pa.string()),
-                ("score", pa.float64()),
-                ("reason", pa.string()),
-                ("details", pa.string()),
-                ("requests", pa.int64()),
-                ("retries", pa.int64()),
-                ("prompt_tokens", pa.int64()),
-                ("completion_tokens", pa.int64()),
-                ("cost_usd", pa.float64()),
-                ("cache_hits", pa.int64()),
-            ]
-        )
+        self.schema = arrow_schema()
         self.writer = pq.ParquetWriter(self.handle, self.schema)
         self.held: list[tuple[Any, ...]] = []
 
