@@ -9,7 +9,11 @@ Two inputs of N samples (``--samples``, 1 000 000 by default), scored by two ID 
   in three without an id), read with ``load_samples``.
 
 Each step runs in a fresh process under ``/usr/bin/time -v`` (its peak RSS): ``evaluate``
-then ``summary()``; then the same and ``to_pandas()``. With ``--compare PYTHON`` (another
+then ``summary()``; then the same and ``to_pandas()``; then the same and ``to_arrow()`` (this
+checkout only). "columns" is what the kept columns hold (ids, scores, the samples' lines; 0
+for a checkout without them: read through private names, for this bench only); "frame" is the
+frame's own count (``memory_usage(deep=True)``, which counts a details dict shallowly, or the
+table's ``nbytes``). With ``--compare PYTHON`` (another
 checkout's interpreter, main's, say) both interpreters also write, on ``--check-samples``
 samples of each input, the run folder (``ev.write``), ``to_jsonl`` and the summary, and the
 files are compared byte for byte (the run folder's ``summary.json`` without its version and
@@ -52,16 +56,40 @@ def generated(n):
             reference_context_ids=[f"d{x}" for x in rng.sample(range(50), 3)],
         )
 
+def columnar_bytes(ev):
+    # what the kept columns hold: ids, scores, lines (rows kept whole not counted)
+    try:
+        from ctxeval._results.columns import Lines, RowBlock, Scores, Texts
+    except ImportError:  # (a checkout without them)
+        return 0
+    total = 0
+    for part in getattr(ev, "parts", ()):
+        if not isinstance(part, RowBlock):
+            continue
+        ids, sources = part.sample_ids, part.sources
+        if isinstance(ids, Texts):
+            total += len(ids._text.encode("utf-8", "surrogatepass")) + 8 * len(ids)
+        if isinstance(sources, Lines):
+            total += len(sources._buffer) + 8 * len(sources)
+        for column in part.columns:
+            if isinstance(column.scores, Scores):
+                total += column.scores.values.nbytes
+    return total
+
 samples = generated(n) if kind == "generated" else ctxeval.load_samples(path)
 start = time.perf_counter()
 ev = ctxeval.evaluate(samples, metrics)
 summary = ev.summary()
 seconds = time.perf_counter() - start
-report = {"seconds": seconds, "rows": len(ev)}
+report = {"seconds": seconds, "rows": len(ev), "columnar_mb": columnar_bytes(ev) / 1e6}
 if step == "pandas":
     frame = ev.to_pandas()
     report["frame_mb"] = frame.memory_usage(deep=True).sum() / 1e6
     del frame
+if step == "arrow":
+    table = ev.to_arrow()
+    report["frame_mb"] = table.nbytes / 1e6
+    del table
 if step == "files":
     folder = os.path.join(out, "run")
     ev.write(folder)
@@ -108,6 +136,7 @@ def main() -> None:
     parser.add_argument("--check-samples", type=int, default=100_000)
     parser.add_argument("--compare", help="another interpreter to run side by side")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--steps", default="summary,pandas,arrow", help="of summary,pandas,arrow")
     args = parser.parse_args()
     pythons = [sys.executable] + ([args.compare] if args.compare else [])
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,17 +144,19 @@ def main() -> None:
         path = folder / "runners.jsonl"
         write_jsonl(path, args.samples)
         print(f"{args.samples:,} samples x {len(METRICS)} ID metrics; peak RSS (MB, time -v)\n")
-        print("| input | step | interpreter | wall (s) | peak RSS (MB) | frame (MB) |")
-        print("|---|---|---|---:|---:|---:|")
+        print(
+            "| input | step | interpreter | wall (s) | peak RSS (MB) | columns (MB) | frame (MB) |"
+        )
+        print("|---|---|---|---:|---:|---:|---:|")
         for _ in range(args.repeat):
             for kind in ("generated", "runners"):
-                for step in ("summary", "pandas"):
-                    for python in pythons:  # (alternating)
+                for step in args.steps.split(","):
+                    for python in pythons if step != "arrow" else pythons[:1]:  # (alternating)
                         r = run(python, kind, args.samples, path, step, folder)
                         frame = f"{r['frame_mb']:.0f}" if "frame_mb" in r else ""
                         print(
                             f"| {kind} | {step} | {python} | {r['seconds']:.1f} | "
-                            f"{r['time_v_mb']:.0f} | {frame} |",
+                            f"{r['time_v_mb']:.0f} | {r['columnar_mb']:.0f} | {frame} |",
                             flush=True,
                         )
         if args.compare:
