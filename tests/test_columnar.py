@@ -125,6 +125,7 @@ def test_to_arrow_reads_the_columns_and_holds_what_results_parquet_holds(tmp_pat
     evaluation = ctxeval.evaluate(generated(), METRICS)
     table = evaluation.to_arrow()
     assert evaluation._results is None  # no row kept to make it
+    assert all(part.evidence is None for part in evaluation.parts)  # (nor its details)
     evaluation.write(tmp_path / "run", formats=["parquet"])
     assert table.equals(pq.read_table(tmp_path / "run" / "results.parquet"))
     whole = ctxeval.evaluate(samples(), METRICS).results

@@ -36,7 +36,7 @@ import attrs
 import orjson
 
 from ctxeval._output.files import NOFOLLOW, check_writable_name, private_open, write_text
-from ctxeval._output.lines import evidence_of, write_jsonl
+from ctxeval._output.lines import evidence_of, forget_evidence, write_jsonl
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
 from ctxeval._results.columns import RowBlock, _held
@@ -302,6 +302,7 @@ def arrow_table(parts: Iterable[Sequence[MetricResult]]) -> Any:
     batches = []
     for part in parts:
         held = list(_records(part))
+        forget_evidence(part)  # (the block's samples and details: not kept past its batch)
         if held:
             columns = {c: [r[i] for r in held] for i, c in enumerate(_COLUMNS)}
             batches.append(pa.RecordBatch.from_pydict(columns, schema=schema))
