@@ -19,9 +19,8 @@ import attrs
 import pytest
 
 import ctxeval
-from ctxeval import MetricResult, Sample
+from ctxeval import Evaluation, MetricResult, Sample
 from ctxeval._plugins.base import BaseDeterministicMetric
-from ctxeval._results.evaluation import Evaluation
 from ctxeval._run import api, fastpath
 from ctxeval_llm import LLMConfig
 from ctxeval_llm._http import choice as http_choice

@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._errors import UnusableLLMError as UnusableLLMError
     from ctxeval._judge.labels import Labels as Labels
     from ctxeval._judge.trust import JudgeTrust as JudgeTrust
+    from ctxeval._output.evaluation import Evaluation as Evaluation
     from ctxeval._output.folder import RunFolder as RunFolder
     from ctxeval._output.rebuild import write_report as write_report
     from ctxeval._plugins.protocols import BatchMetric as BatchMetric
@@ -87,7 +88,6 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._plugins.registry import PluginInfo as PluginInfo
     from ctxeval._plugins.registry import Registry as Registry
     from ctxeval._plugins.registry import default_registry as default_registry
-    from ctxeval._results.evaluation import Evaluation as Evaluation
     from ctxeval._results.evaluation import MetricSummary as MetricSummary
     from ctxeval._results.evaluation import Summary as Summary
     from ctxeval._results.results import MetricResult as MetricResult
@@ -119,7 +119,7 @@ _PUBLIC: dict[str, str] = {
     "DeterministicMetric": "ctxeval._plugins.protocols",
     "EndpointUnreachableError": "ctxeval._errors",
     "EndpointUnresponsiveError": "ctxeval._errors",
-    "Evaluation": "ctxeval._results.evaluation",
+    "Evaluation": "ctxeval._output.evaluation",
     "Extractor": "ctxeval._plugins.protocols",
     "FatalCallError": "ctxeval._errors",
     "InvalidResultError": "ctxeval._errors",

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ctxeval._output.evaluation import Evaluation
 from ctxeval._output.gates import Gate
-from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.judges import SCRIPTED_WARNING
 
 __all__ = ["assert_metric", "ctxeval_assert"]

@@ -10,7 +10,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.evaluation import RunResults
 from ctxeval._results.results import MetricResult
 
 __all__ = ["SAMPLE_TEXTS", "explorer_data", "explorer_json", "sample_view"]
@@ -22,7 +22,7 @@ SAMPLE_TEXTS = (
 )  # fmt: skip
 
 
-def explorer_data(evaluation: Evaluation) -> str:
+def explorer_data(evaluation: RunResults) -> str:
     """The samples and rows the explorer shows, as JSON safe inside a ``<script>`` element
     (every ``<`` escaped, so no text can close it)."""
     named = ((row.metric, row) for row in evaluation.results)

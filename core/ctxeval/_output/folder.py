@@ -28,7 +28,7 @@ from ctxeval._output.selection import ReportSelection
 from ctxeval._output.summary import summary_dict
 from ctxeval._plugins.protocols import RowFile, StreamingWriter, SummaryWriter
 from ctxeval._results.columns import RowBlock
-from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.evaluation import RunResults
 from ctxeval._results.results import MetricResult
 from ctxeval._results.totals import RunTotals
 
@@ -375,7 +375,7 @@ class RunFolder:
                 folder=str(self.path),
             )
             paths[self._html.name] = write_text(self.path / self._html.filename, page)
-        rows: Evaluation | None = None
+        rows: RunResults | None = None
         writer: Any
         for writer in self._later:
             writer_name: str = writer.name
@@ -387,7 +387,7 @@ class RunFolder:
                     "writer %s has no open(): reading every row back from results.jsonl for it",
                     writer_name,
                 )
-                rows = Evaluation.from_jsonl(paths["jsonl"])
+                rows = RunResults.from_jsonl(paths["jsonl"])
             paths[writer_name] = writer.write(rows, summary, self.path, title=self.title)
 
     def abort(self) -> None:
@@ -405,7 +405,7 @@ class RunFolder:
 
 
 def write_outputs(
-    evaluation: Evaluation,
+    evaluation: RunResults,
     folder: str | os.PathLike[str],
     *,
     title: str,
@@ -432,7 +432,7 @@ def write_outputs(
         lookup=lookup or (lambda ids: {i: known[i] for i in ids if i in known}),
         lock=lock,
     ) as run:
-        for part in evaluation._parts:
+        for part in evaluation.parts:
             run.add(part)
         return run.finish(summary if summary is not None else summary_dict(evaluation))
 
@@ -446,7 +446,7 @@ keys of the paths it returns)."""
 
 
 def write_evaluation(
-    evaluation: Evaluation,
+    evaluation: RunResults,
     folder: str | os.PathLike[str],
     *,
     formats: Sequence[str] = (),
@@ -519,7 +519,7 @@ def _write_samples(target: Path, data: Any) -> str:
 
 
 def _write_evaluation(
-    evaluation: Evaluation,
+    evaluation: RunResults,
     target: Path,
     formats: Sequence[str],
     title: str | None,

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ctxeval._results.collector import collector_paused
-from ctxeval._results.columns import Column, RowBlock, sample_of
+from ctxeval._results.columns import Column, RowBlock, block_evidence, sample_of
 from ctxeval._results.results import NO_USAGE, MetricResult
 
 __all__ = [
@@ -59,32 +59,8 @@ def evidence_of(block: RowBlock) -> tuple[list[Any] | None, list[Sequence[Any] |
     kept: Any = block.evidence
     if kept is not None:
         return kept  # type: ignore[no-any-return]
-    columns = block.columns
-    samples: list[Any] | None = None
-    memo: dict[Any, Any] = {}  # what the columns' metrics share (sides read once)
-    details: list[Sequence[Any] | None] = []
-    with collector_paused():  # (objects by the thousand, none of them cyclic)
-        for column in columns:  # each column's evidence, a batch of its plain rows at a time
-            batch = column.evidence_batch
-            if batch is None or column.evidence is None:
-                details.append(None)
-                continue
-            if samples is None:
-                parsed = block.parsed
-                samples = (
-                    list(parsed)
-                    if parsed is not None
-                    else [sample_of(source) for source in block.sources]
-                )
-            scores = column.scores
-            if column.rows:  # (rows kept whole have their own details)
-                plain = [s for s, score in zip(samples, scores, strict=True) if score is not None]
-                made = iter(batch(plain, {}))
-                details.append([None if score is None else next(made) for score in scores])
-            else:
-                details.append(batch(samples, memo))
-    block.evidence = (samples, details)
-    return samples, details
+    block.evidence = found = block_evidence(block)
+    return found
 
 
 def forget_evidence(part: Sequence[MetricResult]) -> None:

@@ -42,7 +42,7 @@ from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import MetricResult, json_line
 
 if TYPE_CHECKING:
-    from ctxeval._results.evaluation import Evaluation
+    from ctxeval._results.evaluation import RunResults
 
 __all__ = ["QRELS_DETAIL", "QrelsFile", "write_qrels"]
 
@@ -358,7 +358,7 @@ class QrelsFile:
 
 
 def write_qrels(
-    rows: Evaluation | Iterable[MetricResult] | Iterable[Sequence[MetricResult]],
+    rows: RunResults | Iterable[MetricResult] | Iterable[Sequence[MetricResult]],
     path: str | os.PathLike[str],
     provenance: Mapping[str, Any] | None = None,
 ) -> QrelsFile:
@@ -374,10 +374,10 @@ def write_qrels(
         ev = ctxeval.evaluate(samples, ["context_relevance"], llm="openai/gpt-4o-mini")
         write_qrels(ev, "judged.qrels", {"data": "traces.jsonl"})
     """
-    from ctxeval._results.evaluation import Evaluation
+    from ctxeval._results.evaluation import RunResults
 
-    if isinstance(rows, Evaluation):
-        rows = rows._parts  # (its blocks of deterministic rows are passed over, not built)
+    if isinstance(rows, RunResults):
+        rows = rows.parts  # (its blocks of deterministic rows are passed over, not built)
     with QrelsFile(path, provenance=provenance) as qrels:
         for item in rows:
             if isinstance(item, MetricResult):

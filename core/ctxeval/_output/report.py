@@ -27,7 +27,7 @@ from ctxeval._output.selection import TAGS, ReportSelection, Shown
 from ctxeval._output.summary import summary_dict
 from ctxeval._output.trust_section import trust_section
 from ctxeval._results.columns import sample_of
-from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.evaluation import RunResults
 from ctxeval._results.results import MetricResult, Status, Usage
 
 __all__ = [
@@ -43,10 +43,10 @@ SampleLookup = Callable[[Collection[str]], Mapping[str, Sample]]
 shows whose rows came without them."""
 
 
-def render_report(evaluation: Evaluation, summary: Mapping[str, Any], *, title: str) -> str:
+def render_report(evaluation: RunResults, summary: Mapping[str, Any], *, title: str) -> str:
     """The report of ``evaluation`` (see :func:`render_page`)."""
     selection = ReportSelection(evaluation.metrics)
-    for part in evaluation._parts:
+    for part in evaluation.parts:
         selection.add(part)
     known = evaluation.samples
     return render_page(

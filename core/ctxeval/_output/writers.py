@@ -28,7 +28,7 @@ import csv
 import json
 import operator
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -36,11 +36,11 @@ import attrs
 import orjson
 
 from ctxeval._output.files import NOFOLLOW, check_writable_name, private_open, write_text
-from ctxeval._output.lines import evidence_of, write_jsonl
+from ctxeval._output.lines import evidence_of, forget_evidence, write_jsonl
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
 from ctxeval._results.columns import RowBlock, _held
-from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.evaluation import RunResults
 from ctxeval._results.results import NO_USAGE, MetricResult, json_line
 
 __all__ = [
@@ -110,16 +110,16 @@ class JSONLWriter:
         return _JSONLFile(folder / self.filename)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return _write_all(self, evaluation, folder, title=title)
 
 
-def _write_all(writer: Any, evaluation: Evaluation, folder: Path, *, title: str) -> Path:
+def _write_all(writer: Any, evaluation: RunResults, folder: Path, *, title: str) -> Path:
     """A streaming writer's file for a whole evaluation at once."""
     file = writer.open(folder, title=title, metrics=evaluation.metrics)
     try:
-        for part in evaluation._parts:
+        for part in evaluation.parts:
             file.add(part)
     except BaseException:
         file.abort()
@@ -141,7 +141,7 @@ class SummaryWriter:
         return write_text(folder / self.filename, text)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return self.write_summary(summary, folder, title=title)
 
@@ -156,7 +156,7 @@ class HTMLWriter:
     filename: str = "report.html"
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         from ctxeval._output.report import render_report
 
@@ -250,7 +250,7 @@ class CSVWriter:
         return _CSVFile(folder / self.filename, neutralise=self.neutralise_formulas)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return _write_all(self, evaluation, folder, title=title)
 
@@ -269,28 +269,52 @@ PARQUET_ROWS = 65_536
 """Rows per row group of ``results.parquet`` (what the writer holds before writing)."""
 
 
+def arrow_schema() -> Any:
+    """The columns of ``results.parquet`` and :meth:`Evaluation.to_arrow
+    <ctxeval.Evaluation.to_arrow>` (needs pyarrow): a row's fields, its details as JSON text,
+    its usage flattened."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("sample_id", pa.string()),
+            ("metric", pa.string()),
+            ("status", pa.string()),
+            ("score", pa.float64()),
+            ("reason", pa.string()),
+            ("details", pa.string()),
+            ("requests", pa.int64()),
+            ("retries", pa.int64()),
+            ("prompt_tokens", pa.int64()),
+            ("completion_tokens", pa.int64()),
+            ("cost_usd", pa.float64()),
+            ("cache_hits", pa.int64()),
+        ]
+    )
+
+
+def arrow_table(parts: Iterable[Sequence[MetricResult]]) -> Any:
+    """The rows of ``parts`` as one ``pyarrow.Table`` of :func:`arrow_schema` (needs pyarrow),
+    a record batch per part: the rows a run keeps as columns are read from them, not built."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    batches = []
+    for part in parts:
+        held = list(_records(part))
+        forget_evidence(part)  # (the block's samples and details: not kept past its batch)
+        if held:
+            columns = {c: [r[i] for r in held] for i, c in enumerate(_COLUMNS)}
+            batches.append(pa.RecordBatch.from_pydict(columns, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
 class _ParquetFile(_PartialFile):
     def __init__(self, path: Path) -> None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         super().__init__(path)
-        self.schema = pa.schema(
-            [
-                ("sample_id", pa.string()),
-                ("metric", pa.string()),
-                ("status", pa.string()),
-                ("score", pa.float64()),
-                ("reason", pa.string()),
-                ("details", pa.string()),
-                ("requests", pa.int64()),
-                ("retries", pa.int64()),
-                ("prompt_tokens", pa.int64()),
-                ("completion_tokens", pa.int64()),
-                ("cost_usd", pa.float64()),
-                ("cache_hits", pa.int64()),
-            ]
-        )
+        self.schema = arrow_schema()
         self.writer = pq.ParquetWriter(self.handle, self.schema)
         self.held: list[tuple[Any, ...]] = []
 
@@ -337,7 +361,7 @@ class ParquetWriter:
         return _ParquetFile(folder / self.filename)
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return _write_all(self, evaluation, folder, title=title)
 
@@ -351,7 +375,7 @@ class MarkdownWriter:
     filename: str = "summary.md"
 
     def write(
-        self, evaluation: Evaluation, summary: Mapping[str, Any], folder: Path, *, title: str
+        self, evaluation: RunResults, summary: Mapping[str, Any], folder: Path, *, title: str
     ) -> Path:
         return self.write_summary(summary, folder, title=title)
 

@@ -283,6 +283,7 @@ class DeterministicPipelineMetric(PipelineMetric):
         column.evidence = self._details_now
         column.evidence_batch = self._prepared_details if self.units.active else self.details_batch
         scores, rows, name = column.scores, column.rows, self.name
+        assert isinstance(scores, list)  # (a column being filled: a kept one is compact)
         formula = self.pipeline.formula
         value, depth, side = formula.value, formula.depth, formula.judged
         cut = depth is not None and judged.depth != depth and side == "retrieved"

@@ -21,15 +21,29 @@ from its line when someone reads the evidence (:func:`sample_of`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
+import numpy as np
 import orjson
 
 from ctxeval._data.sample import Sample
+from ctxeval._results.collector import collector_paused
 from ctxeval._results.results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, _make
 
-__all__ = ["Column", "Lines", "RowBlock", "Source", "Tally", "sample_of"]
+__all__ = [
+    "Column",
+    "Lines",
+    "RowBlock",
+    "Scores",
+    "Source",
+    "Tally",
+    "Texts",
+    "block_evidence",
+    "kept",
+    "sample_of",
+]
 
 Source = Sample | bytes
 """What a row block keeps of a sample: the sample, or the JSON line it was read from."""
@@ -87,7 +101,7 @@ class Column:
         evidence: Callable[[Sample], Mapping[str, Any]] | None = None,
     ) -> None:
         self.metric = metric
-        self.scores: list[float | None] = [None] * size
+        self.scores: list[float | None] | Scores = [None] * size
         self.rows: dict[int, MetricResult] = {}
         self.evidence = evidence
         self.evidence_batch: (
@@ -102,6 +116,17 @@ class Column:
         column = Column(self.metric, 0, evidence=self.evidence)
         column.scores = self.scores[start:stop]
         column.rows = {p - start: r for p, r in self.rows.items() if start <= p < stop}
+        column.evidence_batch = self.evidence_batch
+        return column
+
+    def compact(self) -> Column:
+        """This column with its scores in one array (:class:`Scores`): how an evaluation
+        keeps it."""
+        if isinstance(self.scores, Scores):
+            return self
+        column = Column(self.metric, 0, evidence=self.evidence)
+        column.scores = Scores(self.scores)
+        column.rows = self.rows
         column.evidence_batch = self.evidence_batch
         return column
 
@@ -151,8 +176,6 @@ class Lines(Sequence[Source]):
     __slots__ = ("_buffer", "_ends", "_samples")
 
     def __init__(self, sources: Sequence[Source]) -> None:
-        from array import array
-
         lines: list[bytes] = []
         ends = array("Q")
         samples: dict[int, Sample] = {}
@@ -187,6 +210,108 @@ class Lines(Sequence[Source]):
             return sample
         start = self._ends[index - 1] if index else 0
         return self._buffer[start : self._ends[index]]
+
+
+class Scores(Sequence[float | None]):
+    """A column's scores in one ``float64`` array, NaN where the row is kept whole (an ``ok``
+    score is never NaN): a sequence of floats and Nones equal, item by item, to the list it
+    was made from, in 8 bytes a row (a list of floats takes 32). :attr:`values` is the array
+    itself, for what reads scores in bulk."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, scores: Iterable[float | None] | np.ndarray[Any, Any]) -> None:
+        self.values: np.ndarray[Any, Any] = (
+            scores if isinstance(scores, np.ndarray) else np.array(list(scores), dtype=np.float64)
+        )
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @overload
+    def __getitem__(self, index: int) -> float | None: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Scores: ...
+
+    def __getitem__(self, index: int | slice) -> float | Scores | None:
+        if isinstance(index, slice):
+            return Scores(self.values[index])
+        value: float = self.values.item(index)
+        return None if value != value else value
+
+    def __iter__(self) -> Iterator[float | None]:
+        return iter(self.tolist())
+
+    def tolist(self) -> list[float | None]:
+        """The scores as a list (None where the row is kept whole)."""
+        return [None if v != v else v for v in self.values.tolist()]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Scores, (self.values,))
+
+
+class Texts(Sequence[str]):
+    """Strings held compactly: one string of them all, and where each ends (what an
+    evaluation keeps of a block's sample ids: two objects however many ids, not one each).
+    Equal, item by item, to the list it was made from."""
+
+    __slots__ = ("_ends", "_text")
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        items = list(texts)
+        self._text = "".join(items)
+        self._ends = array("Q", np.cumsum([len(t) for t in items], dtype=np.uint64).tolist())
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self._ends)
+        start = self._ends[index - 1] if index else 0
+        return self._text[start : self._ends[index]]
+
+    def __iter__(self) -> Iterator[str]:
+        text = self._text
+        start = 0
+        for end in self._ends:
+            yield text[start:end]
+            start = end
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Texts, (list(self),))
+
+
+def _line_of(source: Source) -> Source:
+    """What a kept block holds of ``source``: a JSON line as it is, a sample as the JSON line
+    it reads back from, equal (:func:`sample_of`); a sample that would not read back equal (a
+    sample with metadata, which may hold anything; graded IDs given twice) is kept as it is."""
+    if type(source) is bytes or not isinstance(source, Sample) or source.metadata:
+        return source
+    fields = source.to_dict()
+    for name in ("retrieved_context_ids", "reference_context_ids"):
+        value = fields.get(name)
+        if isinstance(value, dict) and len(value) != len(getattr(source, name)):
+            return source
+    try:
+        return orjson.dumps(fields)
+    except TypeError:  # (a string orjson refuses: a lone surrogate)
+        return source
+
+
+def kept(part: Sequence[MetricResult]) -> Sequence[MetricResult]:
+    """How an :class:`~ctxeval.Evaluation` keeps ``part`` of a run's rows: a row block in its
+    compact form (:meth:`RowBlock.compact`), other parts as they are."""
+    return part.compact() if isinstance(part, RowBlock) else part
 
 
 class RowBlock(Sequence[MetricResult]):
@@ -277,6 +402,33 @@ class RowBlock(Sequence[MetricResult]):
                 block.parsed = self.parsed[start:stop]
             yield block
 
+    def held(self, position: int) -> Sample | _Reread:
+        """What the rows of the sample at ``position`` read their evidence from: the sample,
+        or its line, read again once for all of them."""
+        return _held(self.sources[position])
+
+    def rows_of(self, column: Column) -> list[MetricResult]:
+        """The rows of one of the block's columns, in order (built now)."""
+        return [
+            column.row(position, sample_id, self.held(position))
+            for position, sample_id in enumerate(self.sample_ids)
+        ]
+
+    def compact(self) -> RowBlock:
+        """The same rows held in a few objects per block (what an evaluation keeps): the ids as
+        :class:`Texts`, the scores as :class:`Scores`, the sources as :class:`Lines` (a sample
+        as the JSON line it reads back from, equal; see :func:`_line_of`). Its rows equal this
+        block's, row by row."""
+        sources = self.sources
+        if not isinstance(sources, Lines):
+            sources = Lines([_line_of(source) for source in sources])
+        ids = self.sample_ids
+        return RowBlock(
+            ids if isinstance(ids, Texts) else Texts(ids),
+            sources,
+            [column.compact() for column in self.columns],
+        )
+
     def column(self, metric: str) -> Column | None:
         """The column of ``metric`` (its row name), if the block has one."""
         return next((c for c in self.columns if c.metric == metric), None)
@@ -293,6 +445,38 @@ class RowBlock(Sequence[MetricResult]):
 def _held(source: Source) -> Sample | _Reread:
     """What a row holds for its evidence: the sample, or its line to read again."""
     return _Reread(source) if isinstance(source, bytes) else source
+
+
+def block_evidence(block: RowBlock) -> tuple[list[Sample] | None, list[Sequence[Any] | None]]:
+    """The samples of ``block`` (None when no column has evidence) and, per column, the
+    details of its plain rows by position (None for a column without a batch form), computed
+    now by the columns' batch form (what the writers and :meth:`Evaluation.to_pandas
+    <ctxeval.Evaluation.to_pandas>` read; the same details as each row's)."""
+    columns = block.columns
+    samples: list[Sample] | None = None
+    memo: dict[Any, Any] = {}  # what the columns' metrics share (sides read once)
+    details: list[Sequence[Any] | None] = []
+    with collector_paused():  # (objects by the thousand, none of them cyclic)
+        for column in columns:  # each column's evidence, a batch of its plain rows at a time
+            batch = column.evidence_batch
+            if batch is None or column.evidence is None:
+                details.append(None)
+                continue
+            if samples is None:
+                parsed = block.parsed
+                samples = (
+                    list(parsed)
+                    if parsed is not None
+                    else [sample_of(source) for source in block.sources]
+                )
+            scores = column.scores
+            if column.rows:  # (rows kept whole have their own details)
+                plain = [s for s, score in zip(samples, scores, strict=True) if score is not None]
+                made = iter(batch(plain, {}))
+                details.append([None if score is None else next(made) for score in scores])
+            else:
+                details.append(batch(samples, memo))
+    return samples, details
 
 
 def tally(rows: Sequence[MetricResult]) -> Tally:
@@ -313,8 +497,11 @@ def scores_of(parts: Sequence[Sequence[MetricResult]], metric: str) -> list[floa
         if isinstance(part, RowBlock):
             column = part.column(metric)
             if column is not None:
-                rows = column.rows
-                out += [s if s is not None else rows[i].score for i, s in enumerate(column.scores)]
+                scores = column.scores
+                values = scores.tolist() if isinstance(scores, Scores) else list(scores)
+                for i, row in column.rows.items():
+                    values[i] = row.score
+                out += values
         else:
             out += [row.score for row in part if row.metric == metric]
     return out

@@ -1,9 +1,13 @@
-"""The outcome of a run: :class:`Evaluation`, its rows and its per-metric :class:`MetricSummary`
-(gathered in a :class:`Summary`).
+"""The outcome of a run: :class:`RunResults`, its rows and its per-metric
+:class:`MetricSummary` (gathered in a :class:`Summary`).
+
+:class:`RunResults` is everything :class:`~ctxeval.Evaluation` does but write its run folder:
+the public class (:mod:`ctxeval._output.evaluation`) adds :meth:`~ctxeval.Evaluation.write`,
+a layer above, so that what writes the run folder (:mod:`ctxeval._output`) reads the rows
+through this class and nothing here imports back up (docs/decisions/0008-a-house-in-layers.md).
 
 An evaluation and its summary print as the command line's summary table (``print(ev)``), show
-as a rich table in a rich console and as an HTML table in a notebook; :meth:`Evaluation.write`
-writes the run folder ``ctxeval evaluate --out`` writes.
+as a rich table in a rich console and as an HTML table in a notebook.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 import attrs
@@ -34,6 +38,7 @@ from ctxeval._results.display import (
 from ctxeval._results.judges import SCRIPTED_WARNING, JudgeLog
 from ctxeval._results.results import MetricResult, Status, Usage
 from ctxeval._results.stats import mean_ci
+from ctxeval._results.table import ROW_COLUMNS, row_columns
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -41,7 +46,9 @@ if TYPE_CHECKING:
     from ctxeval._judge.trust import JudgeTrust
     from ctxeval._plugins.metric_names import MetricNames
 
-__all__ = ["Evaluation", "MetricSummary", "Summary"]
+__all__ = ["MetricSummary", "RunResults", "Summary"]
+
+_R = TypeVar("_R", bound="RunResults")
 
 
 @attrs.frozen(slots=True)
@@ -193,11 +200,13 @@ def _summarize(metric: str, all_scores: Sequence[float | None], counts: Tally) -
     )
 
 
-class Evaluation:
-    """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric).
+class RunResults:
+    """Every :class:`MetricResult` of a run, in input order (sample by sample, metric by metric):
+    what :class:`~ctxeval.Evaluation` is, but for writing its run folder.
 
-    Held in memory only: nothing is saved unless asked (:meth:`write` writes the run folder
-    ``ctxeval evaluate --out`` writes, :meth:`to_jsonl` the rows). ``print(ev)`` shows the
+    Held in memory only: nothing is saved unless asked (:meth:`Evaluation.write
+    <ctxeval.Evaluation.write>` writes the run folder ``ctxeval evaluate --out`` writes,
+    :meth:`to_jsonl` the rows). ``print(ev)`` shows the
     summary table (as the command line prints it), a rich console a rich table, a notebook an
     HTML table.
 
@@ -232,7 +241,7 @@ class Evaluation:
 
     @classmethod
     def of_parts(
-        cls,
+        cls: type[_R],
         parts: Sequence[Sequence[MetricResult]],
         metrics: Sequence[str],
         *,
@@ -240,7 +249,7 @@ class Evaluation:
         labels: Labels | None = None,
         formulas: Mapping[str, Any] | None = None,
         names: MetricNames | None = None,
-    ) -> Evaluation:
+    ) -> _R:
         """An evaluation of the rows of ``parts`` (read-only sequences of rows, in order:
         what :meth:`RowStream.parts <ctxeval.RowStream.parts>` gives). The rows of
         :class:`~ctxeval._results.columns.RowBlock` parts are built only when :attr:`results` is
@@ -265,6 +274,13 @@ class Evaluation:
         return self._names
 
     @property
+    def parts(self) -> tuple[Sequence[MetricResult], ...]:
+        """The rows as the run kept them: read-only sequences in order, a deterministic run's
+        as :class:`~ctxeval._results.columns.RowBlock` columns (what the writers read without
+        building the rows)."""
+        return self._parts
+
+    @property
     def results(self) -> tuple[MetricResult, ...]:
         """The rows, in input order (sample by sample, metric by metric)."""
         if self._results is None:
@@ -277,7 +293,11 @@ class Evaluation:
         return sum(map(len, self._parts))
 
     def __iter__(self) -> Iterator[MetricResult]:
-        return iter(self.results)
+        """The rows in order; those the run kept as columns built one by one as the iteration
+        reaches them (not kept: :attr:`results` keeps them)."""
+        if self._results is not None:
+            return iter(self._results)
+        return (row for part in self._parts for row in part)
 
     def __repr__(self) -> str:
         judge = " NOT A REAL JUDGE (ctxeval serve-judge)" if self._scripted() else ""
@@ -351,7 +371,16 @@ class Evaluation:
     def rows(self, metric: str) -> list[MetricResult]:
         """The rows of one metric, in input order."""
         self._check_metric(metric)
-        return [r for r in self.results if r.metric == metric]
+        if self._results is not None:
+            return [r for r in self._results if r.metric == metric]
+        found: list[MetricResult] = []
+        for part in self._parts:  # a block's column read alone: the other rows not built
+            if isinstance(part, RowBlock):
+                column = part.column(metric)
+                found += part.rows_of(column) if column is not None else []
+            else:
+                found += [r for r in part if r.metric == metric]
+        return found
 
     def errors(self) -> list[MetricResult]:
         """The ``error`` rows, in input order, read without building the other rows (a
@@ -449,11 +478,11 @@ class Evaluation:
         return dict(self._trust)
 
     def with_labels(
-        self,
+        self: _R,
         labels: Labels | str | os.PathLike[str] | None,
         *,
         formulas: Mapping[str, Any] | None = None,
-    ) -> Evaluation:
+    ) -> _R:
         """The same rows with people's labels attached (``Evaluation.from_jsonl(path)`` of an
         earlier run, say): :meth:`trust`, ``summary.json`` and the report then use them.
 
@@ -465,7 +494,7 @@ class Evaluation:
 
         if labels is not None:
             labels = resolve_label_metrics(labels, self.metric_names)
-        return Evaluation.of_parts(
+        return type(self).of_parts(
             self._parts,
             self.metrics,
             samples=self.samples,
@@ -489,62 +518,17 @@ class Evaluation:
         """True when no row is an error."""
         return all(tally(part).errors == 0 for part in self._parts)
 
-    def write(
-        self,
-        folder: str | os.PathLike[str],
-        *,
-        formats: Sequence[str] = (),
-        overwrite: bool = False,
-        title: str | None = None,
-        data: Any = None,
-    ) -> dict[str, Path]:
-        """Write the run folder ``ctxeval evaluate --out FOLDER`` writes: ``results.jsonl``,
-        ``summary.json`` and ``report.html``, and the files of the writers named in
-        ``formats`` (``csv``, ``parquet``, ``markdown``, or a plugin's: ``--format``). Nothing
-        is saved otherwise: :func:`~ctxeval.evaluate` keeps the rows in memory only.
-
-        Args:
-            folder: the run folder (made if missing, 0700; its files 0600).
-            formats: writers to run besides the three every folder gets.
-            overwrite: replace the run a folder holds already (else ``FileExistsError``).
-            title: the report's title (by default ``ctxeval: FOLDER``).
-            data: where the report finds the samples' texts when the rows do not carry them
-                (runs with an LLM metric): the samples scored (a list, a DataFrame, a dict of
-                columns...) or their data file, which ``summary.json`` then names (for
-                ``ctxeval report`` and ``ctxeval view``). Samples held in memory are written
-                to the folder as ``samples.jsonl``, where ``ctxeval view`` finds the texts.
-
-        Returns:
-            Each file's path by writer name, the default three also as ``results``,
-            ``summary`` and ``report``.
-
-        Raises:
-            FileExistsError: ``folder`` holds a run already and ``overwrite`` is False.
-            DataError: ``data`` is a path to no file.
-            UnknownNameError, MissingExtraError: a writer of ``formats`` is unknown, or needs
-                a package that is not installed (nothing is written).
-            OSError: a file could not be written (the files begun are removed).
-        """
-        # The one import that runs back up (docs/decisions/0008-a-house-in-layers.md): the
-        # run folder is written by ctxeval._output.folder.write_evaluation, a layer above this
-        # module; this public method only hands over to it, imported when first called.
-        from ctxeval._output.folder import write_evaluation
-
-        return write_evaluation(
-            self, folder, formats=formats, overwrite=overwrite, title=title, data=data
-        )
-
     def to_jsonl(self, path: str | os.PathLike[str]) -> Path:
         """Write one JSON object per row (``results.jsonl`` format); returns the path."""
         target = Path(path)
         with target.open("w", encoding="utf-8") as handle:
-            for row in self.results:
+            for row in self:  # (rows kept as columns built one at a time, not kept)
                 handle.write(row.to_json())
                 handle.write("\n")
         return target
 
     @classmethod
-    def from_jsonl(cls, path: str | os.PathLike[str]) -> Evaluation:
+    def from_jsonl(cls: type[_R], path: str | os.PathLike[str]) -> _R:
         """Read back what :meth:`to_jsonl` wrote."""
         rows = []
         with Path(path).open(encoding="utf-8") as handle:
@@ -555,7 +539,8 @@ class Evaluation:
         return cls(rows, metrics)
 
     def to_pandas(self) -> Any:
-        """A ``pandas.DataFrame`` with one row per result (needs pandas).
+        """A ``pandas.DataFrame`` with one row per result (needs pandas), made from the
+        columns the evaluation keeps (rows kept as columns are not built).
 
         Columns: ``sample_id``, ``metric``, ``status``, ``score``, ``reason``, ``details``,
         and the usage fields (``requests``, ``retries``, ``prompt_tokens``,
@@ -566,16 +551,11 @@ class Evaluation:
         require_pandas("Evaluation.to_pandas()")
         import pandas as pd
 
-        records = []
-        for row in self.results:
-            record = row.to_dict()
-            record.update(record.pop("usage"))
-            records.append(record)
-        columns = [
-            "sample_id", "metric", "status", "score", "reason", "details",
-            "requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits",
-        ]  # fmt: skip
-        return pd.DataFrame.from_records(records, columns=columns)
+        parts = self._parts if self._results is None else (self._results,)
+        columns = row_columns(parts)
+        if not columns["metric"]:  # (no row: the empty frame's columns are of objects)
+            return pd.DataFrame.from_records([], columns=list(ROW_COLUMNS))
+        return pd.DataFrame(columns, columns=list(ROW_COLUMNS))
 
     def _check_metric(self, metric: str) -> None:
         if metric not in self.metrics:

@@ -18,7 +18,7 @@ import attrs
 from ctxeval._errors import InvalidResultError
 from ctxeval._plugins.validators import non_negative_int, non_negative_number, optional
 
-__all__ = ["NO_USAGE", "LazyDetails", "MetricResult", "Status", "Usage", "ok_row"]
+__all__ = ["NO_USAGE", "LazyDetails", "MetricResult", "Status", "Usage", "ok_row", "plain_details"]
 
 
 class Status(str, enum.Enum):
@@ -259,17 +259,13 @@ class MetricResult:
     def to_dict(self) -> dict[str, Any]:
         """The row as written to ``results.jsonl`` (details a plugin nested beyond reason are
         replaced by a note saying so)."""
-        try:
-            details = _plain(self.details)
-        except RecursionError:
-            details = {"unwritable": "details nested too deeply to be written as JSON"}
         return {
             "sample_id": self.sample_id,
             "metric": self.metric,
             "status": self.status.value,
             "score": self.score,
             "reason": self.reason,
-            "details": details,
+            "details": plain_details(self.details),
             "usage": self.usage.to_dict(),
         }
 
@@ -382,6 +378,15 @@ class LazyDetails(Mapping[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (dict(self._get()),))
+
+
+def plain_details(details: Mapping[str, Any]) -> Any:
+    """A row's details as :meth:`MetricResult.to_dict` gives them: JSON-ready values (details
+    a plugin nested beyond reason replaced by a note saying so)."""
+    try:
+        return _plain(details)
+    except RecursionError:
+        return {"unwritable": "details nested too deeply to be written as JSON"}
 
 
 def json_line(data: Any) -> str:

@@ -29,10 +29,11 @@ import anyio.to_thread
 
 from ctxeval._errors import ConfigError
 from ctxeval._judge.labels import Labels
+from ctxeval._output.evaluation import Evaluation
 from ctxeval._plugins.protocols import Metric
 from ctxeval._plugins.protocols import RunnerPlugin as Runner
 from ctxeval._plugins.registry import PluginInfo, Registry, default_registry
-from ctxeval._results.evaluation import Evaluation
+from ctxeval._results.columns import kept
 from ctxeval._run.bridge import Backend, run_sync
 from ctxeval._run.checks import check_backend, check_run_inputs
 from ctxeval._run.execute import execute, get_runner
@@ -216,7 +217,7 @@ def with_column_map(samples: Any, column_map: Mapping[str, str] | None) -> Any:
 async def evaluate_plan(plan: RunPlan, samples: Any, runner: Runner) -> Evaluation:
     """Run ``plan`` on ``samples`` with ``runner`` and gather every row."""
     async with execute(plan, samples, runner) as rows:
-        parts = [batch async for batch in rows.parts()]
+        parts = [kept(batch) async for batch in rows.parts()]  # (each block made compact)
     return Evaluation.of_parts(
         parts, rows.metrics, labels=plan.labels, formulas=plan.formulas, names=plan.metric_names
     )

@@ -25,9 +25,9 @@ import anyio.to_thread
 
 from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, SessionClosedError
+from ctxeval._output.evaluation import Evaluation
 from ctxeval._plugins.protocols import Metric
 from ctxeval._plugins.registry import Registry
-from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.results import MetricResult
 from ctxeval._run.checks import check_run_inputs
 from ctxeval._run.loop_thread import LoopThread, wait_for

@@ -22,7 +22,7 @@ __all__ = ["add_parser", "cmd_compare", "compare_runs", "table_lines"]
 
 
 def _read_run(folder: str) -> dict[tuple[str, str], Any]:
-    from ctxeval._results.evaluation import Evaluation
+    from ctxeval._output.evaluation import Evaluation
 
     path = Path(folder)
     path = path / "results.jsonl" if path.is_dir() else path

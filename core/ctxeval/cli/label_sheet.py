@@ -55,8 +55,8 @@ def add_parser(commands: Any) -> None:
 
 def cmd_label_sheet(args: argparse.Namespace) -> int:
     from ctxeval._judge.sheet import label_sheet
+    from ctxeval._output.evaluation import Evaluation
     from ctxeval._plugins.registry import default_registry
-    from ctxeval._results.evaluation import Evaluation
 
     folder = Path(args.run)
     results = folder / "results.jsonl" if folder.is_dir() else folder

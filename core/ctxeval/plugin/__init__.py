@@ -91,6 +91,7 @@ from ctxeval._errors import (
     UnknownNameError,
     UnusableLLMError,
 )
+from ctxeval._output.evaluation import Evaluation
 from ctxeval._pipeline.compose import compose
 from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
 from ctxeval._pipeline.judgement import Judgement
@@ -146,7 +147,6 @@ from ctxeval._plugins.protocols import (
     majority,
 )
 from ctxeval._plugins.registry import EXTRACTORS, MATCHERS, building_registry
-from ctxeval._results.evaluation import Evaluation
 from ctxeval._results.results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, ok_row
 from ctxeval._version import __version__
 from ctxeval.plugin import hooks
