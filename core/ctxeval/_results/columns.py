@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from itertools import accumulate
+from typing import Any, Final, overload
 
-import numpy as np
 import orjson
 
 from ctxeval._data.sample import Sample
@@ -176,6 +176,14 @@ class Lines(Sequence[Source]):
     __slots__ = ("_buffer", "_ends", "_samples")
 
     def __init__(self, sources: Sequence[Source]) -> None:
+        try:  # lines only (a JSONL file's): joined and measured at C speed
+            self._buffer = b"".join(sources)  # type: ignore[arg-type]
+        except TypeError:  # (a sample among them)
+            pass
+        else:
+            self._ends = array("Q", accumulate(map(len, sources)))  # type: ignore[arg-type]
+            self._samples: dict[int, Sample] = {}
+            return
         lines: list[bytes] = []
         ends = array("Q")
         samples: dict[int, Sample] = {}
@@ -212,17 +220,23 @@ class Lines(Sequence[Source]):
         return self._buffer[start : self._ends[index]]
 
 
+_NAN: Final = float("nan")
+
+
 class Scores(Sequence[float | None]):
-    """A column's scores in one ``float64`` array, NaN where the row is kept whole (an ``ok``
-    score is never NaN): a sequence of floats and Nones equal, item by item, to the list it
-    was made from, in 8 bytes a row (a list of floats takes 32). :attr:`values` is the array
-    itself, for what reads scores in bulk."""
+    """A column's scores in one array of doubles (``array("d")``), NaN where the row is kept
+    whole (an ``ok`` score is never NaN): a sequence of floats and Nones equal, item by item,
+    to the list it was made from, in 8 bytes a row (a list of floats takes 32). :attr:`values`
+    is the array itself, for what reads scores in bulk (``numpy.frombuffer`` reads it without
+    a copy); no numpy here, so a worker process that never keeps rows does not import it."""
 
     __slots__ = ("values",)
 
-    def __init__(self, scores: Iterable[float | None] | np.ndarray[Any, Any]) -> None:
-        self.values: np.ndarray[Any, Any] = (
-            scores if isinstance(scores, np.ndarray) else np.array(list(scores), dtype=np.float64)
+    def __init__(self, scores: Iterable[float | None] | array[float]) -> None:
+        self.values: array[float] = (
+            scores
+            if isinstance(scores, array)
+            else array("d", [_NAN if score is None else score for score in scores])
         )
 
     def __len__(self) -> int:
@@ -237,7 +251,7 @@ class Scores(Sequence[float | None]):
     def __getitem__(self, index: int | slice) -> float | Scores | None:
         if isinstance(index, slice):
             return Scores(self.values[index])
-        value: float = self.values.item(index)
+        value: float = self.values[index]
         return None if value != value else value
 
     def __iter__(self) -> Iterator[float | None]:
@@ -245,7 +259,7 @@ class Scores(Sequence[float | None]):
 
     def tolist(self) -> list[float | None]:
         """The scores as a list (None where the row is kept whole)."""
-        return [None if v != v else v for v in self.values.tolist()]
+        return [None if v != v else v for v in self.values]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Scores, (self.values,))
@@ -261,7 +275,7 @@ class Texts(Sequence[str]):
     def __init__(self, texts: Iterable[str]) -> None:
         items = list(texts)
         self._text = "".join(items)
-        self._ends = array("Q", np.cumsum([len(t) for t in items], dtype=np.uint64).tolist())
+        self._ends = array("Q", accumulate(len(t) for t in items))
 
     def __len__(self) -> int:
         return len(self._ends)
