@@ -194,8 +194,7 @@ class SparkExecutor(Executor):
     """
 
     def __init__(self, context: Any, *, workers: int = 2, host: str | None = None) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ConfigError(f"SparkExecutor: workers must be at least 1, got {workers!r}")
+        check_runner_options("spark", whole={"workers": workers})
         self._context = context
         self._workers = workers
         self._server = WorkServer(host or driver_host(context))

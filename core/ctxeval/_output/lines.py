@@ -22,6 +22,7 @@ from ctxeval._results.results import NO_USAGE, MetricResult
 __all__ = [
     "PlainRow",
     "block_rows",
+    "built_row",
     "evidence_of",
     "forget_evidence",
     "jsonl_lines",
@@ -74,12 +75,23 @@ PlainRow = tuple[int, Column, str, float, Any]
 and the details (its evidence)."""
 
 
-def block_rows(block: RowBlock) -> Iterator[PlainRow | MetricResult]:
+def block_rows(block: RowBlock, *, with_evidence: bool = True) -> Iterator[PlainRow | MetricResult]:
     """The rows of ``block`` in order, without building the plain ones: a row kept whole as
     itself, a plain ``ok`` row as a :data:`PlainRow` whose details come from
     :func:`evidence_of` (computed a batch at a time), the sample read once for all its rows
-    where a metric has no batch form. What ``results.jsonl`` and the batch scorer write."""
+    where a metric has no batch form. What ``results.jsonl`` and the batch scorer write;
+    ``with_evidence=False`` leaves the details None (none is computed)."""
     columns = block.columns
+    if not with_evidence:
+        for position, sample_id in enumerate(block.sample_ids):
+            for column in columns:
+                score = column.scores[position]
+                yield (
+                    column.rows[position]
+                    if score is None
+                    else (position, column, sample_id, score, None)
+                )
+        return
     samples, details = evidence_of(block)
     for position, sample_id in enumerate(block.sample_ids):
         sample = None if samples is None else samples[position]
@@ -102,7 +114,7 @@ def block_rows(block: RowBlock) -> Iterator[PlainRow | MetricResult]:
 def plain_line(block: RowBlock, row: PlainRow) -> bytes:
     """The ``results.jsonl`` line of a plain row of ``block``: straight to orjson, or by
     ``to_json`` when orjson refuses its details (a plugin's set, a number beyond 64 bits)."""
-    position, column, sample_id, score, details = row
+    _, column, sample_id, score, details = row
     line = {
         "sample_id": sample_id,
         "metric": column.metric,
@@ -115,8 +127,14 @@ def plain_line(block: RowBlock, row: PlainRow) -> bytes:
     try:
         return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # (JSONEncodeError is a TypeError)
-        sample = sample_of(block.sources[position])
-        return _line(column.row(position, sample_id, sample))
+        return _line(built_row(block, row))
+
+
+def built_row(block: RowBlock, row: PlainRow) -> MetricResult:
+    """The :class:`~ctxeval.MetricResult` of a plain row of ``block``, built (its sample read
+    again from its line): for details orjson refuses, which ``to_json`` knows how to write."""
+    position, column, sample_id, _, _ = row
+    return column.row(position, sample_id, sample_of(block.sources[position]))
 
 
 def _block_lines(block: RowBlock, write: Callable[[bytes], object]) -> None:

@@ -23,9 +23,9 @@ import orjson
 
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._errors import ConfigError, DataError
-from ctxeval._output.lines import PlainRow, block_rows
+from ctxeval._output.lines import PlainRow, block_rows, built_row
 from ctxeval._plugins.protocols import Metric
-from ctxeval._results.columns import RowBlock, sample_of
+from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import NO_USAGE, MetricResult
 from ctxeval._run.local import score_locally
 from ctxeval._run.loop_thread import LoopThread
@@ -259,7 +259,7 @@ def _table(parts: Sequence[Sequence[MetricResult]], kind: str, *, details: bool)
         if not any(column.rows for column in part.columns):  # plain rows only: by column
             add.plain_block(part)
             continue
-        for item in block_rows(part) if details else _scores_of(part):
+        for item in block_rows(part, with_evidence=details):
             if isinstance(item, MetricResult):
                 add.row(item)
             else:
@@ -273,18 +273,6 @@ def _table(parts: Sequence[Sequence[MetricResult]], kind: str, *, details: bool)
     frame = pd.DataFrame(columns, columns=list(ROW_COLUMNS))
     frame["score"] = frame["score"].astype("float64")
     return frame
-
-
-def _scores_of(block: RowBlock) -> Iterator[PlainRow | MetricResult]:
-    """The rows of ``block`` as :func:`block_rows` gives them, without their evidence."""
-    for position, sample_id in enumerate(block.sample_ids):
-        for column in block.columns:
-            score = column.scores[position]
-            yield (
-                column.rows[position]
-                if score is None
-                else (position, column, sample_id, score, None)
-            )
 
 
 class _Adder:
@@ -325,12 +313,10 @@ class _Adder:
             details.append(self._details_of(block, item))
 
     def _details_of(self, block: RowBlock, row: PlainRow) -> str:
-        position, column, sample_id, _, details = row
         try:
-            return orjson.dumps(details).decode()
+            return orjson.dumps(row[4]).decode()
         except TypeError:  # as MetricResult.to_json writes what orjson refuses
-            sample = sample_of(block.sources[position])
-            return _json(column.row(position, sample_id, sample).to_dict()["details"])
+            return _json(built_row(block, row).to_dict()["details"])
 
     def plain(self, block: RowBlock, row: PlainRow) -> None:
         _, column, sample_id, score, _ = row
