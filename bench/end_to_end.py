@@ -88,8 +88,8 @@ def main() -> None:
             files = sizes_of(folder)
             view_rows = None
             if args.view and n == max(sizes):
+                from ctxeval._output.run_source import run_source
                 from ctxeval._view.index import ensure_index
-                from ctxeval._view.sources import run_source
 
                 index = ensure_index([run_source(folder, data)])
                 with sqlite3.connect(index) as db:

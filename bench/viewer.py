@@ -138,7 +138,7 @@ def build_child(folder: Path) -> dict[str, Any]:
     code = f"""
 import json, resource, sys, time
 from pathlib import Path
-from ctxeval._view.sources import run_source
+from ctxeval._output.run_source import run_source
 from ctxeval._view.index import build_index
 run = run_source(Path({str(folder / "run")!r}))
 path = Path({str(folder / "run" / "view-index.sqlite")!r})
@@ -267,9 +267,9 @@ def main() -> None:
         ("index file size", f"{built['size_mb']:.0f} MB ({built['samples']:,} samples, {built['rows']:,} rows)"),
     ]  # fmt: skip
 
+    from ctxeval._output.run_source import run_source
     from ctxeval._view.index import ensure_index
     from ctxeval._view.server import make_server, server_url
-    from ctxeval._view.sources import run_source
 
     run = run_source(folder / "run")
     index = ensure_index([run])

@@ -260,6 +260,85 @@ def test_an_upward_import_in_the_llm_plugin_is_caught(tmp_path: Path) -> None:
     assert found[0].startswith("ctxeval_llm._http.base:"), found
 
 
+CORE_FLOORS = (
+    ("the command line", ("cli", "__main__")),
+    ("the face", ("__init__",)),
+    ("sessions, runner SPI, built-in plugins", ("_session", "runners", "builtin")),
+    ("running, the viewer, plugin API, testing", ("_run", "_view", "plugin", "testing")),
+    ("output", ("_output",)),
+    ("judges against people", ("_judge",)),
+    ("the pipeline", ("_pipeline",)),
+    ("calls, the score policy, the scripted judge", ("_calls", "policy", "_judge_server")),
+    ("results", ("_results",)),
+    ("plugins", ("_plugins",)),
+    ("data", ("_data",)),
+    ("the ground", ("_errors", "_version")),
+)
+"""The floors of core (``ctxeval``'s subpackages and top modules), top first
+(docs/decisions/0010): a module imports only from its own floor or the floors below it, but
+for the edges ``ALLOWED_UPWARD`` names."""
+
+ALLOWED_UPWARD = {
+    ("ctxeval._plugins.protocols", "ctxeval._results.results"): "annotations: MetricResult, Usage",
+    ("ctxeval._plugins.hooks", "ctxeval._results.results"): "annotations: Usage",
+    ("ctxeval._plugins.base", "ctxeval._results.results"): "annotations: MetricResult",
+    ("ctxeval._plugins.protocols", "ctxeval._calls.limits"): "annotations: RunContext.limits",
+    ("ctxeval._calls.scheduler", "ctxeval._run.settings"): "a scheduler is set by RunSettings",
+    ("ctxeval._results.evaluation", "ctxeval._judge.labels"): "the rows carry their labels",
+    ("ctxeval._results.evaluation", "ctxeval._judge.trust"): "RunResults.trust()",
+    ("ctxeval._results.evaluation", "ctxeval._judge.resolve"): "RunResults.with_labels()",
+    ("ctxeval._results.totals", "ctxeval._judge.labels"): "the totals carry the labels",
+    ("ctxeval._results.totals", "ctxeval._judge.trust"): "RunTotals.trust()",
+}
+"""The imports that run back up between core's floors, each named and justified in
+docs/decisions/0010-core-floors.md: a new one fails the test, and so does one listed here that
+is gone (the list cannot outlive what it names)."""
+
+
+def _core_floor(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    for number, (_, names) in enumerate(CORE_FLOORS):
+        if top in names:
+            return number
+    raise AssertionError(f"{module} stands on no floor of CORE_FLOORS: add {top} to one")
+
+
+def core_upward_imports(core: Path) -> dict[tuple[str, str], list[str]]:
+    """The imports of core at ``core`` that run from a floor to a higher one, by (source,
+    target) module, each with where it stands."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for edge in imports(core):
+        if _core_floor(edge.target) < _core_floor(edge.source):
+            where = f"{edge.source}:{edge.line} ({edge.how}) imports {edge.target}"
+            found.setdefault((edge.source, edge.target), []).append(where)
+    return found
+
+
+def test_core_imports_only_downward_but_the_named_edges() -> None:
+    names = {_core_floor(name) for name in _modules((CORE,))}  # every module on a floor
+    assert names == set(range(len(CORE_FLOORS)))
+    found = core_upward_imports(CORE)
+    unexpected = [where for edge, places in found.items() if edge not in ALLOWED_UPWARD
+                  for where in places]  # fmt: skip
+    assert not unexpected, "imports that run back up in core:\n" + "\n".join(unexpected)
+    gone = sorted(set(ALLOWED_UPWARD) - set(found))
+    assert not gone, f"ALLOWED_UPWARD names edges that are gone (strike them): {gone}"
+
+
+def test_an_upward_import_in_core_is_caught(tmp_path: Path) -> None:
+    core = _copy(CORE, tmp_path)
+    sample = core / "_data" / "sample.py"
+    sample.write_text(
+        sample.read_text(encoding="utf-8")
+        + "\n\ndef _planted():\n"
+        + '    return __import__("importlib").import_module("ctxeval._output.folder")\n',
+        encoding="utf-8",
+    )
+    found = core_upward_imports(core)
+    assert set(found) - set(ALLOWED_UPWARD) == {("ctxeval._data.sample", "ctxeval._output.folder")}
+
+
 def test_a_dozen_public_names_at_most_at_the_top() -> None:
     names = public_names(CORE)
     assert "plugin" in names

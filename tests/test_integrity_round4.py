@@ -422,8 +422,8 @@ def test_the_viewer_indexes_the_readable_rows_and_names_the_others(
     """A results.jsonl with a line that is not JSON, a row without ``sample_id`` and a torn
     last line: the viewer indexes the other rows and one warning names the first bad line
     (it was a traceback)."""
+    from ctxeval._output.run_source import run_source
     from ctxeval._view.index import ensure_index
-    from ctxeval._view.sources import run_source
 
     data = write_jsonl(tmp_path / "d.jsonl", ID_ROWS)
     out = tmp_path / "run"
@@ -465,9 +465,9 @@ def test_a_page_offset_past_what_sqlite_holds_is_a_400(tmp_path: Path) -> None:
     import urllib.error
     import urllib.request
 
+    from ctxeval._output.run_source import run_source
     from ctxeval._view.index import ensure_index
     from ctxeval._view.server import make_server, server_url
-    from ctxeval._view.sources import run_source
 
     data = write_jsonl(tmp_path / "d.jsonl", ID_ROWS)
     out = tmp_path / "run"

@@ -20,6 +20,7 @@ import ctxeval
 import ctxeval._view as view_package
 from browser_dom import BROWSER, dump_dom
 from ctxeval._output.qrels import write_qrels
+from ctxeval._output.run_source import run_source
 from ctxeval._plugins.registry import Registry
 from ctxeval._results.judges import SCRIPTED_WARNING
 from ctxeval._results.results import Usage
@@ -29,7 +30,6 @@ from ctxeval._view.index import ensure_index
 from ctxeval._view.reader import Reader
 from ctxeval._view.schema import connect_readonly
 from ctxeval._view.server import ViewerApp, make_server, server_url
-from ctxeval._view.sources import run_source
 from ctxeval.cli import build_parser, main
 from ctxeval.cli.progress import progress_line
 from ctxeval.cli.view import cmd_view

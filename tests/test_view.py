@@ -23,11 +23,12 @@ from typing import Any
 import pytest
 
 from browser_dom import BROWSER, Shown, dump_dom
+from ctxeval._output.run_source import RunSource, run_source
 from ctxeval._view import sources
 from ctxeval._view.index import ensure_index
 from ctxeval._view.schema import connect_readonly
 from ctxeval._view.server import make_server, server_url
-from ctxeval._view.sources import RunSource, index_location, run_source
+from ctxeval._view.sources import index_location
 from ctxeval.cli import main
 
 METRICS = ("id_based_context_precision", "id_based_context_recall")

@@ -43,7 +43,6 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._data.loading import load_samples as load_samples
     from ctxeval._data.sample import RetrievalStep as RetrievalStep
     from ctxeval._data.sample import Sample as Sample
-    from ctxeval._data.traces import load_traces as load_traces
     from ctxeval._data.trec import load_trec as load_trec
     from ctxeval._errors import AuthenticationError as AuthenticationError
     from ctxeval._errors import BadRequestError as BadRequestError
@@ -96,6 +95,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._run.api import aevaluate as aevaluate
     from ctxeval._run.api import evaluate as evaluate
     from ctxeval._run.api import get_metric as get_metric
+    from ctxeval._run.api import load_traces as load_traces
     from ctxeval._run.api import plugins as plugins
     from ctxeval._run.api import stream as stream
     from ctxeval._run.progress import Progress as Progress
@@ -167,7 +167,7 @@ _PUBLIC: dict[str, str] = {
     "get_metric": "ctxeval._run.api",
     "load_samples": "ctxeval._data.loading",
     "load_trec": "ctxeval._data.trec",
-    "load_traces": "ctxeval._data.traces",
+    "load_traces": "ctxeval._run.api",
     "plugins": "ctxeval._run.api",
     "policy": "ctxeval.policy",
     "stream": "ctxeval._run.api",

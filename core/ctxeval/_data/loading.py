@@ -316,7 +316,7 @@ def load_samples(
         raise DataError("permission denied", path=str(file))
     mapping = None if column_map is None else check_column_map(column_map)
     if format == "parquet":
-        from ctxeval._plugins.optional import require_pyarrow
+        from ctxeval._data.optional import require_pyarrow
 
         require_pyarrow(f"reading {file}")
     if mapping:

@@ -1,4 +1,4 @@
-"""Samples from an application's traces: :func:`load_traces`.
+"""Samples from an application's traces: what :func:`~ctxeval.load_traces` reads.
 
 A *trace reader* (entry-point group ``ctxeval.traces``; the built-in ones are ``openinference``,
 ``mlflow``, ``langsmith`` and ``phoenix``) turns each trace of a source (a file, a folder, a
@@ -29,7 +29,7 @@ from typing import Any, Final
 from ctxeval._data.loading import FORMATS, Row, SampleStream, _Bad, load_samples
 from ctxeval._errors import ConfigError, DataError
 
-__all__ = ["REFERENCE_FIELDS", "load_traces", "read_references"]
+__all__ = ["REFERENCE_FIELDS", "read_references", "samples_of_traces"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,44 +37,19 @@ REFERENCE_FIELDS: Final = ("reference", "reference_contexts", "reference_context
 """The fields a references file gives a trace's sample."""
 
 
-def load_traces(
+def samples_of_traces(
+    reader: Any,
     source: Any,
     *,
     format: str,
-    mapping: Mapping[str, str] | None = None,
-    references: str | os.PathLike[str] | None = None,
-    join_on: str | None = None,
-    strict: bool = True,
-    registry: Any = None,
+    mapping: Mapping[str, str] | None,
+    references: str | os.PathLike[str] | None,
+    join_on: str | None,
+    strict: bool,
 ) -> SampleStream:
-    """A lazy stream of the samples of the traces in ``source``, one per trace.
-
-    Args:
-        source: what the reader of ``format`` reads: a file, a folder of files, a DataFrame.
-        format: the trace reader (``openinference``, ``mlflow``, ``langsmith``, ``phoenix``,
-            or a plugin's; see ``ctxeval plugins``).
-        mapping: the reader's choices, ``{FIELD: PATH}`` (``--map FIELD=PATH``): which span
-            is the question, which retrieval is the retrieved context, which metadata key is
-            the document id... (docs/traces.md lists each reader's keys and defaults).
-        references: a qrels file, or a file of samples with reference fields, joined on
-            ``join_on``.
-        join_on: the trace attribute (a key of the sample's metadata) whose value is the
-            reference's ``id`` (the qrels' query id); default ``trace_id``.
-        strict: raise at the first trace that gives no sample (default); when False, skip it
-            (kept in :attr:`SampleStream.errors`).
-        registry: the registry to find the reader in (default: the installed plugins).
-
-    Raises:
-        UnknownNameError: no trace reader has that name.
-        ConfigError: a mapping key the reader does not know, or a bad value.
-        DataError: the source or the references cannot be read (at once), or a trace gives
-            no sample (while iterating, strict mode).
-    """
-    if registry is None:
-        from ctxeval._plugins.registry import default_registry
-
-        registry = default_registry()
-    reader = registry.get_trace_reader(format)
+    """The samples :func:`~ctxeval.load_traces` gives: the traces ``reader`` (the trace reader
+    registered as ``format``) reads from ``source``, joined with ``references``. Finding the
+    reader is the registry's (``ctxeval._run.api.load_traces``)."""
     choices = _mapping(mapping)
     if join_on is not None and references is None:
         raise ConfigError(

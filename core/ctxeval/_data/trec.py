@@ -201,7 +201,7 @@ def load_trec(
     """
     if _size(qrels) + _size(run) < BULK_FROM:
         return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
-    from ctxeval._results.collector import collector_paused
+    from ctxeval._data.collector import collector_paused
 
     with collector_paused():  # (what is made here stays alive or is freed by its count)
         samples = _load_in_bulk(Path(qrels), Path(run), complete=complete)

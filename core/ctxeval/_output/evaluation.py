@@ -88,8 +88,8 @@ class Evaluation(RunResults):
         Raises:
             MissingExtraError: pyarrow is not installed.
         """
+        from ctxeval._data.optional import require_pyarrow
         from ctxeval._output.writers import arrow_table
-        from ctxeval._plugins.optional import require_pyarrow
 
         require_pyarrow("Evaluation.to_arrow()")
         return arrow_table(self.parts)

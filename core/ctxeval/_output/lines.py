@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ctxeval._results.collector import collector_paused
+from ctxeval._data.collector import collector_paused
 from ctxeval._results.columns import Column, RowBlock, block_evidence, sample_of
 from ctxeval._results.results import NO_USAGE, MetricResult
 

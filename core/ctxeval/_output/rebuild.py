@@ -21,6 +21,7 @@ from ctxeval._data.sample import Sample
 from ctxeval._errors import DataError
 from ctxeval._output.files import write_text
 from ctxeval._output.report import SampleLookup, render_page
+from ctxeval._output.run_source import run_source
 from ctxeval._output.selection import ReportSelection
 from ctxeval._output.summary import summary_dict
 from ctxeval._results.results import MetricResult
@@ -237,8 +238,6 @@ def write_report(
         DataError: ``run`` is missing, holds no ``results.jsonl``, or a line of it is not a
             row (file and line named).
     """
-    from ctxeval._view.sources import run_source
-
     given = Path(run)
     hint = "give a run folder (ev.write(FOLDER), ctxeval evaluate --out FOLDER) or a results.jsonl"
     if not given.exists():

@@ -15,12 +15,12 @@ from typing import Any, Literal
 
 import attrs
 
+from ctxeval._data.optional import is_installed
 from ctxeval._errors import MissingExtraError, PluginError
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.conflicts import conflict_message, own_entry
 from ctxeval._plugins.entries import Entry
 from ctxeval._plugins.hooks import DeclaresDependencies, HasRegistryName
-from ctxeval._plugins.optional import is_installed
 
 __all__ = ["PluginInfo", "PluginStatus", "canonical_names", "info_of", "missing_dependencies"]
 

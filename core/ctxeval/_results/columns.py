@@ -28,8 +28,8 @@ from typing import Any, Final, overload
 
 import orjson
 
+from ctxeval._data.collector import collector_paused
 from ctxeval._data.sample import Sample
-from ctxeval._results.collector import collector_paused
 from ctxeval._results.results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, _make
 
 __all__ = [

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 import attrs
 
+from ctxeval._data.collector import collector_paused
 from ctxeval._data.sample import Sample
 from ctxeval._judge.labels import Labels
-from ctxeval._results.collector import collector_paused
 from ctxeval._results.columns import RowBlock, Tally, metrics_of, scores_of, tally, tally_of
 from ctxeval._results.display import number as shown_number
 from ctxeval._results.display import (
@@ -141,7 +141,7 @@ class Summary(dict[str, MetricSummary]):
     def to_pandas(self) -> Any:
         """A ``pandas.DataFrame`` with one row per metric (needs pandas), indexed by metric:
         ``mean``, ``ci95_low``, ``ci95_high``, ``n_ok``, ``n_undefined``, ``n_error``."""
-        from ctxeval._plugins.optional import require_pandas
+        from ctxeval._data.optional import require_pandas
 
         require_pandas("Summary.to_pandas()")
         import pandas as pd
@@ -546,7 +546,7 @@ class RunResults:
         and the usage fields (``requests``, ``retries``, ``prompt_tokens``,
         ``completion_tokens``, ``cost_usd``, ``cache_hits``).
         """
-        from ctxeval._plugins.optional import require_pandas
+        from ctxeval._data.optional import require_pandas
 
         require_pandas("Evaluation.to_pandas()")
         import pandas as pd

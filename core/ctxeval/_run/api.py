@@ -1,5 +1,6 @@
 """The public entry points: :func:`stream`, :func:`aevaluate`, :func:`evaluate`, and the
-registry front end :func:`get_metric` and :func:`plugins`.
+registry front end :func:`get_metric`, :func:`plugins` and :func:`load_traces` (samples from
+traces, read by a trace reader plugin).
 
 Rows come out in input order: sample by sample, and within a sample in the order the metrics
 were given, as soon as every earlier row is out. Nothing is dropped: a sample that lacks a field
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from ctxeval._data.loading import SampleStream
+from ctxeval._data.traces import samples_of_traces
 from ctxeval._errors import ConfigError
 from ctxeval._judge.labels import Labels
 from ctxeval._output.evaluation import Evaluation
@@ -45,7 +48,7 @@ from ctxeval._run.settings import RunOptions, RunSettings
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # (typing's from 3.11; for type checkers and IDEs)
 
-__all__ = ["aevaluate", "evaluate", "get_metric", "plugins", "stream"]
+__all__ = ["aevaluate", "evaluate", "get_metric", "load_traces", "plugins", "stream"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +68,51 @@ def get_metric(name: str, /, *, registry: Registry | None = None, **options: Any
         PluginError: the plugin failed to load.
     """
     return (registry or default_registry()).get_metric(name, **options)
+
+
+def load_traces(
+    source: Any,
+    *,
+    format: str,
+    mapping: Mapping[str, str] | None = None,
+    references: str | os.PathLike[str] | None = None,
+    join_on: str | None = None,
+    strict: bool = True,
+    registry: Any = None,
+) -> SampleStream:
+    """A lazy stream of the samples of the traces in ``source``, one per trace.
+
+    Args:
+        source: what the reader of ``format`` reads: a file, a folder of files, a DataFrame.
+        format: the trace reader (``openinference``, ``mlflow``, ``langsmith``, ``phoenix``,
+            or a plugin's; see ``ctxeval plugins``).
+        mapping: the reader's choices, ``{FIELD: PATH}`` (``--map FIELD=PATH``): which span
+            is the question, which retrieval is the retrieved context, which metadata key is
+            the document id... (docs/traces.md lists each reader's keys and defaults).
+        references: a qrels file, or a file of samples with reference fields, joined on
+            ``join_on``.
+        join_on: the trace attribute (a key of the sample's metadata) whose value is the
+            reference's ``id`` (the qrels' query id); default ``trace_id``.
+        strict: raise at the first trace that gives no sample (default); when False, skip it
+            (kept in :attr:`SampleStream.errors`).
+        registry: the registry to find the reader in (default: the installed plugins).
+
+    Raises:
+        UnknownNameError: no trace reader has that name.
+        ConfigError: a mapping key the reader does not know, or a bad value.
+        DataError: the source or the references cannot be read (at once), or a trace gives
+            no sample (while iterating, strict mode).
+    """
+    reader = (registry if registry is not None else default_registry()).get_trace_reader(format)
+    return samples_of_traces(
+        reader,
+        source,
+        format=format,
+        mapping=mapping,
+        references=references,
+        join_on=join_on,
+        strict=strict,
+    )
 
 
 def plugins(*, registry: Registry | None = None) -> list[PluginInfo]:

@@ -17,12 +17,12 @@ from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxeval._data.frames import table_rows
+from ctxeval._data.optional import price_table_missing
 from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._judge.labels import Labels
 from ctxeval._pipeline.judging import Panel, judge_name
 from ctxeval._plugins.hooks import PricedLLM, llm_model, needs_llm, own_llm, pipeline_parts
-from ctxeval._plugins.optional import price_table_missing
 from ctxeval._plugins.protocols import Metric, Price, PricedLLMProvider
 from ctxeval._plugins.registry import Registry
 

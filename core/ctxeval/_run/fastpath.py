@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio.lowlevel
 
+from ctxeval._data.collector import collector_paused
 from ctxeval._data.loading import SampleStream
 from ctxeval._data.sample import Sample
 from ctxeval._errors import DataError
 from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
 from ctxeval._plugins.protocols import Metric
-from ctxeval._results.collector import collector_paused
 from ctxeval._results.columns import Column, RowBlock, Source
 from ctxeval._results.results import MetricResult
 from ctxeval._run.rows import (

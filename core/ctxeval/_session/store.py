@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import orjson
 
-from ctxeval._results.collector import collector_paused
+from ctxeval._data.collector import collector_paused
 from ctxeval._results.results import NO_USAGE, MetricResult, Status, Usage, _make
 
 __all__ = ["COMPACT_AT", "RowStore"]

@@ -26,6 +26,7 @@ import orjson
 
 from ctxeval._errors import CtxevalError
 from ctxeval._output.explorer import SAMPLE_TEXTS
+from ctxeval._output.run_source import RunSource
 from ctxeval._view.schema import (
     DIFF_INDEXES,
     INDEXES,
@@ -34,7 +35,7 @@ from ctxeval._view.schema import (
     connect_readonly,
     fts_table,
 )
-from ctxeval._view.sources import RunSource, index_location
+from ctxeval._view.sources import index_location
 
 __all__ = ["BuildStats", "Progress", "build_index", "ensure_index", "signature"]
 

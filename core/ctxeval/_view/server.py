@@ -30,11 +30,11 @@ from typing import Any
 
 import orjson
 
+from ctxeval._output.run_source import RunSource
 from ctxeval._view.page import render_page
 from ctxeval._view.query import View
 from ctxeval._view.reader import CountCache, Reader
 from ctxeval._view.schema import connect_readonly
-from ctxeval._view.sources import RunSource
 
 __all__ = ["MAX_LIMIT", "ViewerApp", "ViewerServer", "make_server", "server_url"]
 

@@ -368,7 +368,7 @@ def _dry_run(samples: Any, metrics: Sequence[Any], llm: Any, provider: Any, out:
     priced at its own model's price (a metric's own ``llm`` or jury; else ``--model``)."""
     from rich.markup import escape
 
-    from ctxeval._plugins.optional import price_table_missing
+    from ctxeval._data.optional import price_table_missing
 
     run_model = llm_model(llm)
     n, by_metric = _count_calls(samples, metrics, run_model)
@@ -636,8 +636,8 @@ def _trace_mapping(specs: Sequence[str] | None) -> dict[str, str]:
 
 def _traces(args: argparse.Namespace, path: Path, *, strict: bool = True) -> Any:
     """The samples of the traces in ``path`` (``--from FORMAT``), references joined."""
-    from ctxeval._data.traces import load_traces
     from ctxeval._errors import ConfigError
+    from ctxeval._run.api import load_traces
 
     try:
         return load_traces(

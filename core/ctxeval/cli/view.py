@@ -21,7 +21,7 @@ __all__ = ["add_parser", "cmd_view"]
 
 
 def _run(folder: str, data: str | None, option: str) -> Any:
-    from ctxeval._view.sources import run_source
+    from ctxeval._output.run_source import run_source
 
     path = Path(folder)
     if not path.exists():
