@@ -121,10 +121,7 @@ def _span(run: dict[str, Any], mapping: TraceMapping, notes: Notes) -> Span:
     if isinstance(metadata, dict):
         span.metadata.update({k: v for k, v in metadata.items() if not str(k).startswith("ls_")})
     if span.kind in ("RETRIEVER", "TOOL"):
-        try:
-            span.documents = _documents(span, mapping, notes)
-        except DataError as exc:
-            span.problem = exc.problem
+        span.read_documents(lambda: _documents(span, mapping, notes))
     return span
 
 

@@ -122,10 +122,7 @@ def _span(raw: Any, index: int, mapping: TraceMapping, notes: Notes) -> Span:
         _json(attrs.get("mlflow.spanOutputs", raw.get("outputs"))),
     )
     if span.kind in ("RETRIEVER", "RERANKER", "TOOL"):
-        try:
-            span.documents = _documents(span, mapping, notes)
-        except DataError as exc:
-            span.problem = exc.problem
+        span.read_documents(lambda: _documents(span, mapping, notes))
     return span
 
 

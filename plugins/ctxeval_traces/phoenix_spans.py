@@ -137,10 +137,7 @@ def _span(row: dict[str, Any], position: int, mapping: TraceMapping, notes: Note
         span.metadata.update(metadata)
     column = DOCUMENT_COLUMNS.get(span.kind)
     if column is not None:
-        try:
-            span.documents = _documents(_none(row.get(column)), mapping, notes)
-        except DataError as exc:
-            span.problem = exc.problem
+        span.read_documents(lambda: _documents(_none(row.get(column)), mapping, notes))
     return span
 
 

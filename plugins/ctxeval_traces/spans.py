@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxeval import DataError
+
 __all__ = ["Document", "Span", "hex_id", "text_of"]
 
 _LOWER_HEX = "0123456789abcdef"
@@ -56,6 +58,14 @@ class Span:
     def has_documents(self) -> bool:
         """Whether the span returned documents (read or still to read)."""
         return self.documents is not None or self.loader is not None
+
+    def read_documents(self, read: Callable[[], list[Document] | None]) -> None:
+        """Set :attr:`documents` to what ``read()`` gives; a :class:`ctxeval.DataError` there
+        is this span's :attr:`problem` (its trace becomes an error row), not the reader's."""
+        try:
+            self.documents = read()
+        except DataError as exc:
+            self.problem = exc.problem
 
     def label(self) -> str:
         """How messages name the span."""

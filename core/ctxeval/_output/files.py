@@ -17,7 +17,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from ctxeval._errors import ConfigError
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOFOLLOW",
+    "AtomicFile",
     "UnwritableFolderError",
     "check_writable_name",
     "new_temporary",
@@ -93,31 +94,64 @@ def new_temporary(path: Path, suffix: str = ".tmp") -> tuple[Path, IO[str]]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
 
 
+class AtomicFile:
+    """A file written under a temporary name and given its name when whole, so that what is
+    found at ``path`` is whole or not there: ctxeval's one atomic write, streamed (a run
+    folder's files, written as the rows come) or at once (:func:`write_whole`).
+
+    Attributes:
+        path: the name the file takes when finished.
+        temporary: where it is written meanwhile.
+        handle: the open file, text or binary.
+    """
+
+    def __init__(self, path: Path, temporary: Path, handle: IO[Any]) -> None:
+        self.path = path
+        self.temporary = temporary
+        self.handle = handle
+
+    def finish(self, *, replace: bool = True) -> Path:
+        """Put the file on disk, close it and give it its name: renamed over ``path`` (a link
+        there is replaced, its target left as it was) or, without ``replace``, linked to it,
+        never over a file that is there (:class:`FileExistsError`, even when it appeared
+        meanwhile)."""
+        self.handle.flush()
+        os.fsync(self.handle.fileno())  # on disk before it takes the name (a crash, a power cut)
+        self.handle.close()
+        if replace:
+            os.replace(self.temporary, self.path)
+        else:
+            _link_new(self.temporary, self.path)
+            self.temporary.unlink(missing_ok=True)
+        return self.path
+
+    def abort(self) -> None:
+        """Close the file and remove it; ``path`` is as it was."""
+        try:
+            self.handle.close()  # (flushing may fail again: a full disk)
+        except OSError:
+            pass
+        finally:
+            self.temporary.unlink(missing_ok=True)
+
+
 def write_whole(path: Path, write: Callable[[IO[str]], object], *, replace: bool = True) -> Path:
     """Write ``path`` (UTF-8 text, 0600) whole or not at all: ``write`` fills a new temporary
-    file beside it (:func:`new_temporary`), which is flushed to disk and then renamed over
-    ``path`` (a link at ``path`` is replaced, its target left as it was) or, without
-    ``replace``, linked to it, never over a file that is there (:class:`FileExistsError`, even
-    when it appeared meanwhile). On failure the temporary file is removed and ``path`` is as
-    it was.
+    file beside it (:func:`new_temporary`), which is finished as an :class:`AtomicFile`
+    (renamed over ``path`` or, without ``replace``, linked to it, never over a file that is
+    there). On failure the temporary file is removed and ``path`` is as it was.
 
     Raises:
         ConfigError: ``path`` names a device, a FIFO or a socket (:func:`check_writable_name`).
     """
     check_writable_name(path)
-    temporary, handle = new_temporary(path)
+    file = AtomicFile(path, *new_temporary(path))
     try:
-        with handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())  # on disk before it takes the name
-        if replace:
-            os.replace(temporary, path)
-        else:
-            _link_new(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+        write(file.handle)
+        return file.finish(replace=replace)
+    except BaseException:
+        file.abort()
+        raise
 
 
 def _link_new(temporary: Path, path: Path) -> None:

@@ -21,6 +21,7 @@ from ctxeval._results.results import NO_USAGE, MetricResult
 
 __all__ = [
     "PlainRow",
+    "arrow_row_fields",
     "block_rows",
     "built_row",
     "evidence_of",
@@ -144,3 +145,18 @@ def _block_lines(block: RowBlock, write: Callable[[bytes], object]) -> None:
 
 def _line(row: MetricResult) -> bytes:
     return (row.to_json() + "\n").encode("utf-8", "backslashreplace")
+
+
+def arrow_row_fields(pa: Any) -> list[tuple[str, Any]]:
+    """A row's own fields as ``pyarrow`` types (``pa`` is the pyarrow module): what each
+    table of rows starts with, the run folder's Parquet file and ``to_arrow``
+    (:func:`~ctxeval._output.writers.arrow_schema`: then the usage, flattened) and the batch
+    scorer's (then the usage as JSON text)."""
+    return [
+        ("sample_id", pa.string()),
+        ("metric", pa.string()),
+        ("status", pa.string()),
+        ("score", pa.float64()),
+        ("reason", pa.string()),
+        ("details", pa.string()),
+    ]

@@ -35,8 +35,14 @@ from typing import IO, Any, ClassVar
 import attrs
 import orjson
 
-from ctxeval._output.files import NOFOLLOW, check_writable_name, private_open, write_text
-from ctxeval._output.lines import evidence_of, forget_evidence, write_jsonl
+from ctxeval._output.files import (
+    NOFOLLOW,
+    AtomicFile,
+    check_writable_name,
+    private_open,
+    write_text,
+)
+from ctxeval._output.lines import arrow_row_fields, evidence_of, forget_evidence, write_jsonl
 from ctxeval._plugins.base import Dependency
 from ctxeval._plugins.protocols import RowFile
 from ctxeval._results.columns import RowBlock, _held
@@ -58,39 +64,24 @@ __all__ = [
 _USAGE = ("requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits")
 
 
-class _PartialFile:
-    """A file written under a temporary name (``NAME.partial``, 0600) and given its name when
-    finished, so that a file of a run folder is whole or not there."""
+class _PartialFile(AtomicFile):
+    """A run folder's file, written as the rows come under ``NAME.partial`` (0600) and given
+    its name when finished, so that a file of a run folder is whole or not there."""
 
     def __init__(self, path: Path, *, text: bool = False) -> None:
-        self.path = path
-        self.partial = path.with_name(path.name + ".partial")
+        partial = path.with_name(path.name + ".partial")
         check_writable_name(path)  # (a device or a FIFO there would be replaced)
-        if not self.partial.is_symlink():  # a file left there (or a hard link planted) is
-            self.partial.unlink(missing_ok=True)  # not reused; a link there is refused below
+        if not partial.is_symlink():  # a file left there (or a hard link planted) is
+            partial.unlink(missing_ok=True)  # not reused; a link there is refused below
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # (never through a link)
-        descriptor = os.open(self.partial, flags, 0o600)
+        descriptor = os.open(partial, flags, 0o600)
         os.fchmod(descriptor, 0o600)
-        self.handle: IO[Any] = (
+        handle: IO[Any] = (
             os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace", newline="")
             if text
             else os.fdopen(descriptor, "wb", buffering=1 << 20)
         )
-
-    def finish(self) -> Path:
-        self.handle.flush()
-        os.fsync(self.handle.fileno())  # on disk before it takes the name (a crash, a power cut)
-        self.handle.close()
-        os.replace(self.partial, self.path)
-        return self.path
-
-    def abort(self) -> None:
-        try:
-            self.handle.close()  # (flushing may fail again: a full disk)
-        except OSError:
-            pass
-        finally:
-            self.partial.unlink(missing_ok=True)
+        super().__init__(path, partial, handle)
 
 
 class _JSONLFile(_PartialFile):
@@ -277,12 +268,7 @@ def arrow_schema() -> Any:
 
     return pa.schema(
         [
-            ("sample_id", pa.string()),
-            ("metric", pa.string()),
-            ("status", pa.string()),
-            ("score", pa.float64()),
-            ("reason", pa.string()),
-            ("details", pa.string()),
+            *arrow_row_fields(pa),
             ("requests", pa.int64()),
             ("retries", pa.int64()),
             ("prompt_tokens", pa.int64()),
@@ -331,10 +317,10 @@ class _ParquetFile(_PartialFile):
             self.writer.write_table(pa.table(columns, schema=self.schema))
             self.held = []
 
-    def finish(self) -> Path:
+    def finish(self, *, replace: bool = True) -> Path:
         self._flush()
         self.writer.close()
-        return super().finish()
+        return super().finish(replace=replace)
 
     def abort(self) -> None:
         try:

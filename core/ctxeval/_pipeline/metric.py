@@ -20,7 +20,7 @@ from ctxeval._pipeline.judgement import Judgement, judged_details
 from ctxeval._pipeline.judging import judge_name
 from ctxeval._pipeline.parts import Pipeline
 from ctxeval._pipeline.sources import Extracted, Items, SplitAndAttribute, field_text
-from ctxeval._pipeline.units import DOCUMENT_SUFFIX, RetrievalUnits
+from ctxeval._pipeline.units import RetrievalUnits
 from ctxeval._plugins.base import BaseMetric
 from ctxeval._plugins.hooks import (
     EstimatesAttributorCalls,
@@ -72,14 +72,7 @@ class PipelineMetric(BaseMetric):
     judging (one place for every pipeline metric)."""
 
     def __attrs_post_init__(self) -> None:
-        units = RetrievalUnits(
-            unit=self.unit, doc_id_separator=self.doc_id_separator, duplicates=self.duplicates
-        )
-        object.__setattr__(self, "units", units)
-        named = bool(self.name)
-        super().__attrs_post_init__()
-        if units.by_document and not named:  # the two levels side by side: two names
-            object.__setattr__(self, "name", self.name + DOCUMENT_SUFFIX)
+        RetrievalUnits.bind(self, super().__attrs_post_init__)
         object.__setattr__(self, "pipeline", self.build())
 
     def prepared(self, sample: Sample) -> Sample | MetricResult:

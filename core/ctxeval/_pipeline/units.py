@@ -29,7 +29,7 @@ metric's own loop:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Final
 
 import attrs
@@ -83,6 +83,23 @@ class RetrievalUnits:
     unit: str = attrs.field(default="chunk", validator=_unit)
     doc_id_separator: str | None = attrs.field(default=None, validator=_separator)
     duplicates: float | None = attrs.field(default=None, validator=_similarity)
+
+    @classmethod
+    def bind(cls, metric: Any, name_it: Callable[[], object]) -> RetrievalUnits:
+        """The units of ``metric`` (from its ``unit``, ``doc_id_separator`` and ``duplicates``
+        options), set as its ``units``, as every context metric applies them: ``name_it`` (the
+        base class's ``__attrs_post_init__``, which gives a metric without a name its default
+        one) is run, then a metric not given a name that counts documents takes
+        :attr:`suffix`, so that the two levels side by side have two names."""
+        units = cls(
+            unit=metric.unit, doc_id_separator=metric.doc_id_separator, duplicates=metric.duplicates
+        )
+        object.__setattr__(metric, "units", units)
+        named = bool(metric.name)
+        name_it()
+        if units.by_document and not named:
+            object.__setattr__(metric, "name", metric.name + cls.suffix)
+        return units
 
     @property
     def active(self) -> bool:

@@ -23,7 +23,7 @@ import orjson
 
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._errors import ConfigError, DataError
-from ctxeval._output.lines import PlainRow, block_rows, built_row
+from ctxeval._output.lines import PlainRow, arrow_row_fields, block_rows, built_row
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.columns import RowBlock
 from ctxeval._results.results import NO_USAGE, MetricResult
@@ -337,14 +337,4 @@ def row_schema() -> Any:
     """The pyarrow schema of the rows (:data:`ROW_COLUMNS`)."""
     import pyarrow as pa
 
-    return pa.schema(
-        [
-            ("sample_id", pa.string()),
-            ("metric", pa.string()),
-            ("status", pa.string()),
-            ("score", pa.float64()),
-            ("reason", pa.string()),
-            ("details", pa.string()),
-            ("usage", pa.string()),
-        ]
-    )
+    return pa.schema([*arrow_row_fields(pa), ("usage", pa.string())])

@@ -658,14 +658,7 @@ class ContextRelevance(StepsAsContext, BaseMetric):  # type: ignore[override]
     """The three options above, applied as every context metric applies them."""
 
     def __attrs_post_init__(self) -> None:
-        units = RetrievalUnits(
-            unit=self.unit, doc_id_separator=self.doc_id_separator, duplicates=self.duplicates
-        )
-        object.__setattr__(self, "units", units)
-        named = bool(self.name)
-        super().__attrs_post_init__()
-        if units.by_document and not named:
-            object.__setattr__(self, "name", self.name + units.suffix)
+        RetrievalUnits.bind(self, super().__attrs_post_init__)
 
     def prepared(self, sample: Sample) -> Sample | MetricResult:
         """``sample`` as the metric grades it (duplicates dropped, documents named), or the
