@@ -272,7 +272,7 @@ CORE_FLOORS = (
     ("results", ("_results",)),
     ("plugins", ("_plugins",)),
     ("data", ("_data",)),
-    ("the ground", ("_errors", "_version")),
+    ("the ground", ("_errors", "_version", "_public")),
 )
 """The floors of core (``ctxeval``'s subpackages and top modules), top first
 (docs/decisions/0010): a module imports only from its own floor or the floors below it, but

@@ -33,6 +33,8 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ctxeval._public import PUBLIC as _PUBLIC
+from ctxeval._public import rehome as _rehome
 from ctxeval._version import __version__
 
 if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUBLIC (a test)
@@ -104,79 +106,6 @@ if TYPE_CHECKING:  # what type checkers and editors read; the same names as _PUB
     from ctxeval._run.settings import RunSettings as RunSettings
     from ctxeval._session.session import Session as Session
 
-_PUBLIC: dict[str, str] = {
-    "AuthenticationError": "ctxeval._errors",
-    "BadRequestError": "ctxeval._errors",
-    "BatchMetric": "ctxeval._plugins.protocols",
-    "BudgetExceededError": "ctxeval._errors",
-    "CacheError": "ctxeval._errors",
-    "CallError": "ctxeval._errors",
-    "CallTimeoutError": "ctxeval._errors",
-    "ConfigError": "ctxeval._errors",
-    "ConnectionFailedError": "ctxeval._errors",
-    "CtxevalError": "ctxeval._errors",
-    "DataError": "ctxeval._errors",
-    "DeterministicMetric": "ctxeval._plugins.protocols",
-    "EndpointUnreachableError": "ctxeval._errors",
-    "EndpointUnresponsiveError": "ctxeval._errors",
-    "Evaluation": "ctxeval._output.evaluation",
-    "Extractor": "ctxeval._plugins.protocols",
-    "FatalCallError": "ctxeval._errors",
-    "InvalidResultError": "ctxeval._errors",
-    "JudgeTrust": "ctxeval._judge.trust",
-    "Labels": "ctxeval._judge.labels",
-    "Limits": "ctxeval._calls.limits",
-    "MalformedOutputError": "ctxeval._errors",
-    "Matcher": "ctxeval._plugins.protocols",
-    "Metric": "ctxeval._plugins.protocols",
-    "MetricResult": "ctxeval._results.results",
-    "MetricSummary": "ctxeval._results.evaluation",
-    "MissingCredentialsError": "ctxeval._errors",
-    "MissingExtraError": "ctxeval._errors",
-    "ModelNotFoundError": "ctxeval._errors",
-    "PluginConflictError": "ctxeval._errors",
-    "PluginError": "ctxeval._errors",
-    "PluginInfo": "ctxeval._plugins.registry",
-    "Progress": "ctxeval._run.progress",
-    "RateLimitError": "ctxeval._errors",
-    "RunnerError": "ctxeval._errors",
-    "Registry": "ctxeval._plugins.registry",
-    "RetrievalStep": "ctxeval._data.sample",
-    "RetryPolicy": "ctxeval._run.settings",
-    "RowStream": "ctxeval._run.rowstream",
-    "RunContext": "ctxeval._plugins.protocols",
-    "RunFolder": "ctxeval._output.folder",
-    "RunSettings": "ctxeval._run.settings",
-    "SQLiteCache": "ctxeval._calls.cache",
-    "Sample": "ctxeval._data.sample",
-    "SampleStream": "ctxeval._data.loading",
-    "ServiceError": "ctxeval._errors",
-    "Session": "ctxeval._session.session",
-    "SessionClosedError": "ctxeval._errors",
-    "Status": "ctxeval._results.results",
-    "Summary": "ctxeval._results.evaluation",
-    "TransientCallError": "ctxeval._errors",
-    "Unit": "ctxeval._plugins.protocols",
-    "UnknownNameError": "ctxeval._errors",
-    "UnusableLLMError": "ctxeval._errors",
-    "Usage": "ctxeval._results.results",
-    "Verdict": "ctxeval._plugins.protocols",
-    "aevaluate": "ctxeval._run.api",
-    "default_registry": "ctxeval._plugins.registry",
-    "evaluate": "ctxeval._run.api",
-    "get_metric": "ctxeval._run.api",
-    "load_samples": "ctxeval._data.loading",
-    "load_trec": "ctxeval._data.trec",
-    "load_traces": "ctxeval._run.api",
-    "plugins": "ctxeval._run.api",
-    "policy": "ctxeval.policy",
-    "stream": "ctxeval._run.api",
-    "write_report": "ctxeval._output.rebuild",
-}
-"""Each public name and the module it is imported from when first used: the one list (a name
-is added with one line here, and its import above for type checkers). ``__all__`` is made
-from it."""
-
 __all__ = ["__version__", *_PUBLIC]
 
 
@@ -204,8 +133,7 @@ def _publish() -> None:
         if module is None or module_name == f"ctxeval.{name}":
             continue
         value = getattr(module, name)
-        if str(getattr(value, "__module__", "")).startswith("ctxeval._"):
-            value.__module__ = __name__
+        _rehome(value, name, __name__)
         here[name] = value
 
 

@@ -63,6 +63,7 @@ from ctxeval._calls.ledger import BudgetLedger
 from ctxeval._calls.limits import SharedLimits, TokenBucket
 from ctxeval._errors import RunnerError
 from ctxeval._plugins.metric_names import MetricNames
+from ctxeval._public import rehome_all
 from ctxeval._results.results import MetricResult
 from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
 from ctxeval._run.checks import check_runner_options
@@ -165,3 +166,6 @@ async def score_part(plan: RunPlan, samples: Iterable[Any], *, first_index: int 
         error = exc
     rows = [row for part in gathered.parts for row in part]
     return ScoredPart(rows, log.per_row(rows), error)
+
+
+rehome_all(globals(), __all__, __name__)  # each name shows its public module (ctxeval._public)

@@ -28,6 +28,7 @@ from ctxeval._data.measure_names import DOCUMENT_SUFFIX
 from ctxeval._errors import ConfigError, CtxevalError
 from ctxeval._plugins.hooks import NamedByDefault
 from ctxeval._plugins.names import one_by_case, suggest_metric_names
+from ctxeval._public import defined_name
 
 if TYPE_CHECKING:
     from ctxeval._plugins.registry import Registry
@@ -45,8 +46,7 @@ def identity(metric: Any) -> Identity:
     named = metric.default_name() if isinstance(metric, NamedByDefault) else metric.name
     if getattr(metric, "unit", None) == "document":  # the two levels are two metrics
         named += DOCUMENT_SUFFIX
-    cls = type(metric)
-    return f"{cls.__module__}.{cls.__qualname__}", str(named)
+    return defined_name(type(metric)), str(named)
 
 
 class MetricNames:

@@ -40,6 +40,7 @@ from ctxeval._plugins.hooks import (
     pipeline_parts,
 )
 from ctxeval._plugins.protocols import Metric
+from ctxeval._public import defined_name
 from ctxeval._results.results import MetricResult, Status
 from ctxeval._version import __version__
 
@@ -84,7 +85,7 @@ def judge_identity(llm: Any) -> str:
     if model is not None:
         return model
     kind = llm if callable(llm) and hasattr(llm, "__qualname__") else type(llm)
-    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
+    return defined_name(kind)
 
 
 def fingerprint(metric: Metric, llm: Any = None) -> str:
@@ -93,7 +94,9 @@ def fingerprint(metric: Metric, llm: Any = None) -> str:
     and the judge it calls (its own ``llm``, else the run's ``llm`` when it needs one).
 
     Only the hash is stored, never the text, so no option value (a key, say) reaches the
-    journal.
+    journal. A class is named as it was defined (:func:`~ctxeval._public.defined_name`), not
+    as the public module it shows (``ctxeval.plugin.PipelineMetric``): a journal written
+    before ctxeval showed it there still resumes.
     """
     kind = type(metric)
     parts = pipeline_parts(metric) or ()
@@ -102,9 +105,7 @@ def fingerprint(metric: Metric, llm: Any = None) -> str:
     judge = judge_identity(own) if own is not None else ""
     if not judge and needs_llm(metric):
         judge = judge_identity(llm)
-    text = "\x1f".join(
-        [__version__, f"{kind.__module__}.{kind.__qualname__}:{metric!r}", *data, judge]
-    )
+    text = "\x1f".join([__version__, f"{defined_name(kind)}:{metric!r}", *data, judge])
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 

@@ -147,6 +147,7 @@ from ctxeval._plugins.protocols import (
     majority,
 )
 from ctxeval._plugins.registry import EXTRACTORS, MATCHERS, building_registry
+from ctxeval._public import rehome_all
 from ctxeval._results.results import NO_USAGE, LazyDetails, MetricResult, Status, Usage, ok_row
 from ctxeval._version import __version__
 from ctxeval.plugin import hooks
@@ -290,3 +291,6 @@ def get_embedder(name: str, /, **options: Any) -> Embedder:
     """The embedder registered under ``name`` (entry-point group ``ctxeval.embedders``),
     built with ``options`` (see :func:`get_extractor`)."""
     return building_registry().get_embedder(name, **options)
+
+
+rehome_all(globals(), __all__, __name__)  # each name shows its public module (ctxeval._public)

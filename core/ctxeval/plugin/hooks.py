@@ -21,3 +21,6 @@ says who calls the hook and when.
 
 from ctxeval._plugins.hooks import *  # noqa: F403 (the protocols, each written once, there)
 from ctxeval._plugins.hooks import __all__ as __all__
+from ctxeval._public import rehome_all
+
+rehome_all(globals(), __all__, __name__)  # each name shows its public module (ctxeval._public)
