@@ -64,3 +64,31 @@ def test_pandas_rows_equal_the_rows_of_evaluate_and_details_can_be_left_out() ->
     lean = BatchScorer.build(METRICS, details=False)(pa.Table.from_pylist(_samples()))
     assert lean.column("details").null_count == lean.num_rows
     assert lean.column("score").to_pylist() == [row["score"] for row in _expected()]
+
+
+def test_score_part_gives_what_score_part_gives_on_the_scorers_own_loop() -> None:
+    """``BatchScorer.score_part`` (what the ``ray`` runner's workers call) is
+    :func:`ctxeval.runners.score_part` on the scorer's event loop: the same rows and digests,
+    a part's failure handed back with the rows before it, and the loop kept across parts."""
+    import functools
+
+    import anyio
+
+    from ctxeval.runners import RunPlan, score_part
+
+    plan = RunPlan.build(METRICS[:2])
+    scorer = BatchScorer(plan)
+    samples = _samples()[:6]
+    try:
+        scored = scorer.score_part(samples, first_index=3)
+        alone = anyio.run(functools.partial(score_part, plan, samples, first_index=3))
+        assert [r.to_dict() for r in scored.rows] == [r.to_dict() for r in alone.rows]
+        assert scored.digests == alone.digests
+        assert scored.error is None
+        loop = scorer._loop
+        broken = scorer.score_part([*samples[:2], {"id": "bad", "retrieved_context_ids": 3}])
+        assert scorer._loop is loop  # one loop for every part
+        assert isinstance(broken.error, ctxeval.DataError)
+        assert [r.sample_id for r in broken.rows] == ["q0", "q0", "q1", "q1"]
+    finally:
+        scorer.close()

@@ -56,23 +56,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
-import attrs
-
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._calls.ledger import BudgetLedger
 from ctxeval._calls.limits import SharedLimits, TokenBucket
 from ctxeval._errors import RunnerError
 from ctxeval._plugins.metric_names import MetricNames
 from ctxeval._public import rehome_all
-from ctxeval._results.results import MetricResult
-from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer
+from ctxeval._run.batch_scorer import ROW_COLUMNS, BatchScorer, ScoredPart, score_part
 from ctxeval._run.checks import check_runner_options
 from ctxeval._run.execute import get_runner
-from ctxeval._run.local import LocalRunner, score_locally
+from ctxeval._run.local import LocalRunner
 from ctxeval._run.plan import RunPlan
 from ctxeval._run.processes import ProcessesRunner, WorkerLostError, run_on_executor
-from ctxeval._run.progress import ProgressTracker
-from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
+from ctxeval._run.sink import RowSink
 
 __all__ = [
     "ROW_COLUMNS",
@@ -117,55 +113,6 @@ class Runner(Protocol):
         what stops the run (a malformed sample in a strict run, an unusable LLM) after
         handing over the rows scored before it."""
         ...
-
-
-@attrs.frozen
-class ScoredPart:
-    """What :func:`score_part` gives: the rows of a part of the input, each row's sample
-    digest, and the failure that stopped the part, if one did (the rows are those scored
-    before it).
-
-    Hand it to the sink with :meth:`put_into`, which raises the failure once the rows are in.
-    """
-
-    rows: list[MetricResult]
-    digests: list[str]
-    error: Exception | None = None
-
-    async def put_into(self, sink: RowSink, part: int) -> None:
-        """``sink.put(part, rows, digests)`` (as the last part passed on, when the part
-        failed), then raise :attr:`error` if the part failed."""
-        await sink.put(part, self.rows, self.digests, last=self.error is not None)
-        if self.error is not None:
-            raise self.error
-
-
-async def score_part(plan: RunPlan, samples: Iterable[Any], *, first_index: int = 0) -> ScoredPart:
-    """Score some samples of a run, in this process, as the local runner scores them: what a
-    runner's worker calls on its share of the input.
-
-    Args:
-        plan: the run's plan (in another process: the one :meth:`RunPlan.for_workers` gave).
-        samples: the samples (or dicts) of this part, in input order.
-        first_index: the position of the first of them in the whole input (a sample without
-            ``id`` is named by its position).
-
-    Returns:
-        A :class:`ScoredPart`: the rows, sample by sample and metric by metric, each row's
-        sample digest, and what stopped the part (a malformed sample in a strict run, the
-        cost cap, an unusable LLM), with the rows scored before it kept. Nothing is raised
-        but cancellation.
-    """
-    gathered = GatheredParts()
-    log = SampleDigests(plan.previous)
-    sink = RowSink(plan, gathered, ProgressTracker(None, None), log)
-    error: Exception | None = None
-    try:
-        await score_locally(plan, samples, sink, first_index=first_index)
-    except Exception as exc:  # handed back with the rows scored before it
-        error = exc
-    rows = [row for part in gathered.parts for row in part]
-    return ScoredPart(rows, log.per_row(rows), error)
 
 
 rehome_all(globals(), __all__, __name__)  # each name shows its public module (ctxeval._public)

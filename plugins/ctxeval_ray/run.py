@@ -5,14 +5,14 @@ Core builds the run's plan (metrics, settings, labels, the rows a resume reuses)
 journal, the order of the rows, the duplicate-id check, the progress and the cost cap (its
 :class:`~ctxeval.runners.RowSink`); this runner only scores. The samples become a Ray Dataset
 (a JSONL or Parquet file is read by Ray itself), each Ray Data actor scores a batch of it with
-:func:`ctxeval.runners.score_part`, as the local runner does, with the run's plan and the
-cluster's one :class:`~ctxeval_ray.SharedBudget`, and the rows come back to the sink in input
-order. So a row on Ray is the row ``evaluate`` gives in one process.
+the engine-neutral :class:`ctxeval.runners.BatchScorer` (its
+:meth:`~ctxeval.runners.BatchScorer.score_part`, as the local runner scores), with the run's
+plan and the cluster's one :class:`~ctxeval_ray.SharedBudget`, and the rows come back to the
+sink in input order. So a row on Ray is the row ``evaluate`` gives in one process.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import logging
 import os
@@ -37,7 +37,7 @@ from ctxeval.plugin import (
     MissingExtraError,
     Sample,
 )
-from ctxeval.runners import RowSink, RunPlan, SQLiteCache, check_runner_options, score_part
+from ctxeval.runners import BatchScorer, RowSink, RunPlan, SQLiteCache, check_runner_options
 
 from .budget import SharedBudget
 
@@ -402,15 +402,13 @@ def _map(dataset: Any, job: _Job, *, workers: int, batch_size: int, cpus_per_wor
 
 
 class Scorer:
-    """A Ray Data worker: :func:`ctxeval.runners.score_part` on each batch, rows out as
-    columns."""
+    """A Ray Data worker: each batch scored by the engine-neutral
+    :class:`ctxeval.runners.BatchScorer` (:meth:`~ctxeval.runners.BatchScorer.score_part`:
+    one event loop and one handle on the LLM cache per worker, across its batches), rows out
+    as columns."""
 
     def __init__(self, job: _Job) -> None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        plan = job.plan
-        if job.cache_path is not None:  # one file for the workers of a machine
-            plan = plan.for_workers(cache=SQLiteCache(job.cache_path))
-        self.plan = plan
+        self.scorer = BatchScorer(job.plan, cache_path=job.cache_path)
         self.rows_reused = job.rows_reused
 
     def __call__(self, batch: Any) -> dict[str, list[Any]]:
@@ -418,9 +416,9 @@ class Scorer:
             samples = [_sample(row) for row in batch.to_pylist()]
         except Exception as exc:  # raised by the driver once the rows before it are in
             return _stopped(failure=_pickled(exc))
-        scored = anyio.run(functools.partial(score_part, self.plan, samples))
+        scored = self.scorer.score_part(samples)
         rows = scored.rows
-        previous = self.plan.previous
+        previous = self.scorer.plan.previous
         reused = [
             bool(previous)
             and (earlier := previous.get((r.sample_id or "", r.metric or ""))) is not None

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import attrs
 import orjson
 
 from ctxeval._calls.cache import SQLiteCache
@@ -33,13 +34,71 @@ from ctxeval._run.plan import RunPlan
 from ctxeval._run.processes import divided_settings
 from ctxeval._run.progress import ProgressTracker
 from ctxeval._run.settings import RunSettings
-from ctxeval._run.sink import GatheredParts, RowSink
+from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
-__all__ = ["ROW_COLUMNS", "BatchScorer"]
+__all__ = ["ROW_COLUMNS", "BatchScorer", "ScoredPart", "score_part"]
 
 ROW_COLUMNS = ("sample_id", "metric", "status", "score", "reason", "details", "usage")
 """The columns of the rows a :class:`BatchScorer` gives, in order (those of
 ``results.jsonl``; ``details`` and ``usage`` as JSON text)."""
+
+
+@attrs.frozen
+class ScoredPart:
+    """What :func:`score_part` gives: the rows of a part of the input, each row's sample
+    digest, and the failure that stopped the part, if one did (the rows are those scored
+    before it).
+
+    Hand it to the sink with :meth:`put_into`, which raises the failure once the rows are in.
+    """
+
+    rows: list[MetricResult]
+    digests: list[str]
+    error: Exception | None = None
+
+    async def put_into(self, sink: RowSink, part: int) -> None:
+        """``sink.put(part, rows, digests)`` (as the last part passed on, when the part
+        failed), then raise :attr:`error` if the part failed."""
+        await sink.put(part, self.rows, self.digests, last=self.error is not None)
+        if self.error is not None:
+            raise self.error
+
+
+async def score_part(plan: RunPlan, samples: Iterable[Any], *, first_index: int = 0) -> ScoredPart:
+    """Score some samples of a run, in this process, as the local runner scores them: what a
+    runner's worker calls on its share of the input.
+
+    Args:
+        plan: the run's plan (in another process: the one :meth:`RunPlan.for_workers` gave).
+        samples: the samples (or dicts) of this part, in input order.
+        first_index: the position of the first of them in the whole input (a sample without
+            ``id`` is named by its position).
+
+    Returns:
+        A :class:`ScoredPart`: the rows, sample by sample and metric by metric, each row's
+        sample digest, and what stopped the part (a malformed sample in a strict run, the
+        cost cap, an unusable LLM), with the rows scored before it kept. Nothing is raised
+        but cancellation.
+    """
+    log = SampleDigests(plan.previous)
+    parts, error = await _scored(plan, samples, log, first_index=first_index)
+    rows = [row for part in parts for row in part]
+    return ScoredPart(rows, log.per_row(rows), error)
+
+
+async def _scored(
+    plan: RunPlan, samples: Iterable[Any], log: SampleDigests | None, *, first_index: int = 0
+) -> tuple[list[Sequence[MetricResult]], Exception | None]:
+    """The parts the local runner gives for ``samples`` (row blocks on the fast path), and
+    what stopped it, if anything did (the parts before it kept): the one scoring of
+    :func:`score_part` and :class:`BatchScorer`, so of every engine's worker."""
+    gathered = GatheredParts()
+    sink = RowSink(plan, gathered, ProgressTracker(None, None), log)
+    try:
+        await score_locally(plan, samples, sink, first_index=first_index)
+    except Exception as exc:  # handed back with the rows scored before it
+        return list(gathered.parts), exc
+    return list(gathered.parts), None
 
 
 class BatchScorer:
@@ -156,6 +215,16 @@ class BatchScorer:
         by metric."""
         return [row for part in self._parts(records) for row in part]
 
+    def score_part(self, samples: Sequence[Any], *, first_index: int = 0) -> ScoredPart:
+        """:func:`score_part` on this scorer's event loop, plan and cache: the rows of
+        ``samples`` (samples or dicts), each row's sample digest, and what stopped them (the
+        rows before it kept). For an engine's worker whose rows go back to a runner's sink
+        (the ``ray`` runner's); a row reused from an interrupted run is the plan's own."""
+        return self._event_loop().submit(self._score_part, list(samples), first_index).result()
+
+    async def _score_part(self, samples: list[Any], first_index: int) -> ScoredPart:
+        return await score_part(self.plan, samples, first_index=first_index)
+
     def _parts(self, records: Iterable[Mapping[str, Any]]) -> list[Sequence[MetricResult]]:
         """The rows of ``records`` in the parts the local runner gives (row blocks: columns)."""
         samples = [_sample(record) for record in records]
@@ -167,10 +236,10 @@ class BatchScorer:
         return parts
 
     async def _score(self, samples: list[Any]) -> list[Sequence[MetricResult]]:
-        gathered = GatheredParts()
-        sink = RowSink(self.plan, gathered, ProgressTracker(None, None), None)
-        await score_locally(self.plan, samples, sink)
-        return list(gathered.parts)
+        parts, error = await _scored(self.plan, samples, None)
+        if error is not None:
+            raise error
+        return parts
 
     def _event_loop(self) -> LoopThread:
         with self._lock:
