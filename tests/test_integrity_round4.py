@@ -604,7 +604,7 @@ def test_a_run_keeps_a_bounded_number_of_error_reasons() -> None:
     distinct reasons, the others are counted together, so the memory of a run with a million
     of them stays bounded (it kept one group per row: about half a KB each)."""
     from ctxeval import MetricResult
-    from ctxeval._results.totals import MAX_ERROR_GROUPS, RunTotals
+    from ctxeval._output.totals import MAX_ERROR_GROUPS, RunTotals
 
     totals = RunTotals(["id_mrr"])
     extra = 500

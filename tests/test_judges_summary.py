@@ -9,8 +9,8 @@ from pathlib import Path
 
 import ctxeval
 from ctxeval._output.summary import summary_dict
+from ctxeval._output.totals import RunTotals
 from ctxeval._results.judges import MAX_JUDGES, JudgeLog, is_scripted
-from ctxeval._results.totals import RunTotals
 from ctxeval_llm import LLMConfig
 from fakes.openai_server import FakeOpenAI, scripted_judge
 

@@ -19,8 +19,8 @@ from ctxeval import MetricResult, Sample
 from ctxeval._output.folder import RunFolder, write_outputs
 from ctxeval._output.lines import jsonl_lines
 from ctxeval._output.selection import RANDOM, UNSURE, WORST, ReportSelection
+from ctxeval._output.totals import RunTotals
 from ctxeval._plugins.base import BaseMetric
-from ctxeval._results.totals import RunTotals
 from ctxeval.cli import main
 
 IDS = ["id_based_context_precision", "id_based_context_recall", "id_ndcg_at_k", "id_mrr"]

@@ -2,7 +2,7 @@
 once, in input order, and writes ``results.jsonl``, ``summary.json``, ``report.html``
 (:data:`DEFAULT_FORMATS`) and the files of the writers a run asks for, in constant memory:
 rows go to disk a part at a time, the numbers come from columns of scores
-(:class:`~ctxeval._results.totals.RunTotals`), the report from the samples chosen as they
+(:class:`~ctxeval._output.totals.RunTotals`), the report from the samples chosen as they
 pass (:class:`~ctxeval._output.selection.ReportSelection`). :func:`write_outputs` writes the
 folder of an :class:`~ctxeval.Evaluation` through the same path.
 """
@@ -26,11 +26,11 @@ from ctxeval._output.lines import forget_evidence
 from ctxeval._output.report import SampleLookup, render_page
 from ctxeval._output.selection import ReportSelection
 from ctxeval._output.summary import summary_dict
+from ctxeval._output.totals import RunTotals
 from ctxeval._plugins.protocols import RowFile, StreamingWriter, SummaryWriter
 from ctxeval._results.columns import RowBlock
 from ctxeval._results.evaluation import RunResults
 from ctxeval._results.results import MetricResult
-from ctxeval._results.totals import RunTotals
 
 __all__ = [
     "DEFAULT_FORMATS",

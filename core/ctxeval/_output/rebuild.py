@@ -24,8 +24,8 @@ from ctxeval._output.report import SampleLookup, render_page
 from ctxeval._output.run_source import run_source
 from ctxeval._output.selection import ReportSelection
 from ctxeval._output.summary import summary_dict
+from ctxeval._output.totals import RunTotals
 from ctxeval._results.results import MetricResult
-from ctxeval._results.totals import RunTotals
 
 __all__ = ["file_lookup", "read_parts", "rebuild_report", "samples_in_memory", "write_report"]
 

@@ -20,7 +20,7 @@ __all__ = ["SCRIPTED_WARNING", "Summarized", "summary_dict"]
 
 class Summarized(Protocol):
     """What a summary is made from: an :class:`~ctxeval.Evaluation`, or the
-    :class:`~ctxeval._results.totals.RunTotals` of a streamed run."""
+    :class:`~ctxeval._output.totals.RunTotals` of a streamed run."""
 
     def summary(self) -> dict[str, MetricSummary]: ...
 

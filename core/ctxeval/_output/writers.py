@@ -83,6 +83,11 @@ class _PartialFile(AtomicFile):
         )
         super().__init__(path, partial, handle)
 
+    @property
+    def partial(self) -> Path:
+        """The file being written (``NAME.partial``): :attr:`temporary`."""
+        return self.temporary
+
 
 class _JSONLFile(_PartialFile):
     def add(self, rows: Sequence[MetricResult]) -> None:

@@ -548,7 +548,7 @@ def _unwritable(exc: OSError, folder: Path, *, begun: bool = True) -> NoReturn:
 
 def _totals(names: list[str], labels: Any, metrics: Sequence[Any]) -> Any:
     """What the run keeps of its rows: its numbers (with people's labels, when given)."""
-    from ctxeval._results.totals import RunTotals
+    from ctxeval._output.totals import RunTotals
 
     if labels is None:
         return RunTotals(names)

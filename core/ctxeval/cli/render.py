@@ -63,7 +63,7 @@ def print_errors(groups: Any, out: Any, *, limit: int = 10) -> None:
     """The error rows grouped by metric and reason, most frequent first, each with its count
     and an example sample id (under the summary, so that ``error 13`` never looks like a
     score). ``groups``: :meth:`RunTotals.error_groups
-    <ctxeval._results.totals.RunTotals.error_groups>`."""
+    <ctxeval._output.totals.RunTotals.error_groups>`."""
     from rich.markup import escape
 
     groups = [g for g in groups if g.count]
