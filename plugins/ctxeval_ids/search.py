@@ -43,6 +43,7 @@ from ctxeval.plugin import (
     LazyDetails,
     MetricResult,
     Sample,
+    Status,
     policy,
     validators,
 )
@@ -109,11 +110,18 @@ def evidence(steps: Steps, relevant: Relevant, reference: Sequence[str]) -> dict
     return {"steps": len(steps), "found_at_step": found_at, "missing": missing}
 
 
+Value = float | MetricResult
+"""What a metric makes of a sample's steps: the score of its ``ok`` row (its details the
+metric's :meth:`~_SearchMetric.details`), or its whole row."""
+
+
 @attrs.frozen(kw_only=True)
 class _SearchMetric(BaseDeterministicMetric):
     """A metric of the steps against the relevant reference IDs: a subclass writes
-    :meth:`value` (the row of a sample with steps and relevant IDs) and may add to
-    :meth:`details`."""
+    :meth:`value` (the score, or the row, of a sample with steps and relevant IDs) and may
+    add to :meth:`details`. Scored one sample at a time (:meth:`score`), a chunk at a time
+    (:meth:`score_batch`) or, on the fast path, as a column of numbers (:meth:`score_column`,
+    the rows built only when read): the same rows each way."""
 
     requires: ClassVar[tuple[str, ...]] = ("retrieval_steps", "reference_context_ids")
 
@@ -128,12 +136,25 @@ class _SearchMetric(BaseDeterministicMetric):
         steps = _steps(sample)
         if type(steps) is not list:
             return steps  # type: ignore[return-value]
-        return self.value(steps, relevant, sample)
+        value = self.value(steps, relevant, sample)
+        if type(value) is not float:
+            return value  # type: ignore[return-value]
+        return MetricResult.ok(value, details=self._lazy(steps, relevant, sample))
 
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
-        """Every sample as :meth:`score` scores it (one call for a chunk of samples): the
-        usual sample (a plain list of reference IDs, every step with IDs) read inline."""
-        out: list[MetricResult] = []
+        """Every sample as :meth:`score` scores it (one call for a chunk of samples)."""
+        return [
+            MetricResult.ok(value, details=LazyDetails(self.column_details, sample))
+            if type(value) is float
+            else value  # type: ignore[misc]
+            for value, sample in zip(self.score_column(samples), samples, strict=True)
+        ]
+
+    def score_column(self, samples: Sequence[Sample]) -> list[Value]:
+        """Per sample, the score of its ``ok`` row or its whole row, as :meth:`score`
+        scores it: the usual sample (a plain list of reference IDs, every step with IDs)
+        read inline."""
+        out: list[Value] = []
         append, value, score = out.append, self.value, self.score
         plain = self.relevance_level <= 1
         for sample in samples:
@@ -143,10 +164,21 @@ class _SearchMetric(BaseDeterministicMetric):
                 if None not in ids:
                     append(value(ids, frozenset(judged), sample))  # type: ignore[arg-type]
                     continue
-            append(score(sample))
+            row = score(sample)
+            append(row.score if row.status is Status.OK else row)  # type: ignore[arg-type]
         return out
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+    def column_details(self, sample: Sample) -> Mapping[str, Any]:
+        """The details of ``sample``'s ``ok`` row (those :meth:`score` gives it)."""
+        relevant = relevant_ids(sample, self.relevance_level)
+        steps = _steps(sample)
+        assert type(relevant) is frozenset  # (an ok row's sample)
+        assert type(steps) is list
+        return self.details(steps, relevant, sample)
+
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> Value:
+        """The score of the ``ok`` row of a sample with ``steps`` and ``relevant`` IDs, or
+        its row of another status (with :meth:`_lazy` details)."""
         raise NotImplementedError
 
     def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
@@ -165,11 +197,11 @@ class SearchEvidenceRecall(_SearchMetric):
 
     registry_name = "search_evidence_recall"
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> Value:
         left = set(relevant)
         left.difference_update(*steps)
         found = len(relevant) - len(left)
-        return MetricResult.ok(found / len(relevant), details=self._lazy(steps, relevant, sample))
+        return found / len(relevant)
 
 
 @attrs.frozen(kw_only=True)
@@ -180,11 +212,11 @@ class SearchFirstHitStep(_SearchMetric):
 
     registry_name = "search_first_hit_step"
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> Value:
         disjoint = relevant.isdisjoint
         for number, ids in enumerate(steps, 1):
             if not disjoint(ids):
-                return MetricResult.ok(1.0 / number, details=self._lazy(steps, relevant, sample))
+                return 1.0 / number
         return MetricResult.undefined(
             f"nothing relevant found: none of {len(steps)} step(s) returned a relevant ID",
             details=self._lazy(steps, relevant, sample),
@@ -204,12 +236,12 @@ class SearchCallsToFullRecall(_SearchMetric):
 
     registry_name = "search_calls_to_full_recall"
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> Value:
         left = set(relevant)
         for number, ids in enumerate(steps, 1):
             left.difference_update(ids)
             if not left:
-                return MetricResult.ok(1.0 / number, details=self._lazy(steps, relevant, sample))
+                return 1.0 / number
         return MetricResult.undefined(
             f"full recall never reached: {len(relevant) - len(left)} of {len(relevant)} "
             f"relevant ID(s) returned in {len(steps)} step(s)",
@@ -231,13 +263,13 @@ class SearchStepPrecision(_SearchMetric):
 
     registry_name = "search_step_precision"
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> Value:
         precisions = _step_precisions(steps, relevant)
         counted = [p for p in precisions if p is not None]
-        details = self._lazy(steps, relevant, sample)
         if not counted:
+            details = self._lazy(steps, relevant, sample)
             return policy.nothing_retrieved(_RETRIEVED, details=details)
-        return MetricResult.ok(min(sum(counted) / len(counted), 1.0), details=details)
+        return min(sum(counted) / len(counted), 1.0)
 
     def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
         return {
@@ -266,18 +298,32 @@ class SearchRedundancy(BaseDeterministicMetric):
     requires: ClassVar[tuple[str, ...]] = ("retrieval_steps",)
 
     def score(self, sample: Sample) -> MetricResult:
-        steps = _items(sample)
-        # an item counts as new in the first step that returns it, as "again" in the others
-        total = sum(map(len, map(set, steps)))
-        details = LazyDetails(_redundancy_evidence, steps)
-        if not total:
-            return policy.nothing_retrieved("items returned by any step", details=details)
-        distinct = len(set().union(*steps))
-        return MetricResult.ok((total - distinct) / total, details=details)
+        value = self._value(sample)
+        if type(value) is not float:
+            return value  # type: ignore[return-value]
+        return MetricResult.ok(value, details=LazyDetails(self.column_details, sample))
 
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it (one call for a chunk of samples)."""
         return list(map(self.score, samples))
+
+    def score_column(self, samples: Sequence[Sample]) -> list[Value]:
+        """Per sample, the score of its ``ok`` row or its whole row (as :meth:`score`)."""
+        return list(map(self._value, samples))
+
+    def column_details(self, sample: Sample) -> Mapping[str, Any]:
+        """The details of ``sample``'s row: each step's items and those seen before."""
+        return _redundancy_evidence(_items(sample))
+
+    def _value(self, sample: Sample) -> Value:
+        steps = _items(sample)
+        # an item counts as new in the first step that returns it, as "again" in the others
+        total = sum(map(len, map(set, steps)))
+        if not total:
+            details = LazyDetails(_redundancy_evidence, steps)
+            return policy.nothing_retrieved("items returned by any step", details=details)
+        distinct = len(set().union(*steps))
+        return (total - distinct) / total
 
 
 def _items(sample: Sample) -> list[Sequence[str]]:

@@ -59,6 +59,7 @@ __all__ = [
     "PricedLLM",
     "RepeatedJudgement",
     "ReportsProvenance",
+    "ScoresColumn",
     "SpendsResource",
     "TrecEvalAveraging",
 ]
@@ -321,6 +322,26 @@ class HasEmbedder(Protocol):
 
 
 @runtime_checkable
+class ScoresColumn(Protocol):
+    """A deterministic metric that scores a chunk of samples as a column of numbers, for
+    the fast path of a run whose metrics are all deterministic (a built-in pipeline metric
+    does this through its judging; this is the hook for any other metric).
+
+    ``score_column(samples)`` gives, per sample in order, the score of its ``ok`` row as a
+    ``float`` in [0, 1] (no reason, no usage; its details are ``column_details(sample)``,
+    computed only when someone reads them) or the sample's whole row (any other status, or
+    an ``ok`` row with a reason). The fast path keeps the floats as a column and builds no
+    row object for them until one is read. The rows must be those ``score`` gives (status,
+    score to the last bit, reason, details): ctxeval's property tests check its own metrics
+    so. A ``score_column`` that fails, or gives a different number of values, is replaced
+    for that chunk by ``score_batch`` or ``score``."""
+
+    def score_column(self, samples: Sequence[Sample]) -> Sequence[Any]: ...
+
+    def column_details(self, sample: Sample) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
 class TrecEvalAveraging(Protocol):
     """A ranked metric with trec_eval's averaging as an option (``trec_eval_averaging``: a
     query with nothing retrieved scores 0). The command line's ``--trec-eval`` sets it on the
@@ -443,6 +464,7 @@ CALLED_HOOKS: Final[Mapping[str, tuple[type, ...]]] = {
         ReportsProvenance,
         EstimatesMetricCalls,
         EstimatesCallsByModel,
+        ScoresColumn,
     ),
     "ctxeval.matchers": (
         Fingerprinted,

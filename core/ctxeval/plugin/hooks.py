@@ -12,7 +12,8 @@ says who calls the hook and when.
   :class:`EstimatesMetricCalls`, :class:`EstimatesCallsByModel`;
 * the fast path: :class:`MembershipMatcher`, :class:`ItemwiseMatcher`,
   :class:`MatchesBothSides`;
-* metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`;
+* metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`,
+  :class:`ScoresColumn` (a deterministic metric's scores as a column, on the fast path);
 * transports and run-wide objects: :class:`ChecksReady`, :class:`AsyncCloseable`.
 
 ``from ctxeval.plugin.hooks import NeedsLLM``; the same names stay importable from
