@@ -191,3 +191,52 @@ def test_lazy_details_of_a_column_row_are_computed_once_when_read() -> None:
     assert rows[0].details["id"] == "s0"
     assert rows[0].details["id"] == "s0"
     assert calls == ["s0"]
+
+
+@attrs.frozen(kw_only=True)
+class Together(ColumnOf):
+    """Metrics scored together: one ``score_columns`` call per chunk for the group, each
+    metric's column ``offset`` plus 0.1 per call seen so far (so a test sees the calls)."""
+
+    registry_name: ClassVar[str] = "together"
+    offset: float = 0.0
+    calls: list[int] = attrs.field(factory=list, eq=False)
+    group: str = "g"
+
+    def column_group(self) -> str:
+        return self.group
+
+    def score_column(self, samples: Sequence[Sample]) -> list[Any]:
+        return self.score_columns([self], samples)[0]
+
+    def score_columns(self, metrics: Sequence[Any], samples: Sequence[Sample]) -> list[list[Any]]:
+        self.calls.append(len(metrics))
+        if self.fail:
+            raise RuntimeError("broken")
+        return [[m.offset for _ in samples] for m in metrics]
+
+
+def test_metrics_of_one_column_group_are_scored_in_one_call_per_chunk() -> None:
+    calls: list[int] = []
+    first = Together(name="first", offset=0.25, calls=calls)
+    second = Together(name="second", offset=0.75, calls=calls)
+    apart = Together(name="apart", offset=0.5, calls=calls, group="other")
+    data = [{"id": f"s{i}", "user_input": "q"} for i in range(3)]
+    rows = ctxeval.evaluate(data, [first, second, apart]).results
+    assert sorted(calls) == [1, 2]  # the group of two in one call, the other alone
+    assert [(r.metric, r.score) for r in rows[:3]] == [
+        ("first", 0.25),
+        ("second", 0.75),
+        ("apart", 0.5),
+    ]
+    assert rows[1].details == {"by": "column", "question": "q"}
+
+
+def test_a_failing_column_group_falls_back_to_each_metrics_score_batch() -> None:
+    first = Together(name="first", fail=True)
+    second = Together(name="second", fail=True)
+    rows = ctxeval.evaluate([{"id": "s", "user_input": "q"}], [first, second]).results
+    assert [(r.metric, r.score, r.details) for r in rows] == [
+        ("first", 0.5, {"by": "score_batch"}),
+        ("second", 0.5, {"by": "score_batch"}),
+    ]

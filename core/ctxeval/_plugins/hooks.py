@@ -60,6 +60,7 @@ __all__ = [
     "RepeatedJudgement",
     "ReportsProvenance",
     "ScoresColumn",
+    "ScoresColumnsTogether",
     "SpendsResource",
     "TrecEvalAveraging",
 ]
@@ -342,6 +343,24 @@ class ScoresColumn(Protocol):
 
 
 @runtime_checkable
+class ScoresColumnsTogether(ScoresColumn, Protocol):
+    """A :class:`ScoresColumn` metric that can score the columns of several metrics in one
+    pass over the samples (several measures of the same judgement: the ``search_*``
+    metrics find where each relevant ID was first returned once for all of them).
+
+    The metrics of a run with equal ``column_group()`` (and equal ``requires``) are scored
+    by one call ``score_columns(metrics, samples)`` on the first of them: per metric, in
+    the order given, what its own ``score_column(samples)`` would give. A call that fails
+    falls back to each metric's ``score_batch``."""
+
+    def column_group(self) -> Any: ...
+
+    def score_columns(
+        self, metrics: Sequence[Any], samples: Sequence[Sample]
+    ) -> Sequence[Sequence[Any]]: ...
+
+
+@runtime_checkable
 class TrecEvalAveraging(Protocol):
     """A ranked metric with trec_eval's averaging as an option (``trec_eval_averaging``: a
     query with nothing retrieved scores 0). The command line's ``--trec-eval`` sets it on the
@@ -465,6 +484,7 @@ CALLED_HOOKS: Final[Mapping[str, tuple[type, ...]]] = {
         EstimatesMetricCalls,
         EstimatesCallsByModel,
         ScoresColumn,
+        ScoresColumnsTogether,
     ),
     "ctxeval.matchers": (
         Fingerprinted,

@@ -35,6 +35,7 @@ from ctxeval._data.loading import SampleStream
 from ctxeval._data.sample import Sample
 from ctxeval._errors import DataError, InvalidResultError
 from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
+from ctxeval._plugins.hooks import ScoresColumnsTogether
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.collector import collector_paused
 from ctxeval._results.columns import Column, RowBlock, Source
@@ -308,11 +309,12 @@ async def _score_batches(
         for group in groups
     ]
     calls += [
-        functools.partial(_score_column, run, p, columns[p], todo[p][0], ids) for p in columned
+        functools.partial(_score_columns, run, group, columns, todo[group[0]][0], ids)
+        for group in columned
     ]
     calls += [run.batch_scorer(p) for p in batched]
-    inputs = [todo[group[0]][1] for group in groups]
-    inputs += [todo[p][1] for p in columned] + [todo[p][1] for p in batched]
+    inputs = [todo[group[0]][1] for group in groups + columned]
+    inputs += [todo[p][1] for p in batched]
     made = await call_sync(calls, inputs)
     split = len(groups) + len(columned)
     results: list[Sequence[object] | None] = [None] * len(run.metrics)
@@ -320,22 +322,18 @@ async def _score_batches(
         results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
     scored: set[int] = set()  # the metrics whose column a group or score_column filled
     retry: list[int] = []
-    for group, outcome in zip(groups, made[: len(groups)], strict=True):
+    for number, (group, outcome) in enumerate(zip(groups + columned, made[:split], strict=True)):
         if isinstance(outcome, list):
             for position, column in zip(group, outcome, strict=True):
                 columns[position] = column
             scored.update(group)
-        else:  # each metric as its own batch that failed or was cut (then not batched again)
-            for position in group:
+            continue
+        for position in group:  # each its own score_batch: the group's call failed or was cut
+            if number < len(groups):
                 _batch_results(run, position, outcome, len(todo[position][1]))
-            retry += [p for p in group if run.batch_score[p] is not None]
-    for position, outcome in zip(columned, made[len(groups) : split], strict=True):
-        if isinstance(outcome, Column):
-            columns[position] = outcome
-            scored.add(position)
-        else:
-            _column_failed(run, position, outcome, len(todo[position][1]))
-            retry += [position] if run.batch_score[position] is not None else []
+            else:
+                _column_failed(run, position, outcome, len(todo[position][1]))
+        retry += [p for p in group if run.batch_score[p] is not None]
     if retry:  # each its own score_batch
         made = await call_sync([run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry])
         for position, outcome in zip(retry, made, strict=True):
@@ -343,17 +341,23 @@ async def _score_batches(
     return results, scored
 
 
-def _batch_calls(run: Run, todo: _Todo) -> tuple[list[list[int]], list[int], list[int]]:
+def _batch_calls(run: Run, todo: _Todo) -> tuple[list[list[int]], list[list[int]], list[int]]:
     """The metrics (positions) to score a chunk in batches: the groups that judge alike (by
-    judging key), those that score a column, the others with a ``score_batch``."""
+    judging key), the groups that score their columns together (by column group; a metric
+    alone otherwise), the others with a ``score_batch``."""
     groups: dict[tuple[object, ...], list[int]] = {}
-    columned: list[int] = []
+    columned: dict[object, list[int]] = {}
     batched: list[int] = []
     for position, (_, some) in enumerate(todo):
         if not some:
             continue
-        if run.column_score[position] is not None:
-            columned.append(position)
+        scorer = run.column_score[position]
+        if scorer is not None:
+            requires = tuple(run.metrics[position].requires)
+            group: object = position  # (alone)
+            if isinstance(scorer, ScoresColumnsTogether):
+                group = (scorer.column_group(), requires)
+            columned.setdefault(group, []).append(position)
             continue
         if run.batch_score[position] is None:
             continue
@@ -362,7 +366,7 @@ def _batch_calls(run: Run, todo: _Todo) -> tuple[list[list[int]], list[int], lis
             batched.append(position)
         else:
             groups.setdefault((key, tuple(run.metrics[position].requires)), []).append(position)
-    return list(groups.values()), columned, batched
+    return list(groups.values()), list(columned.values()), batched
 
 
 async def _score_one_by_one(
@@ -432,22 +436,47 @@ def _score_group(
     return out
 
 
-def _score_column(
+def _score_columns(
+    run: Run,
+    group: list[int],
+    columns: list[Column],
+    positions: list[int],
+    ids: list[str],
+    samples: list[Sample],
+) -> list[Column]:
+    """The columns of the metrics at ``group`` (:class:`~ctxeval.plugin.hooks.ScoresColumn`;
+    several: one ``score_columns`` call for them all) for ``samples`` (at ``positions`` of
+    the chunk), in the run's worker thread."""
+    first = run.column_score[group[0]]
+    assert first is not None
+    if len(group) == 1:
+        made: Sequence[Sequence[object]] = [first.score_column(samples)]
+    else:
+        assert isinstance(first, ScoresColumnsTogether)
+        made = first.score_columns([run.metrics[p] for p in group], samples)
+        if len(made) != len(group):
+            raise ValueError(f"score_columns() gave {len(made)} column(s) for {len(group)}")
+    return [
+        _filled(run, position, columns[position], values, positions, ids, samples)
+        for position, values in zip(group, made, strict=True)
+    ]
+
+
+def _filled(
     run: Run,
     position: int,
     column: Column,
+    values: Sequence[object],
     positions: list[int],
     ids: list[str],
     samples: list[Sample],
 ) -> Column:
-    """The column of the metric at ``position`` (:class:`~ctxeval.plugin.hooks.ScoresColumn`)
-    for ``samples`` (at ``positions`` of the chunk), in the run's worker thread: its ``ok``
+    """The column of the metric at ``position`` from ``values`` (one per sample): its ``ok``
     floats as scores, its other values as rows (checked and labelled as any row); the rows
     of samples lacking a field are copied from ``column``, which it does not change."""
     scorer = run.column_score[position]
     assert scorer is not None
     metric = run.metrics[position]
-    values = scorer.score_column(samples)
     if len(values) != len(samples):
         raise ValueError(f"score_column() gave {len(values)} value(s) for {len(samples)}")
     evidence = scorer.column_details

@@ -13,7 +13,8 @@ says who calls the hook and when.
 * the fast path: :class:`MembershipMatcher`, :class:`ItemwiseMatcher`,
   :class:`MatchesBothSides`;
 * metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`,
-  :class:`ScoresColumn` (a deterministic metric's scores as a column, on the fast path);
+  :class:`ScoresColumn` (a deterministic metric's scores as a column, on the fast path) and
+  :class:`ScoresColumnsTogether` (several such metrics in one pass);
 * transports and run-wide objects: :class:`ChecksReady`, :class:`AsyncCloseable`.
 
 ``from ctxeval.plugin.hooks import NeedsLLM``; the same names stay importable from
