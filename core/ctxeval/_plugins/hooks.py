@@ -61,6 +61,7 @@ __all__ = [
     "ReportsProvenance",
     "ScoresColumn",
     "ScoresColumnsTogether",
+    "SharesCalls",
     "SpendsResource",
     "TrecEvalAveraging",
 ]
@@ -251,6 +252,17 @@ class EstimatesCallsByModel(Protocol):
     ``llm=``). The dry run prefers it, to price each judge of a jury at its own price."""
 
     def estimate_calls_by_model(self, sample: Sample) -> dict[str | None, list[int]]: ...
+
+
+@runtime_checkable
+class SharesCalls(Protocol):
+    """A metric whose LLM requests other metrics of a run send alike (several measures of one
+    judgement: the ``context_nugget_recall`` variants, ``claim_recall`` and
+    ``claim_context_precision``): metrics with equal ``shared_calls_key()`` send them once
+    (the run shares the answers), so ``ctxeval evaluate --dry-run`` counts them once, under
+    the first such metric of the run."""
+
+    def shared_calls_key(self) -> Any: ...
 
 
 # --- matchers on the fast path ----------------------------------------------------------------
@@ -483,6 +495,7 @@ CALLED_HOOKS: Final[Mapping[str, tuple[type, ...]]] = {
         ReportsProvenance,
         EstimatesMetricCalls,
         EstimatesCallsByModel,
+        SharesCalls,
         ScoresColumn,
         ScoresColumnsTogether,
     ),

@@ -9,7 +9,7 @@ says who calls the hook and when.
   :class:`MetersUsage`, :class:`RepeatedJudgement`;
 * the dry-run estimate: :class:`EstimatesExtractorCalls`, :class:`EstimatesMatcherCalls`,
   :class:`EstimatesAttributorCalls`, :class:`EstimatesCallsByJudge`,
-  :class:`EstimatesMetricCalls`, :class:`EstimatesCallsByModel`;
+  :class:`EstimatesMetricCalls`, :class:`EstimatesCallsByModel`, :class:`SharesCalls`;
 * the fast path: :class:`MembershipMatcher`, :class:`ItemwiseMatcher`,
   :class:`MatchesBothSides`;
 * metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`,
