@@ -155,3 +155,43 @@ def test_a_prompt_the_estimate_refuses_is_counted_by_the_server(llama: tuple[str
     assert row.usage.requests >= 1
     after = log.read_text().count('"POST /extras/tokenize/count HTTP/1.1" 200')
     assert after == before + 1  # counted once, by the server
+
+
+def test_the_nugget_and_claim_metrics_against_a_real_llama_server(
+    llama: tuple[str, Path],
+) -> None:
+    """#55's LLM metrics on the real server: nuggets written by the model (one sample) or
+    given by the sample (the other: no extraction), each sample's nuggets judged in one
+    request; claims extracted and checked against each chunk. Every row is ok, undefined or
+    an error with a reason, and the rows count the requests the server answered."""
+    url, log = llama
+    before = len(re.findall(r'"POST /v1/chat/completions HTTP/1\.1"', log.read_text()))
+    given, written = _samples()[:2]
+    given["nuggets"] = [
+        {"text": str(given["reference"]), "importance": "vital"},
+        {"text": "The answer names a place.", "importance": "okay"},
+    ]
+    llm = LLMConfig(model="openai/smollm2", api_base=url)
+    metrics = ["context_nugget_recall", "claim_recall", "claim_context_precision"]
+    ev = ctxeval.evaluate([given, written], metrics, llm=llm)
+
+    assert len(ev.results) == 2 * len(metrics)
+    for row in ev.results:
+        assert row.status in (Status.OK, Status.UNDEFINED, Status.ERROR)
+        if row.status is Status.ERROR:
+            assert row.reason, row
+    assert [r for r in ev.results if r.status is not Status.ERROR], [r.reason for r in ev.results]
+    nugget_rows = {r.sample_id: r for r in ev.results if r.metric == "context_nugget_recall"}
+    first = nugget_rows[str(given["id"])]
+    if first.status is not Status.ERROR:
+        # both nuggets judged in one request, none written: a request per attempt (this
+        # model's answer may fall short of a label per nugget, and is then asked again)
+        assert first.details["nuggets_from"] == "given", first.details
+        assert len(first.details["nuggets"]) == 2, first.details
+        assert first.usage.requests == 1 + first.usage.retries, (first.usage, first.details)
+    statuses = [
+        int(m.group(1))
+        for m in re.finditer(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})', log.read_text())
+    ][before:]
+    assert not [s for s in statuses if s >= 400], statuses  # no request refused
+    assert sum(r.usage.requests for r in ev.results) == len(statuses)

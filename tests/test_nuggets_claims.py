@@ -311,6 +311,34 @@ def test_dry_run_counts_the_new_calls(
     assert len(metric.estimate_calls(one)) == 2  # (the nuggets are not known before)
 
 
+def test_dry_run_counts_shared_requests_once_as_the_run_sends_them(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d.jsonl"
+    rows = [
+        sample(id=str(i), user_input=f"{QUESTION} ({i})", retrieved_contexts=CHUNKS)
+        for i in range(5)
+    ]  # (alike samples would share their requests in the run too)
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["evaluate", str(data), "--model", "openai/gpt-4o-mini", "--api-base", server.url]
+    for variant in NUGGET_VARIANTS:
+        args += ["-m", f"context_nugget_recall:variant={variant}"]
+    args += ["-m", "claim_recall", "-m", "claim_context_precision"]
+    assert main([*args, "--dry-run"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    # per sample: nuggets 1 + support 1, for the six variants; claims 1 + 4 checks, for both
+    assert "35 LLM calls" in printed
+    assert "claim_context_precision: shares the requests of claim_recall (sent once)" in printed
+    assert (
+        "context_nugget_recall_all: shares the requests of context_nugget_recall (sent once)"
+        in printed
+    )
+    assert server.count == 0
+    assert main([*args, "--no-cache", "--out", str(tmp_path / "run")]) == 0
+    assert server.count == 35  # what the dry run said (shared within a sample, not cached)
+    capsys.readouterr()
+
+
 # --- claims ------------------------------------------------------------------------------------
 
 

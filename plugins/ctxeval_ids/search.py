@@ -43,6 +43,7 @@ from ctxeval.plugin import (
     LazyDetails,
     MetricResult,
     Sample,
+    Status,
     policy,
     validators,
 )
@@ -109,13 +110,48 @@ def evidence(steps: Steps, relevant: Relevant, reference: Sequence[str]) -> dict
     return {"steps": len(steps), "found_at_step": found_at, "missing": missing}
 
 
+Value = float | MetricResult
+"""What a metric makes of a sample's steps: the score of its ``ok`` row (its details the
+metric's :meth:`~_SearchMetric.details`), or its whole row."""
+
+
+class Found:
+    """What the steps of one sample found, judged once for every ``search_*`` metric of a
+    run: the steps' IDs, the relevant IDs, the step (1-based) where each relevant ID was
+    first returned (``first``, in no particular order) and, when asked for, each step's
+    precision (``precisions``, see :func:`_step_precisions`)."""
+
+    __slots__ = ("first", "precisions", "relevant", "steps")
+
+    def __init__(self, steps: Steps, relevant: Relevant, *, precisions: bool) -> None:
+        self.steps = steps
+        self.relevant = relevant
+        first: dict[str, int] = {}
+        each: list[float | None] = []
+        intersection = relevant.intersection
+        for number, ids in enumerate(steps, 1):
+            hits = intersection(ids)
+            for i in hits:
+                first.setdefault(i, number)
+            if precisions:
+                unique = len(set(ids))
+                each.append(len(hits) / unique if unique else None)
+        self.first = first
+        self.precisions = each
+
+
 @attrs.frozen(kw_only=True)
 class _SearchMetric(BaseDeterministicMetric):
     """A metric of the steps against the relevant reference IDs: a subclass writes
-    :meth:`value` (the row of a sample with steps and relevant IDs) and may add to
-    :meth:`details`."""
+    :meth:`measure` (the score, or the row, of a sample from what its steps :class:`Found`)
+    and may add to :meth:`details`. Scored one sample at a time (:meth:`score`), a chunk at
+    a time (:meth:`score_batch`) or, on the fast path, as columns of numbers judged once
+    for all the ``search_*`` metrics of a run (:meth:`score_columns`, the rows built only
+    when read): the same rows each way."""
 
     requires: ClassVar[tuple[str, ...]] = ("retrieval_steps", "reference_context_ids")
+    uses_precisions: ClassVar[bool] = False
+    """Whether :meth:`measure` reads :attr:`Found.precisions`."""
 
     relevance_level: int = attrs.field(default=1, validator=validators.positive_int)
     """For graded reference IDs: the least grade that counts as relevant (trec_eval's
@@ -128,25 +164,66 @@ class _SearchMetric(BaseDeterministicMetric):
         steps = _steps(sample)
         if type(steps) is not list:
             return steps  # type: ignore[return-value]
-        return self.value(steps, relevant, sample)
+        found = Found(steps, relevant, precisions=self.uses_precisions)
+        value = self.measure(found, sample)
+        if type(value) is not float:
+            return value  # type: ignore[return-value]
+        return MetricResult.ok(value, details=self._lazy(steps, relevant, sample))
 
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
-        """Every sample as :meth:`score` scores it (one call for a chunk of samples): the
-        usual sample (a plain list of reference IDs, every step with IDs) read inline."""
-        out: list[MetricResult] = []
-        append, value, score = out.append, self.value, self.score
+        """Every sample as :meth:`score` scores it (one call for a chunk of samples)."""
+        return [
+            MetricResult.ok(value, details=LazyDetails(self.column_details, sample))
+            if type(value) is float
+            else value  # type: ignore[misc]
+            for value, sample in zip(self.score_column(samples), samples, strict=True)
+        ]
+
+    def score_column(self, samples: Sequence[Sample]) -> Sequence[Value]:
+        """Per sample, the score of its ``ok`` row or its whole row, as :meth:`score`
+        scores it."""
+        return self.score_columns([self], samples)[0]
+
+    def column_group(self) -> tuple[str, int]:
+        """The ``search_*`` metrics of one relevance level are judged together."""
+        return ("search_steps", self.relevance_level)
+
+    def score_columns(self, metrics: Sequence[Any], samples: Sequence[Sample]) -> list[list[Value]]:
+        """The columns of ``metrics`` (``search_*`` metrics of this relevance level), each
+        sample's steps judged once for them all: the usual sample (a plain list of reference
+        IDs, every step with IDs) read inline, the others through each metric's
+        :meth:`score`."""
+        columns: list[list[Value]] = [[] for _ in metrics]
+        appends = [column.append for column in columns]
+        measures = [metric.measure for metric in metrics]
+        pairs = list(zip(measures, appends, strict=True))
+        precisions = any(metric.uses_precisions for metric in metrics)
         plain = self.relevance_level <= 1
         for sample in samples:
             judged, steps = sample.reference_context_ids, sample.retrieval_steps
             if plain and steps and judged and type(judged) is tuple:
                 ids = [step[1] for step in steps]  # (retrieved_context_ids)
                 if None not in ids:
-                    append(value(ids, frozenset(judged), sample))  # type: ignore[arg-type]
+                    found = Found(ids, frozenset(judged), precisions=precisions)  # type: ignore[arg-type]
+                    for measure, append in pairs:
+                        append(measure(found, sample))
                     continue
-            append(score(sample))
-        return out
+            for metric, append in zip(metrics, appends, strict=True):
+                row = metric.score(sample)
+                append(row.score if row.status is Status.OK else row)
+        return columns
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
+    def column_details(self, sample: Sample) -> Mapping[str, Any]:
+        """The details of ``sample``'s ``ok`` row (those :meth:`score` gives it)."""
+        relevant = relevant_ids(sample, self.relevance_level)
+        steps = _steps(sample)
+        assert type(relevant) is frozenset  # (an ok row's sample)
+        assert type(steps) is list
+        return self.details(steps, relevant, sample)
+
+    def measure(self, found: Found, sample: Sample) -> Value:
+        """The score of the ``ok`` row of ``sample``, whose steps :class:`Found` ``found``,
+        or its row of another status (with :meth:`_lazy` details)."""
         raise NotImplementedError
 
     def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
@@ -165,11 +242,8 @@ class SearchEvidenceRecall(_SearchMetric):
 
     registry_name = "search_evidence_recall"
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
-        left = set(relevant)
-        left.difference_update(*steps)
-        found = len(relevant) - len(left)
-        return MetricResult.ok(found / len(relevant), details=self._lazy(steps, relevant, sample))
+    def measure(self, found: Found, sample: Sample) -> Value:
+        return len(found.first) / len(found.relevant)
 
 
 @attrs.frozen(kw_only=True)
@@ -180,14 +254,12 @@ class SearchFirstHitStep(_SearchMetric):
 
     registry_name = "search_first_hit_step"
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
-        disjoint = relevant.isdisjoint
-        for number, ids in enumerate(steps, 1):
-            if not disjoint(ids):
-                return MetricResult.ok(1.0 / number, details=self._lazy(steps, relevant, sample))
+    def measure(self, found: Found, sample: Sample) -> Value:
+        if found.first:
+            return 1.0 / min(found.first.values())
         return MetricResult.undefined(
-            f"nothing relevant found: none of {len(steps)} step(s) returned a relevant ID",
-            details=self._lazy(steps, relevant, sample),
+            f"nothing relevant found: none of {len(found.steps)} step(s) returned a relevant ID",
+            details=self._lazy(found.steps, found.relevant, sample),
         )
 
     def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
@@ -204,16 +276,14 @@ class SearchCallsToFullRecall(_SearchMetric):
 
     registry_name = "search_calls_to_full_recall"
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
-        left = set(relevant)
-        for number, ids in enumerate(steps, 1):
-            left.difference_update(ids)
-            if not left:
-                return MetricResult.ok(1.0 / number, details=self._lazy(steps, relevant, sample))
+    def measure(self, found: Found, sample: Sample) -> Value:
+        first, relevant = found.first, found.relevant
+        if len(first) == len(relevant):
+            return 1.0 / max(first.values())
         return MetricResult.undefined(
-            f"full recall never reached: {len(relevant) - len(left)} of {len(relevant)} "
-            f"relevant ID(s) returned in {len(steps)} step(s)",
-            details=self._lazy(steps, relevant, sample),
+            f"full recall never reached: {len(first)} of {len(relevant)} "
+            f"relevant ID(s) returned in {len(found.steps)} step(s)",
+            details=self._lazy(found.steps, relevant, sample),
         )
 
     def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
@@ -230,14 +300,14 @@ class SearchStepPrecision(_SearchMetric):
     a step that returned nothing). ``undefined`` when no step returned anything."""
 
     registry_name = "search_step_precision"
+    uses_precisions: ClassVar[bool] = True
 
-    def value(self, steps: Steps, relevant: Relevant, sample: Sample) -> MetricResult:
-        precisions = _step_precisions(steps, relevant)
-        counted = [p for p in precisions if p is not None]
-        details = self._lazy(steps, relevant, sample)
+    def measure(self, found: Found, sample: Sample) -> Value:
+        counted = [p for p in found.precisions if p is not None]
         if not counted:
+            details = self._lazy(found.steps, found.relevant, sample)
             return policy.nothing_retrieved(_RETRIEVED, details=details)
-        return MetricResult.ok(min(sum(counted) / len(counted), 1.0), details=details)
+        return min(sum(counted) / len(counted), 1.0)
 
     def details(self, steps: Steps, relevant: Relevant, sample: Sample) -> Mapping[str, Any]:
         return {
@@ -248,11 +318,7 @@ class SearchStepPrecision(_SearchMetric):
 
 def _step_precisions(steps: Steps, relevant: Relevant) -> list[float | None]:
     """Each step's relevant IDs / IDs (each ID once); None for a step that returned none."""
-    out: list[float | None] = []
-    for ids in steps:
-        unique = set(ids)
-        out.append(len(unique.intersection(relevant)) / len(unique) if unique else None)
-    return out
+    return Found(steps, relevant, precisions=True).precisions
 
 
 @attrs.frozen(kw_only=True)
@@ -266,18 +332,32 @@ class SearchRedundancy(BaseDeterministicMetric):
     requires: ClassVar[tuple[str, ...]] = ("retrieval_steps",)
 
     def score(self, sample: Sample) -> MetricResult:
-        steps = _items(sample)
-        # an item counts as new in the first step that returns it, as "again" in the others
-        total = sum(map(len, map(set, steps)))
-        details = LazyDetails(_redundancy_evidence, steps)
-        if not total:
-            return policy.nothing_retrieved("items returned by any step", details=details)
-        distinct = len(set().union(*steps))
-        return MetricResult.ok((total - distinct) / total, details=details)
+        value = self._value(sample)
+        if type(value) is not float:
+            return value  # type: ignore[return-value]
+        return MetricResult.ok(value, details=LazyDetails(self.column_details, sample))
 
     def score_batch(self, samples: Sequence[Sample]) -> list[MetricResult]:
         """Every sample as :meth:`score` scores it (one call for a chunk of samples)."""
         return list(map(self.score, samples))
+
+    def score_column(self, samples: Sequence[Sample]) -> list[Value]:
+        """Per sample, the score of its ``ok`` row or its whole row (as :meth:`score`)."""
+        return list(map(self._value, samples))
+
+    def column_details(self, sample: Sample) -> Mapping[str, Any]:
+        """The details of ``sample``'s row: each step's items and those seen before."""
+        return _redundancy_evidence(_items(sample))
+
+    def _value(self, sample: Sample) -> Value:
+        steps = _items(sample)
+        # an item counts as new in the first step that returns it, as "again" in the others
+        total = sum(map(len, map(set, steps)))
+        if not total:
+            details = LazyDetails(_redundancy_evidence, steps)
+            return policy.nothing_retrieved("items returned by any step", details=details)
+        distinct = len(set().union(*steps))
+        return (total - distinct) / total
 
 
 def _items(sample: Sample) -> list[Sequence[str]]:

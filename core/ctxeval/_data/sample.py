@@ -359,9 +359,10 @@ def _plain_steps(value: list[Any] | tuple[Any, ...]) -> tuple[RetrievalStep, ...
     values already have their final type (what a JSON line holds: ASCII strings, lists of
     them); None when one needs converting or checking (the converters then say what is
     wrong). A file of many-step samples spends most of its loading time here."""
-    out = []
+    out: list[RetrievalStep] = []
+    append = out.append
     for item in value:
-        if type(item) is not dict or len(item) > 3:
+        if type(item) is not dict:
             return None
         query = item.get("query")
         ids = item.get("retrieved_context_ids")
@@ -380,6 +381,9 @@ def _plain_steps(value: list[Any] | tuple[Any, ...]) -> tuple[RetrievalStep, ...
             if not joined.isascii() or len(joined) > MAX_ID_LENGTH:
                 return None
             ids = tuple(ids)
+            if texts is None:  # (the usual step: a query and its IDs)
+                append(_new_step(RetrievalStep, (query, ids, None)))
+                continue
         if texts is not None:
             if type(texts) is not list:
                 return None
@@ -393,7 +397,7 @@ def _plain_steps(value: list[Any] | tuple[Any, ...]) -> tuple[RetrievalStep, ...
             ids is not None and texts is not None and len(ids) != len(texts)
         ):
             return None
-        out.append(_new_step(RetrievalStep, (query, ids, texts)))
+        append(_new_step(RetrievalStep, (query, ids, texts)))
     return tuple(out)
 
 

@@ -59,6 +59,9 @@ __all__ = [
     "PricedLLM",
     "RepeatedJudgement",
     "ReportsProvenance",
+    "ScoresColumn",
+    "ScoresColumnsTogether",
+    "SharesCalls",
     "SpendsResource",
     "TrecEvalAveraging",
 ]
@@ -251,6 +254,17 @@ class EstimatesCallsByModel(Protocol):
     def estimate_calls_by_model(self, sample: Sample) -> dict[str | None, list[int]]: ...
 
 
+@runtime_checkable
+class SharesCalls(Protocol):
+    """A metric whose LLM requests other metrics of a run send alike (several measures of one
+    judgement: the ``context_nugget_recall`` variants, ``claim_recall`` and
+    ``claim_context_precision``): metrics with equal ``shared_calls_key()`` send them once
+    (the run shares the answers), so ``ctxeval evaluate --dry-run`` counts them once, under
+    the first such metric of the run."""
+
+    def shared_calls_key(self) -> Any: ...
+
+
 # --- matchers on the fast path ----------------------------------------------------------------
 
 
@@ -318,6 +332,44 @@ class HasEmbedder(Protocol):
 
     @property
     def embedder(self) -> Any: ...
+
+
+@runtime_checkable
+class ScoresColumn(Protocol):
+    """A deterministic metric that scores a chunk of samples as a column of numbers, for
+    the fast path of a run whose metrics are all deterministic (a built-in pipeline metric
+    does this through its judging; this is the hook for any other metric).
+
+    ``score_column(samples)`` gives, per sample in order, the score of its ``ok`` row as a
+    ``float`` in [0, 1] (no reason, no usage; its details are ``column_details(sample)``,
+    computed only when someone reads them) or the sample's whole row (any other status, or
+    an ``ok`` row with a reason). The fast path keeps the floats as a column and builds no
+    row object for them until one is read. The rows must be those ``score`` gives (status,
+    score to the last bit, reason, details): ctxeval's property tests check its own metrics
+    so. A ``score_column`` that fails, or gives a different number of values, is replaced
+    for that chunk by ``score_batch`` or ``score``."""
+
+    def score_column(self, samples: Sequence[Sample]) -> Sequence[Any]: ...
+
+    def column_details(self, sample: Sample) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class ScoresColumnsTogether(ScoresColumn, Protocol):
+    """A :class:`ScoresColumn` metric that can score the columns of several metrics in one
+    pass over the samples (several measures of the same judgement: the ``search_*``
+    metrics find where each relevant ID was first returned once for all of them).
+
+    The metrics of a run with equal ``column_group()`` (and equal ``requires``) are scored
+    by one call ``score_columns(metrics, samples)`` on the first of them: per metric, in
+    the order given, what its own ``score_column(samples)`` would give. A call that fails
+    falls back to each metric's ``score_batch``."""
+
+    def column_group(self) -> Any: ...
+
+    def score_columns(
+        self, metrics: Sequence[Any], samples: Sequence[Sample]
+    ) -> Sequence[Sequence[Any]]: ...
 
 
 @runtime_checkable
@@ -443,6 +495,9 @@ CALLED_HOOKS: Final[Mapping[str, tuple[type, ...]]] = {
         ReportsProvenance,
         EstimatesMetricCalls,
         EstimatesCallsByModel,
+        SharesCalls,
+        ScoresColumn,
+        ScoresColumnsTogether,
     ),
     "ctxeval.matchers": (
         Fingerprinted,

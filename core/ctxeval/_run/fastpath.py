@@ -25,7 +25,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -34,11 +34,12 @@ import anyio.lowlevel
 from ctxeval._data.collector import collector_paused
 from ctxeval._data.loading import SampleStream
 from ctxeval._data.sample import Sample
-from ctxeval._errors import DataError
+from ctxeval._errors import DataError, InvalidResultError
 from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
+from ctxeval._plugins.hooks import ScoresColumnsTogether
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.columns import Column, RowBlock, Source
-from ctxeval._results.results import MetricResult
+from ctxeval._results.results import LazyDetails, MetricResult
 from ctxeval._run.rows import (
     SampleInput,
     checked,
@@ -299,44 +300,73 @@ async def _score_batches(
     run: Run, call_sync: _CallSync, todo: _Todo, columns: list[Column], ids: list[str]
 ) -> tuple[list[Sequence[object] | None], set[int]]:
     """Score with ``score_batch`` (one call per group of metrics judging alike, one per
-    other metric; a failed group's metrics then each alone): per metric, its results or
-    None; and the metrics whose column their group filled in ``columns``."""
-    groups: dict[tuple[object, ...], list[int]] = {}  # metrics judging alike, by judging key
-    batched: list[int] = []  # the others with a score_batch
+    metric scoring a column, one per other metric; a failed group's or column's metrics then
+    each with its own ``score_batch``): per metric, its results or None; and the metrics
+    whose column a group or ``score_column`` filled in ``columns``."""
+    groups, columned, batched = _batch_calls(run, todo)
+    calls: list[Callable[[list[Sample]], object]] = [
+        functools.partial(_score_group, run, group, columns, todo[group[0]][0], ids)
+        for group in groups
+    ]
+    calls += [
+        functools.partial(_score_columns, run, group, columns, todo[group[0]][0], ids)
+        for group in columned
+    ]
+    calls += [run.batch_scorer(p) for p in batched]
+    inputs = [todo[group[0]][1] for group in groups + columned]
+    inputs += [todo[p][1] for p in batched]
+    made = await call_sync(calls, inputs)
+    split = len(groups) + len(columned)
+    results: list[Sequence[object] | None] = [None] * len(run.metrics)
+    for position, outcome in zip(batched, made[split:], strict=True):
+        results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
+    scored: set[int] = set()  # the metrics whose column a group or score_column filled
+    retry: list[int] = []
+    for number, (group, outcome) in enumerate(zip(groups + columned, made[:split], strict=True)):
+        if isinstance(outcome, list):
+            for position, column in zip(group, outcome, strict=True):
+                columns[position] = column
+            scored.update(group)
+            continue
+        for position in group:  # each its own score_batch: the group's call failed or was cut
+            if number < len(groups):
+                _batch_results(run, position, outcome, len(todo[position][1]))
+            else:
+                _column_failed(run, position, outcome, len(todo[position][1]))
+        retry += [p for p in group if run.batch_score[p] is not None]
+    if retry:  # each its own score_batch
+        made = await call_sync([run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry])
+        for position, outcome in zip(retry, made, strict=True):
+            results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
+    return results, scored
+
+
+def _batch_calls(run: Run, todo: _Todo) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """The metrics (positions) to score a chunk in batches: the groups that judge alike (by
+    judging key), the groups that score their columns together (by column group; a metric
+    alone otherwise), the others with a ``score_batch``."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    columned: dict[object, list[int]] = {}
+    batched: list[int] = []
     for position, (_, some) in enumerate(todo):
-        if not some or run.batch_score[position] is None:
+        if not some:
+            continue
+        scorer = run.column_score[position]
+        if scorer is not None:
+            requires = tuple(run.metrics[position].requires)
+            group: object = position  # (alone)
+            if isinstance(scorer, ScoresColumnsTogether):
+                group = (scorer.column_group(), requires)
+            columned.setdefault(group, []).append(position)
+            continue
+        if run.batch_score[position] is None:
             continue
         key = run.judging_keys[position]
         if key is None:
             batched.append(position)
         else:
             groups.setdefault((key, tuple(run.metrics[position].requires)), []).append(position)
-    calls: list[Callable[[list[Sample]], object]] = [
-        functools.partial(_score_group, run, group, columns, todo[group[0]][0], ids)
-        for group in groups.values()
-    ]
-    calls += [run.batch_scorer(p) for p in batched]
-    inputs = [todo[group[0]][1] for group in groups.values()] + [todo[p][1] for p in batched]
-    made = await call_sync(calls, inputs)
-    results: list[Sequence[object] | None] = [None] * len(run.metrics)
-    for position, outcome in zip(batched, made[len(groups) :], strict=True):
-        results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
-    scored: set[int] = set()  # the metrics whose column a group filled
-    retry: list[int] = []
-    for group, outcome in zip(groups.values(), made, strict=False):
-        if isinstance(outcome, list):
-            for position, column in zip(group, outcome, strict=True):
-                columns[position] = column
-            scored.update(group)
-        else:  # each metric as its own batch that failed or was cut (then not batched again)
-            for position in group:
-                _batch_results(run, position, outcome, len(todo[position][1]))
-            retry += [p for p in group if run.batch_score[p] is not None]
-    if retry:  # the metrics of a failed group: each its own score_batch
-        made = await call_sync([run.batch_scorer(p) for p in retry], [todo[p][1] for p in retry])
-        for position, outcome in zip(retry, made, strict=True):
-            results[position] = _batch_results(run, position, outcome, len(todo[position][1]))
-    return results, scored
+    return list(groups.values()), list(columned.values()), batched
 
 
 async def _score_one_by_one(
@@ -404,6 +434,95 @@ def _score_group(
         metric.fill_column(column, samples, judged, positions, ids)
         out.append(column)
     return out
+
+
+def _score_columns(
+    run: Run,
+    group: list[int],
+    columns: list[Column],
+    positions: list[int],
+    ids: list[str],
+    samples: list[Sample],
+) -> list[Column]:
+    """The columns of the metrics at ``group`` (:class:`~ctxeval.plugin.hooks.ScoresColumn`;
+    several: one ``score_columns`` call for them all) for ``samples`` (at ``positions`` of
+    the chunk), in the run's worker thread."""
+    first = run.column_score[group[0]]
+    assert first is not None
+    if len(group) == 1:
+        made: Sequence[Sequence[object]] = [first.score_column(samples)]
+    else:
+        assert isinstance(first, ScoresColumnsTogether)
+        made = first.score_columns([run.metrics[p] for p in group], samples)
+        if len(made) != len(group):
+            raise ValueError(f"score_columns() gave {len(made)} column(s) for {len(group)}")
+    return [
+        _filled(run, position, columns[position], values, positions, ids, samples)
+        for position, values in zip(group, made, strict=True)
+    ]
+
+
+def _filled(
+    run: Run,
+    position: int,
+    column: Column,
+    values: Sequence[object],
+    positions: list[int],
+    ids: list[str],
+    samples: list[Sample],
+) -> Column:
+    """The column of the metric at ``position`` from ``values`` (one per sample): its ``ok``
+    floats as scores, its other values as rows (checked and labelled as any row); the rows
+    of samples lacking a field are copied from ``column``, which it does not change."""
+    scorer = run.column_score[position]
+    assert scorer is not None
+    metric = run.metrics[position]
+    if len(values) != len(samples):
+        raise ValueError(f"score_column() gave {len(values)} value(s) for {len(samples)}")
+    evidence = scorer.column_details
+    out = Column(metric.name, len(column), evidence=evidence)
+    out.rows.update(column.rows)
+    scores, rows = out.scores, out.rows
+    assert isinstance(scores, list)  # (a column being filled: a kept one is compact)
+    for j, value in enumerate(values):
+        i = positions[j]
+        if type(value) is float and 0.0 <= value <= 1.0:
+            scores[i] = value
+        elif isinstance(value, MetricResult):
+            rows[i] = checked(value, metric, ids[i])
+        else:  # a number of another type: converted (or refused) as MetricResult.ok does
+            rows[i] = _column_row(value, metric, evidence, samples[j], ids[i])
+    return out
+
+
+def _column_row(
+    value: object,
+    metric: Metric,
+    evidence: Callable[[Sample], Mapping[str, Any]],
+    sample: Sample,
+    sample_id: str,
+) -> MetricResult:
+    """The ``ok`` row of a ``score_column`` value that is not a float in [0, 1], or the
+    error row saying why it is none."""
+    try:
+        row = MetricResult.ok(value, details=LazyDetails(evidence, sample))  # type: ignore[arg-type]
+    except (InvalidResultError, TypeError, ValueError) as exc:
+        row = MetricResult.error(f"metric {metric.name!r}: score_column() gave {exc}")
+    return row.labelled(sample_id, metric.name)
+
+
+def _column_failed(run: Run, position: int, outcome: object, expected: int) -> None:
+    """Say that ``score_column`` failed (or was cut: then not called again in the run)."""
+    metric = run.metrics[position]
+    if outcome is TIMED_OUT:
+        logger.warning(
+            "metric %s: score_column() did not finish within %g s (metric_timeout) for %d "
+            "sample(s); scoring without it from now on",
+            metric.name, run.metric_timeout, expected,
+        )  # fmt: skip
+        run.column_score[position] = None
+    else:
+        logger.debug("metric %s: score_column() failed: %r", metric.name, outcome)
 
 
 def _lacking_fields(

@@ -16,6 +16,7 @@ from typing import Any
 from ctxeval._data.loading import RepeatedIdError
 from ctxeval._data.sample import Sample, id_for_message
 from ctxeval._errors import CtxevalError, DataError
+from ctxeval._plugins.hooks import ScoresColumn
 from ctxeval._plugins.protocols import BatchMetric, DeterministicMetric, Metric
 from ctxeval._results.results import MetricResult, Status
 
@@ -89,6 +90,12 @@ def batch_scorer(metric: Metric) -> Callable[[Sequence[Sample]], Sequence[object
     """``metric.score_batch`` when it scores a batch at once (:class:`~ctxeval.BatchMetric`),
     else None."""
     return metric.score_batch if isinstance(metric, BatchMetric) else None
+
+
+def column_scorer(metric: Metric) -> ScoresColumn | None:
+    """``metric`` when it scores a chunk as a column (:class:`~ctxeval.plugin.hooks.
+    ScoresColumn`), else None."""
+    return metric if isinstance(metric, ScoresColumn) else None
 
 
 def lacking(samples: Sequence[Sample], requires: tuple[str, ...]) -> list[int]:

@@ -22,7 +22,7 @@ from ctxeval._errors import (
 )
 from ctxeval._output.files import UnwritableFolderError
 from ctxeval._pipeline.deterministic import DeterministicPipelineMetric
-from ctxeval._plugins.hooks import ReportsProvenance
+from ctxeval._plugins.hooks import ReportsProvenance, ScoresColumn
 from ctxeval._plugins.protocols import Metric, RunContext
 from ctxeval._results.results import MetricResult
 from ctxeval._run.emission import Emitter
@@ -31,6 +31,7 @@ from ctxeval._run.plan import RunPlan
 from ctxeval._run.rows import (
     batch_scorer,
     checked,
+    column_scorer,
     failure,
     leaves,
     missing_field_error,
@@ -82,6 +83,12 @@ class Run:
         self.batch_score: list[Callable[[Sequence[Sample]], Sequence[object]] | None] = [
             batch_scorer(m) for m in self.metrics
         ]
+        self.column_score: list[ScoresColumn | None] = [
+            None if isinstance(m, DeterministicPipelineMetric) else column_scorer(m)
+            for m in self.metrics
+        ]
+        """Per metric: itself when it scores a chunk as a column (set to None once its
+        ``score_column`` has failed: its ``score_batch`` or ``score`` from then on)."""
         self.judging_keys: list[tuple[object, ...] | None] = [
             m.judging_key() if isinstance(m, DeterministicPipelineMetric) else None
             for m in self.metrics

@@ -14,6 +14,7 @@ from ctxeval._plugins.hooks import (
     EstimatesCallsByModel,
     EstimatesMetricCalls,
     PricedLLM,
+    SharesCalls,
     TrecEvalAveraging,
     llm_model,
     needs_llm,
@@ -406,12 +407,14 @@ _Tally = dict[str | None, list[int]]
 def _count_calls(
     samples: Any, metrics: Sequence[Any], run_model: str | None
 ) -> tuple[int, dict[str, _Tally]]:
-    """How many samples, and each metric's estimated calls per model."""
+    """How many samples, and each metric's estimated calls per model (the calls of metrics
+    that share them, :class:`~ctxeval.plugin.hooks.SharesCalls`, under the first only)."""
     by_metric: dict[str, _Tally] = {m.name: {} for m in metrics}
+    counted = [m for m in metrics if shared_with(m, metrics) is None]
     n = 0
     for sample in samples:
         n += 1
-        for metric in metrics:
+        for metric in counted:
             if isinstance(metric, EstimatesCallsByModel):
                 estimates = metric.estimate_calls_by_model(sample)
             elif isinstance(metric, EstimatesMetricCalls):
@@ -424,6 +427,20 @@ def _count_calls(
                 tally[0] += len(sizes)
                 tally[1] += sum(sizes)
     return n, by_metric
+
+
+def shared_with(metric: Any, metrics: Sequence[Any]) -> Any:
+    """The earlier metric of ``metrics`` whose LLM requests ``metric`` shares (equal
+    :meth:`~ctxeval.plugin.hooks.SharesCalls.shared_calls_key`), or None."""
+    if not isinstance(metric, SharesCalls):
+        return None
+    key = metric.shared_calls_key()
+    for other in metrics:
+        if other is metric:
+            return None
+        if isinstance(other, SharesCalls) and other.shared_calls_key() == key:
+            return other
+    return None
 
 
 class _Pricing:
@@ -476,11 +493,17 @@ def _dry_run_table(
         total_cost = None if cost is None or total_cost is None else total_cost + cost
         table.add_row(
             metric.name,
-            str(calls),
+            str(calls) if shared_with(metric, metrics) is None else "shared",
             str(math.ceil(chars / 4)),
             "unknown" if cost is None else f"{cost:.4f}",
         )
     out.print(table)
+    for metric in metrics:
+        first = shared_with(metric, metrics)
+        if first is not None:
+            out.print(
+                f"{metric.name}: shares the requests of {first.name} (sent once)", soft_wrap=True
+            )
     return total_cost, per_model
 
 

@@ -9,10 +9,12 @@ says who calls the hook and when.
   :class:`MetersUsage`, :class:`RepeatedJudgement`;
 * the dry-run estimate: :class:`EstimatesExtractorCalls`, :class:`EstimatesMatcherCalls`,
   :class:`EstimatesAttributorCalls`, :class:`EstimatesCallsByJudge`,
-  :class:`EstimatesMetricCalls`, :class:`EstimatesCallsByModel`;
+  :class:`EstimatesMetricCalls`, :class:`EstimatesCallsByModel`, :class:`SharesCalls`;
 * the fast path: :class:`MembershipMatcher`, :class:`ItemwiseMatcher`,
   :class:`MatchesBothSides`;
-* metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`;
+* metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`,
+  :class:`ScoresColumn` (a deterministic metric's scores as a column, on the fast path) and
+  :class:`ScoresColumnsTogether` (several such metrics in one pass);
 * transports and run-wide objects: :class:`ChecksReady`, :class:`AsyncCloseable`.
 
 ``from ctxeval.plugin.hooks import NeedsLLM``; the same names stay importable from

@@ -42,7 +42,7 @@ from ctxeval_llm._ask.fanout import at_once
 
 from . import fact_prompts as fp
 from ._metrics import _listing, _provenance, _size, _versions
-from ._nuggets import _question, shared_ask
+from ._nuggets import _options, _question, shared_ask
 
 __all__ = ["ClaimChecker", "ClaimContextPrecision", "ClaimExtractor", "ClaimRecall"]
 
@@ -190,6 +190,11 @@ class _ClaimMetric(PipelineMetric):
             matcher=ClaimChecker(judged=self.judged, llm=self.llm),
             formula=policy.Precision() if precision else policy.Recall(),
         )
+
+    def shared_calls_key(self) -> tuple[object, ...]:
+        """``claim_recall`` and ``claim_context_precision`` of equal options send the same
+        requests (one extraction, one check per chunk), once for both."""
+        return ("claims", *_options(self, leave_out=("name",)))
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         if self.judged == "claims":

@@ -291,6 +291,10 @@ class ContextNuggetRecall(BaseMetric):
         given = f",nuggets={self._given.digest}" if self._given is not None else ""
         return f"{self.extractor.fingerprint_data},{self.judge.fingerprint_data}{given}"
 
+    def shared_calls_key(self) -> tuple[object, ...]:
+        """The variants of equal other options send the same requests, once for all."""
+        return ("nuggets", *_options(self, leave_out=("name", "variant")))
+
     def default_name(self) -> str:
         if self.variant == "vital_strict":
             return self.registry_name
@@ -415,3 +419,12 @@ class ContextNuggetRecall(BaseMetric):
         if score is None:
             return policy.no_reference("vital nuggets", details=details)
         return MetricResult.ok(score, details=details)
+
+
+def _options(metric: Any, *, leave_out: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``metric``'s options (an attrs class's init fields) but ``leave_out``, as text."""
+    return [
+        (f.name, repr(getattr(metric, f.name)))
+        for f in attrs.fields(type(metric))
+        if f.init and f.name not in leave_out
+    ]
