@@ -470,3 +470,19 @@ def test_the_viewer_page_in_a_browser_says_not_a_real_judge(
         server.shutdown()
         server.server_close()
     assert "NOT A REAL JUDGE" in page.text
+
+
+def test_column_map_reads_lists_from_the_csv_columns_it_maps(tmp_path: Path) -> None:
+    """A CSV column mapped onto a list field holds a list (a JSON array or a Python list
+    literal), as a column named like the field does; a cell that is neither says so."""
+    path = tmp_path / "logs.csv"
+    path.write_text(
+        'qid,query,got,want\na,Where?,"[""d1"", ""d2""]",[\'d1\']\nb,Who?,"[""d3""]","[""d3""]"\n'
+    )
+    ev = ctxeval.evaluate(
+        ctxeval.load_samples(path, column_map=MAP), ["id_based_context_precision"]
+    )
+    assert [(r.sample_id, r.score) for r in ev.results] == [("a", 0.5), ("b", 1.0)]
+    path.write_text("qid,query,got,want\na,Where?,d1 d2,d1\n")
+    with pytest.raises(ctxeval.DataError, match="JSON array or a Python list literal"):
+        list(ctxeval.load_samples(path, column_map=MAP))

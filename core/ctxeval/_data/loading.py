@@ -320,8 +320,19 @@ def load_samples(
 
         require_pyarrow(f"reading {file}")
     if mapping:
-        return SampleStream(file, format, strict, _mapped(_READERS[format](file), mapping))
+        rows = (
+            _read_csv(file, lists=_list_columns(mapping))
+            if format == "csv"
+            else _READERS[format](file)
+        )
+        return SampleStream(file, format, strict, _mapped(rows, mapping))
     return SampleStream(file, format, strict)
+
+
+def _list_columns(mapping: Mapping[str, str]) -> frozenset[str]:
+    """The CSV columns that hold lists when ``mapping`` renames columns to sample fields:
+    those named as list fields, and those mapped onto one."""
+    return _LIST_FIELDS | {column for field, column in mapping.items() if field in _LIST_FIELDS}
 
 
 def _mapped(rows: Iterator[Row], mapping: Mapping[str, str]) -> Iterator[Row]:
@@ -511,10 +522,11 @@ def json_list_items(
         raise json.JSONDecodeError("expected ',' or ']'", text, position)
 
 
-def _read_csv(path: Path) -> Iterator[Row]:
+def _read_csv(path: Path, lists: frozenset[str] = _LIST_FIELDS) -> Iterator[Row]:
     """CSV rows with the physical line each starts on, read strictly: bad quoting, an
     unterminated quote, a line that is not UTF-8 each make that row bad (and only that row:
-    reading goes on with the next line), and a header naming a column twice is refused."""
+    reading goes on with the next line), and a header naming a column twice is refused.
+    The cells of the columns in ``lists`` are read as lists."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     with path.open("rb") as handle:
         lines = _CSVLines(handle)
@@ -539,7 +551,7 @@ def _read_csv(path: Path) -> Iterator[Row]:
                 record[None] = cells[len(header) :]
             for name in header[len(cells) :]:
                 record[name] = None
-            yield start, _csv_row(record, header), None
+            yield start, _csv_row(record, header, lists), None
 
 
 def _csv_header(cells: list[str], line: int) -> list[str]:
@@ -617,7 +629,7 @@ class _CSVLines:
         return taken[0][0], cells, None
 
 
-def _csv_row(record: Mapping[str | None, Any], header: Any) -> Any:
+def _csv_row(record: Mapping[str | None, Any], header: Any, lists: frozenset[str]) -> Any:
     if None in record:  # more cells than the header has names
         return _Bad(f"the row has {len(record[None])} cell(s) more than the header")
     row: dict[str, Any] = {}
@@ -627,7 +639,7 @@ def _csv_row(record: Mapping[str | None, Any], header: Any) -> Any:
             return _Bad(f"the row has fewer cells than the header ({len(header)})")
         if cell == "":
             row[key] = None
-        elif key in _LIST_FIELDS:
+        elif key in lists:
             value = _list_cell(cell)
             if value is None:
                 return _Bad(
