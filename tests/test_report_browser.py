@@ -176,3 +176,37 @@ def test_runs_side_by_side_after_compare(tmp_path: Path) -> None:
     both = shown(page_path, "q=q001&open=q001")
     assert "RR [A]: first relevant at rank 1" in both.text
     assert "RR [B]: first relevant at rank 3" in both.text
+
+
+def test_a_multi_step_search_shows_its_steps_and_where_evidence_was_first_found(
+    tmp_path: Path,
+) -> None:
+    """#55: a sample's ``retrieval_steps`` are shown step by step (query, what it returned),
+    a relevant ID marked in the step that first returned it, and found by the search."""
+    rows = [
+        {
+            "id": "q1",
+            "user_input": "Who wrote Dune?",
+            "reference_context_ids": ["d1", "d2"],
+            "retrieval_steps": [
+                {"query": "dune author", "retrieved_context_ids": ["d5", "d6"]},
+                {"query": "frank herbert novel", "retrieved_context_ids": ["d1", "d5"]},
+                {"query": "herbert sequels", "retrieved_context_ids": ["d2", "d1"]},
+            ],
+        },
+        {"id": "q2", "user_input": "Other?", "reference_context_ids": ["d9"],
+         "retrieval_steps": [{"query": "elsewhere", "retrieved_context_ids": ["d8"]}]},
+    ]  # fmt: skip
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["evaluate", str(data), "-m", "search_evidence_recall", "--out",
+                 str(tmp_path / "run"), "-q"])  # fmt: skip
+    assert code == 0
+    page = shown(tmp_path / "run" / "report.html", "q=frank herbert&open=q1")
+    assert page.ids == ["q1"]  # a step's query is searched
+    text = " ".join(page.text.split())
+    assert "search steps" in text
+    assert "dune author · 2 returned[d5] [d6] frank" in text
+    assert "frank herbert novel · 2 returned[d1] relevant[d5] herbert" in text
+    # d2 first found at step 3, d1 at step 2 (not marked again)
+    assert "herbert sequels · 2 returned[d2] relevant[d1] reference IDs" in text

@@ -13,13 +13,35 @@ from typing import Any
 from ctxeval._results.evaluation import RunResults
 from ctxeval._results.results import MetricResult
 
-__all__ = ["SAMPLE_TEXTS", "explorer_data", "explorer_json", "sample_view"]
+__all__ = ["SAMPLE_TEXTS", "explorer_data", "explorer_json", "sample_text", "sample_view"]
 
 
 SAMPLE_TEXTS = (
     "user_input", "response", "reference", "retrieved_contexts", "reference_contexts",
-    "retrieved_context_ids", "reference_context_ids",
+    "retrieved_context_ids", "reference_context_ids", "retrieval_steps",
 )  # fmt: skip
+"""The fields of a sample the explorer shows (:func:`sample_text` gives each as JSON)."""
+
+
+def sample_text(sample: Any, name: str) -> Any:
+    """The field ``name`` of ``sample`` as the explorer's JSON holds it: a text, a list (of
+    texts or IDs), the steps of a search as a list of objects (their ``query``,
+    ``retrieved_context_ids``, ``retrieved_contexts``), or None."""
+    value = getattr(sample, name)
+    if name == "retrieval_steps" and value is not None:
+        return [step if isinstance(step, dict) else step.to_dict() for step in value]
+    return list(value) if isinstance(value, tuple) else value
+
+
+def step_words(steps: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The texts of ``steps`` (as :func:`sample_text` gives them) that a search finds."""
+    words: list[str] = []
+    for step in steps:
+        if step.get("query"):
+            words.append(step["query"])
+        words.extend(step.get("retrieved_context_ids") or ())
+        words.extend(step.get("retrieved_contexts") or ())
+    return words
 
 
 def explorer_data(evaluation: RunResults) -> str:
@@ -48,9 +70,9 @@ def explorer_json(
         sample = known.get(sample_id)
         if sample is not None:
             for name in SAMPLE_TEXTS:
-                value = getattr(sample, name)
+                value = sample_text(sample, name)
                 if value is not None:
-                    entry[name] = list(value) if isinstance(value, tuple) else value
+                    entry[name] = value
         samples.append(entry)
     data = {"metrics": metrics, "samples": samples, "rows": rows}
     text = json.dumps(data, ensure_ascii=False, default=repr)

@@ -21,7 +21,7 @@ from ctxeval._output.asset_files import asset
 
 # imported here too for the importers of their old place (ctxeval.cli)
 from ctxeval._output.comparison import render_comparison
-from ctxeval._output.explorer import SAMPLE_TEXTS, explorer_json
+from ctxeval._output.explorer import SAMPLE_TEXTS, explorer_json, sample_text
 from ctxeval._output.fragments import evidence, fmt, histogram, score_class
 from ctxeval._output.selection import TAGS, ReportSelection, Shown
 from ctxeval._output.summary import summary_dict
@@ -237,11 +237,17 @@ def _cut(sample: Sample, chars: int) -> SimpleNamespace:
 
     fields: dict[str, Any] = {}
     for name in SAMPLE_TEXTS:
-        value = getattr(sample, name)
+        value = sample_text(sample, name)
         if isinstance(value, str):
             value = cut(value)
-        elif isinstance(value, (list, tuple)):
-            value = [cut(v) if isinstance(v, str) else v for v in list(value)[:_ITEMS]]
+        elif name == "retrieval_steps" and value is not None:
+            value = [
+                {k: cut(v) if isinstance(v, str) else [cut(t) for t in v[:_ITEMS]]
+                 for k, v in step.items()}
+                for step in value[:_ITEMS]
+            ]  # fmt: skip
+        elif isinstance(value, list):
+            value = [cut(v) if isinstance(v, str) else v for v in value[:_ITEMS]]
         fields[name] = value
     return SimpleNamespace(**fields)
 

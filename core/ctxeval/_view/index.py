@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from ctxeval._errors import CtxevalError
-from ctxeval._output.explorer import SAMPLE_TEXTS
+from ctxeval._output.explorer import SAMPLE_TEXTS, sample_text, step_words
 from ctxeval._output.run_source import RunSource
 from ctxeval._view.schema import (
     DIFF_INDEXES,
@@ -129,14 +129,15 @@ def _sample_texts(data: Path) -> Iterator[tuple[str, str, str]]:
             texts: dict[str, Any] = {}
             words = [sample_id]
             for name in SAMPLE_TEXTS:
-                value = getattr(sample, name)
+                value = sample_text(sample, name)
                 if value is None:
                     continue
-                if isinstance(value, tuple):
-                    texts[name] = list(value)
+                texts[name] = value
+                if name == "retrieval_steps":
+                    words.extend(step_words(value))
+                elif isinstance(value, list):
                     words.extend(value)
                 else:
-                    texts[name] = value
                     words.append(value)
             yield sample_id, orjson.dumps(texts).decode("utf-8"), "\n".join(words)
     except CtxevalError as exc:  # the file cannot be read on: the texts read so far are kept

@@ -15,7 +15,9 @@
     for (const s of data.samples) {
       s.text = [s.id, s.user_input, s.reference, s.response, ...(s.retrieved_contexts || []),
                 ...(s.reference_contexts || []), ...(s.retrieved_context_ids || []),
-                ...(s.reference_context_ids || [])].filter(Boolean).join("\n").toLowerCase();
+                ...(s.reference_context_ids || []),
+                ...(s.retrieval_steps || []).flatMap((st) => [st.query, ...(st.retrieved_context_ids || []), ...(st.retrieved_contexts || [])])
+               ].filter(Boolean).join("\n").toLowerCase();
     }
     function rowsOf(s, v) {
       const rows = own(data.rows, s.id) || {};
@@ -128,6 +130,7 @@
       const ctx = s.retrieved_contexts || [], ids = s.retrieved_context_ids || [], refs = s.reference_contexts || [];
       const onChunk = ctx.map(() => []), onRef = refs.map(() => []), onId = new Map(), lines = [];
       const atId = (i) => onId.get(i) || onId.set(i, []).get(i);
+      const foundAt = new Map();  // a relevant ID -> the search step that first returned it
       for (const m of source.metrics) {
         const r = own(rows, m);
         if (!r) continue;
@@ -150,6 +153,7 @@
         if (Array.isArray(d.missing) && d.missing.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> missing: ${d.missing.map((x) => `<span class="badge no">${esc(x)}</span>`).join("")}</div>`);
         if (Array.isArray(d.found) && d.found.length) lines.push(`<div class="rowline"><b>${esc(m)}</b> found: ${d.found.map((x) => `<span class="badge yes">${esc(x)}</span>`).join("")}</div>`);
         if (Array.isArray(d.statements)) d.statements.forEach((st, i) => lines.push(`<div class="rowline">${badge(st.attributed === 1, m, "")} ${esc(st.statement)} <span class="why">${esc((st.reason || "") + (votesAt.get(i) || ""))}</span></div>`));
+        if (d.found_at_step && typeof d.found_at_step === "object") for (const [i, step] of Object.entries(d.found_at_step)) foundAt.set(i, step);
         if (d.relevant_ranks) lines.push(`<div class="rowline"><b>${esc(m)}</b>: relevant at ranks ${d.relevant_ranks.length ? d.relevant_ranks.join(", ") : "none"}${d.k ? " (top " + d.k + ")" : ""}</div>`);
         else if ("first_relevant_rank" in d) lines.push(`<div class="rowline"><b>${esc(m)}</b>: first relevant at rank ${d.first_relevant_rank === null ? "none" : d.first_relevant_rank}</div>`);
       }
@@ -159,9 +163,17 @@
           `<li>${ids[i] !== undefined ? `<span class="cid">[${esc(ids[i])}]</span> ` : ""}${ctx[i] !== undefined ? esc(ctx[i]) : ""} ${(onChunk[i] || []).join("")}${ids[i] !== undefined ? (onId.get(ids[i]) || []).join("") : ""}</li>`
         ).join("")}</ol></div>` : "";
       const refList = refs.length ? `<div class="field"><b>reference contexts</b><ol class="chunks">${refs.map((t, i) => `<li>${esc(t)} ${onRef[i].join("")}</li>`).join("")}</ol></div>` : "";
+      const stepList = (s.retrieval_steps || []).length ? `<div class="field"><b>search steps</b><ol class="chunks">${s.retrieval_steps.map((st, n) => {
+          const ids = st.retrieved_context_ids || [], texts = st.retrieved_contexts || [];
+          const items = Array.from({length: Math.max(ids.length, texts.length)}, (_, i) => {
+            const first = ids[i] !== undefined && foundAt.get(ids[i]) === n + 1 ? ` <span class="badge yes" title="relevant, first found here">relevant</span>` : "";
+            return `<li>${ids[i] !== undefined ? `<span class="cid">[${esc(ids[i])}]</span> ` : ""}${texts[i] !== undefined ? esc(texts[i]) : ""}${first}</li>`;
+          }).join("");
+          return `<li>${st.query ? `<span class="q">${esc(st.query)}</span>` : "<i>(no query)</i>"} · ${Math.max(ids.length, texts.length)} returned<ol class="chunks">${items}</ol></li>`;
+        }).join("")}</ol></div>` : "";
       const refIds = (s.reference_context_ids || []).length ? field("reference IDs", s.reference_context_ids.join(", ")) : "";
       return `<details class="sample" data-id="${esc(s.id)}"${opened.has(s.id) ? " open" : ""}><summary><span class="sid">${esc(s.id)}</span>${chips}<span class="q">${esc(s.user_input || "")}</span></summary>
-        ${field("question", s.user_input)}${field("reference", s.reference)}${field("response", s.response)}${chunkList}${refList}${refIds}${lines.join("")}</details>`;
+        ${field("question", s.user_input)}${field("reference", s.reference)}${field("response", s.response)}${chunkList}${stepList}${refList}${refIds}${lines.join("")}</details>`;
     }
     for (const el of [metricSel, statusSel, minIn, maxIn, search, sortSel]) el.addEventListener("input", () => { page = 0; render(); });
     list.addEventListener("toggle", (event) => {
