@@ -513,16 +513,27 @@ def _column_row(
 
 def _column_failed(run: Run, position: int, outcome: object, expected: int) -> None:
     """Say that ``score_column`` failed (or was cut: then not called again in the run)."""
+    then = "scoring with score_batch"
+    if _call_failed(run, position, outcome, expected, "score_column", then):
+        run.column_score[position] = None
+
+
+def _call_failed(
+    run: Run, position: int, outcome: object, expected: int, hook: str, then: str
+) -> bool:
+    """Log that the ``hook`` call of the metric at ``position`` for ``expected`` samples
+    failed (``outcome``: its exception) or was cut at ``metric_timeout`` (then True: the
+    caller stops using it; ``then``: what the run does instead)."""
     metric = run.metrics[position]
     if outcome is TIMED_OUT:
         logger.warning(
-            "metric %s: score_column() did not finish within %g s (metric_timeout) for %d "
-            "sample(s); scoring without it from now on",
-            metric.name, run.metric_timeout, expected,
+            "metric %s: %s() did not finish within %g s (metric_timeout) for %d sample(s); "
+            "%s from now on",
+            metric.name, hook, run.metric_timeout, expected, then,
         )  # fmt: skip
-        run.column_score[position] = None
-    else:
-        logger.debug("metric %s: score_column() failed: %r", metric.name, outcome)
+        return True
+    logger.debug("metric %s: %s() failed (%r); %s", metric.name, hook, outcome, then)
+    return False
 
 
 def _lacking_fields(
@@ -551,15 +562,10 @@ def _batch_results(
 ) -> Sequence[object] | None:
     """What a ``score_batch`` call gave, when usable (else None: score one by one)."""
     metric = run.metrics[position]
-    if results is TIMED_OUT:
-        logger.warning(
-            "metric %s: score_batch() did not finish within %g s (metric_timeout) for %d "
-            "sample(s); scoring sample by sample from now on",
-            metric.name, run.metric_timeout, expected,
-        )  # fmt: skip
-        run.batch_score[position] = None
-    elif isinstance(results, BaseException):
-        logger.debug("metric %s: score_batch() failed; scoring one by one", metric.name)
+    if results is TIMED_OUT or isinstance(results, BaseException):
+        then = "scoring one by one"
+        if _call_failed(run, position, results, expected, "score_batch", then):
+            run.batch_score[position] = None
     elif isinstance(results, Sequence) and len(results) == expected:
         return results
     else:
