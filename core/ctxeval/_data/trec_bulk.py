@@ -1,18 +1,23 @@
-"""TREC files read in bulk: a qrels file and a run file parsed as whole blocks of bytes (split on
-ASCII white space in C, the columns' shape checked with numpy), straight into the per-query
-columns the ID metrics read, without a dict per query or a regular expression per line.
+"""TREC files read in bulk: a qrels file and a run file read as whole blocks of bytes with
+numpy, straight into the per-query columns the ID metrics read, without a Python object per
+token, a dict per query or a regular expression per line.
+
+Each block's tokens are found from its bytes' ASCII white space (where trec_eval splits), and
+only the kept columns' offsets are kept; IDs are read as 64-bit words (their bytes, padded)
+and numbered by one sort; grades and scores of up to 15 digits are read as ``mantissa /
+10**k``, which is exactly the double ``float`` reads, the others by ``float`` and ``int``.
 
 This is the fast path of :func:`ctxeval._data.trec.load_trec`. It accepts only what it can
 prove the line-by-line reader (:mod:`ctxeval._data.trec`) reads the same way, and gives
-``None`` for anything else: a file that is not UTF-8, a comment line, a line of another
-width, a relevance that is no ASCII integer, a score that is no finite number, an ID longer
-than a sample takes, a document given twice for a query, a lone carriage return. The
-line-by-line reader then reads the file and says what is wrong, on which line, or reads
+``None`` for anything else: a file that is not UTF-8 or holds a NUL byte, a comment line, a
+line of another width, a relevance that is no ASCII integer, a score that is no finite number,
+an ID longer than a sample takes, a document given twice for a query, a lone carriage return.
+The line-by-line reader then reads the file and says what is wrong, on which line, or reads
 what it accepts; so a file reads to the same samples (or fails with the same error) on
 either path.
 
-Columns are split as trec_eval splits them: on ASCII white space only (``bytes.split``), so an
-ID may hold a no-break space, U+2028 or U+3000.
+Columns are split as trec_eval splits them: on ASCII white space only, so an ID may hold a
+no-break space, U+2028 or U+3000.
 """
 
 from __future__ import annotations
@@ -96,7 +101,11 @@ def _offsets(
     when not ``exact``); None when a line has another number of columns or an ID is too long
     for a sample."""
     space = (raw == ord(" ")) | (raw - np.uint8(9) < np.uint8(5))  # (9-13: \t\n\v\f\r)
-    edges = np.flatnonzero(np.diff(space.view(np.int8), prepend=np.int8(1), append=np.int8(1)))
+    edges = np.flatnonzero(space[1:] != space[:-1]) + 1
+    if len(raw) and not space[0]:
+        edges = np.concatenate((np.zeros(1, np.int64), edges))
+    if len(raw) and not space[-1]:
+        edges = np.append(edges, len(raw))
     starts, ends = edges[0::2], edges[1::2]  # a token starts after a blank, ends before one
     none = np.zeros((0, len(wanted)), dtype=np.int64)
     if not len(starts):
@@ -230,8 +239,8 @@ def _numbered(words: npt.NDArray[np.uint64]) -> tuple[IntArray, IntArray] | None
         keys *= np.uint64(0x9E3779B97F4A7C15)
         keys ^= words[:, column] + (keys >> np.uint64(29))
     heads = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    _, first, inverse = np.unique(keys[heads], return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # the numbers by first appearance
+    first, inverse = _first_and_inverse(keys[heads])
+    order = np.argsort(first)  # the numbers by first appearance (each first is one row)
     number = np.empty(len(order), dtype=np.int64)
     number[order] = np.arange(len(order))
     numbers = np.repeat(number[inverse.reshape(-1)], np.diff(np.append(heads, len(keys))))
@@ -239,6 +248,20 @@ def _numbered(words: npt.NDArray[np.uint64]) -> tuple[IntArray, IntArray] | None
     if words.shape[1] > 1 and not bool((words == words[firsts[numbers]]).all()):
         return None
     return numbers, firsts
+
+
+def _first_and_inverse(keys: npt.NDArray[np.uint64]) -> tuple[IntArray, IntArray]:
+    """``np.unique(keys, return_index=True, return_inverse=True)[1:]`` through one unstable
+    sort (the first index of each key is the least of its sorted run)."""
+    if not len(keys):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    perm = np.argsort(keys)
+    ordered = keys[perm]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    first = np.minimum.reduceat(perm, starts)
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[perm] = np.cumsum(np.concatenate(([False], ordered[1:] != ordered[:-1])))
+    return first, inverse
 
 
 def _only(column: list[bytes], alphabet: bytes) -> bool:
