@@ -182,11 +182,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--string-samples", type=int, default=5000)
     parser.add_argument("--id-samples", type=int, default=100_000)
+    parser.add_argument(
+        "--only",
+        default="string,id,ranked,ranx",
+        help="the rows to run, of string, id, ranked (vs pytrec_eval), ranx (default: all)",
+    )
     args = parser.parse_args()
+    only = set(args.only.split(","))
     ragas = python_of("ragas")
     compile_ours()
-    ranx = python_of("ranx")
-    run(ranx, RANX_RUN, str(make_data_small()))  # numba compiles and caches, once
+    ranx = python_of("ranx") if "ranx" in only else ragas
+    if "ranx" in only:
+        run(ranx, RANX_RUN, str(make_data_small()))  # numba compiles and caches, once
     ours = sys.executable
     peer = str(HERE / "peers" / "ragas_deterministic.py")
     rows = []
@@ -194,6 +201,7 @@ def main() -> None:
         strings, ids = make_data(Path(folder), args.string_samples, args.id_samples)
         cases = [
             (
+                "string",
                 "string metrics (2)",
                 args.string_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(strings), "string"),
@@ -201,6 +209,7 @@ def main() -> None:
                 "ragas 0.4.3",
             ),
             (
+                "id",
                 "ID metrics (2)",
                 args.id_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(ids), "id"),
@@ -208,6 +217,7 @@ def main() -> None:
                 "ragas 0.4.3",
             ),
             (
+                "ranked",
                 "ranked ID metrics (5)",
                 args.id_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(ids), "ranked"),
@@ -215,6 +225,7 @@ def main() -> None:
                 "pytrec_eval",
             ),
             (
+                "ranx",
                 "ranked ID metrics (5)",
                 args.id_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(ids), "ranked"),
@@ -222,7 +233,9 @@ def main() -> None:
                 "ranx 0.3.21",
             ),
         ]
-        for name, n, mine, theirs, peer_name in cases:
+        for case, name, n, mine, theirs, peer_name in cases:
+            if case not in only:
+                continue
             a, b = [], []
             for _ in range(args.repeat):
                 a.append(mine()["seconds"])
