@@ -45,6 +45,8 @@ regular expression does: no ``nan``, ``inf``, ``_`` or other scripts' digits).""
 _INTEGER_BYTES: Final = b"0123456789+-"
 
 IntArray = npt.NDArray[np.int64]
+Offsets = npt.NDArray[np.signedinteger[Any]]
+"""Offsets into a file (32-bit below 2 GiB: half the memory)."""
 ByteArray = npt.NDArray[np.uint8]
 
 _DIGIT: Final = np.zeros(256, dtype=bool)
@@ -54,6 +56,8 @@ _POW10: Final = np.array([float(10**i) for i in range(23)])
 the decimal, which is what ``float`` reads."""
 _SIMPLE_DIGITS: Final = 15
 """The most digits of a number read with numpy (below 2**53: exact); longer ones by Python."""
+_ROWS: Final = 1 << 18
+"""Rows whose numbers are read at once."""
 _WIDE_ID: Final = 64
 """Bytes of the longest ID numbered with numpy (as 64-bit words); longer ones by a dict."""
 
@@ -155,7 +159,7 @@ class _File:
 
     __slots__ = ("data", "ends", "starts", "tail", "tail_words", "words")
 
-    def __init__(self, data: bytes, starts: IntArray, ends: IntArray) -> None:
+    def __init__(self, data: bytes, starts: Offsets, ends: Offsets) -> None:
         self.data = data
         self.starts, self.ends = starts, ends
         self.tail = max(0, len(data) - 16)
@@ -164,7 +168,7 @@ class _File:
         self.tail_words = _eights(data[self.tail :] + bytes(8))
         """... and those of its last bytes (NUL past its end)."""
 
-    def eights(self, at: IntArray) -> npt.NDArray[np.uint64]:
+    def eights(self, at: Offsets) -> npt.NDArray[np.uint64]:
         """The 8 bytes from each of the offsets ``at`` (at most the file's size) on, as a
         big-endian word (NUL past the end of the file)."""
         near = at > len(self.data) - 8
@@ -189,14 +193,16 @@ def _file(path: Path, wanted: Sequence[int], width: int, *, exact: bool) -> _Fil
     if data is None:
         return None
     raw = np.frombuffer(data, dtype=np.uint8)
-    found_starts, found_ends = [], []
+    kind = np.int32 if len(data) < (1 << 31) - 8 else np.int64
+    found_starts: list[Offsets] = []
+    found_ends: list[Offsets] = []
     for begin, end in _blocks(data):
         found = _offsets(raw[begin:end], wanted, width, exact)
         if found is None:
             return None
-        found_starts.append(found[0] + begin)
-        found_ends.append(found[1] + begin)
-    empty = np.zeros((0, len(wanted)), dtype=np.int64)
+        found_starts.append((found[0] + begin).astype(kind))
+        found_ends.append((found[1] + begin).astype(kind))
+    empty = np.zeros((0, len(wanted)), dtype=kind)
     return _File(data, np.concatenate([empty, *found_starts]), np.concatenate([empty, *found_ends]))
 
 
@@ -204,7 +210,7 @@ _MASKS: Final = np.array([(~0 << (64 - 8 * kept)) & ~(~0 << 64) for kept in rang
 """The mask of a word's first ``kept`` bytes (big-endian: its high bytes)."""
 
 
-def _words(file: _File, starts: IntArray, lengths: IntArray) -> npt.NDArray[np.uint64]:
+def _words(file: _File, starts: Offsets, lengths: Offsets) -> npt.NDArray[np.uint64]:
     """Each token as 64-bit words (its bytes big-endian, padded with NUL): one column per 8
     bytes of the longest, each read with one load of 8 bytes."""
     count = (int(lengths.max()) + 7) // 8 if len(lengths) else 1
@@ -269,7 +275,7 @@ def _only(column: list[bytes], alphabet: bytes) -> bool:
 
 
 def _decimals(
-    words: npt.NDArray[np.uint64], lengths: IntArray, *, point: bool
+    words: npt.NDArray[np.uint64], lengths: Offsets, *, point: bool
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """Each token (as :func:`_words`) read as a decimal number (``[+-]digits[.digits]``, a point
     only when ``point``) with numpy, exactly as ``float`` reads it, and which tokens were (the
@@ -305,8 +311,12 @@ def _numbers(file: _File, column: int, kind: type[int] | type[float]) -> npt.NDA
     would read the same way."""
     starts, ends = file.starts[:, column], file.ends[:, column]
     lengths = ends - starts
-    words = _words(file, starts, np.minimum(lengths, _SIMPLE_DIGITS + 2))
-    values, simple = _decimals(words, lengths, point=kind is float)
+    values = np.zeros(len(starts))
+    simple = np.zeros(len(starts), dtype=bool)
+    for at in range(0, len(starts), _ROWS):  # (parts: bounds the memory of the work)
+        part = slice(at, at + _ROWS)
+        words = _words(file, starts[part], np.minimum(lengths[part], _SIMPLE_DIGITS + 2))
+        values[part], simple[part] = _decimals(words, lengths[part], point=kind is float)
     rest = np.flatnonzero(~simple)
     if kind is int:
         values = values.astype(np.int64)  # (at most 15 digits: exact)
