@@ -193,7 +193,7 @@ def _file(path: Path, wanted: Sequence[int], width: int, *, exact: bool) -> _Fil
     if data is None:
         return None
     raw = np.frombuffer(data, dtype=np.uint8)
-    kind = np.int32 if len(data) < (1 << 31) - 8 else np.int64
+    kind = np.int32 if len(data) < (1 << 31) - 1024 else np.int64  # (offset + 8 * words)
     found_starts: list[Offsets] = []
     found_ends: list[Offsets] = []
     for begin, end in _blocks(data):
