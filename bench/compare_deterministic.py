@@ -51,10 +51,10 @@ metrics = {
 # The metrics resolved (their plugins found, their modules imported) before the clock, as the
 # ragas peer imports its metric classes before its clock; FIRST_CALL times what this leaves out.
 metrics = [m if not isinstance(m, str) else ctxeval.get_metric(m) for m in metrics]
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 ev = ctxeval.evaluate(ctxeval.load_samples(path), metrics)
-seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "samples": len(ev.results) // len(metrics), "errors": sum(r.status.value == "error" for r in ev.results)}))
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu": cpu, "samples": len(ev.results) // len(metrics), "errors": sum(r.status.value == "error" for r in ev.results)}))
 """
 
 FIRST_CALL = r"""
@@ -84,11 +84,11 @@ PYTREC_RUN = r"""
 import json, sys, time
 import pytrec_eval
 path = sys.argv[1]
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 __LOAD_DICTS__evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "recall_5", "ndcg_cut_5", "recip_rank", "map"})
 result = evaluator.evaluate(runs)
-seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "samples": len(result)}))
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu": cpu, "samples": len(result)}))
 """.replace("__LOAD_DICTS__", LOAD_DICTS)
 
 
@@ -182,18 +182,27 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--string-samples", type=int, default=5000)
     parser.add_argument("--id-samples", type=int, default=100_000)
+    parser.add_argument(
+        "--only",
+        default="string,id,ranked,ranx",
+        help="the rows to run, of string, id, ranked (vs pytrec_eval), ranx (default: all)",
+    )
     args = parser.parse_args()
+    only = set(args.only.split(","))
     ragas = python_of("ragas")
     compile_ours()
-    ranx = python_of("ranx")
-    run(ranx, RANX_RUN, str(make_data_small()))  # numba compiles and caches, once
+    ranx = python_of("ranx") if "ranx" in only else ragas
+    if "ranx" in only:
+        run(ranx, RANX_RUN, str(make_data_small()))  # numba compiles and caches, once
     ours = sys.executable
     peer = str(HERE / "peers" / "ragas_deterministic.py")
     rows = []
+    cpu_rows = []
     with tempfile.TemporaryDirectory() as folder:
         strings, ids = make_data(Path(folder), args.string_samples, args.id_samples)
         cases = [
             (
+                "string",
                 "string metrics (2)",
                 args.string_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(strings), "string"),
@@ -201,6 +210,7 @@ def main() -> None:
                 "ragas 0.4.3",
             ),
             (
+                "id",
                 "ID metrics (2)",
                 args.id_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(ids), "id"),
@@ -208,6 +218,7 @@ def main() -> None:
                 "ragas 0.4.3",
             ),
             (
+                "ranked",
                 "ranked ID metrics (5)",
                 args.id_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(ids), "ranked"),
@@ -215,6 +226,7 @@ def main() -> None:
                 "pytrec_eval",
             ),
             (
+                "ranx",
                 "ranked ID metrics (5)",
                 args.id_samples,
                 lambda: run(ours, CTXEVAL_RUN, str(ids), "ranked"),
@@ -222,18 +234,33 @@ def main() -> None:
                 "ranx 0.3.21",
             ),
         ]
-        for name, n, mine, theirs, peer_name in cases:
-            a, b = [], []
+        for case, name, n, mine, theirs, peer_name in cases:
+            if case not in only:
+                continue
+            a, b, cpu_a, cpu_b = [], [], [], []
             for _ in range(args.repeat):
-                a.append(mine()["seconds"])
-                b.append(theirs()["seconds"])
+                for times, cpus, tool in ((a, cpu_a, mine), (b, cpu_b, theirs)):
+                    done = tool()
+                    times.append(done["seconds"])
+                    cpus.append(done.get("cpu", float("nan")))
             rows.append(
                 (name, n, min(a), min(b), statistics.median(a), statistics.median(b), peer_name)
             )
+            cpu_rows.append((name, min(cpu_a), min(cpu_b), statistics.median(cpu_a),
+                             statistics.median(cpu_b), peer_name))  # fmt: skip
     first_call = statistics.median(run(ours, FIRST_CALL)["seconds"] for _ in range(5))
     import_ours = startup([ours, "-c", "import ctxeval"], 5)
     help_ours = startup([ours, "-m", "ctxeval", "--help"], 5)
     import_ragas = startup([str(ragas), "-W", "ignore", "-c", "import ragas"], 5)
+    report(args.repeat, rows, cpu_rows, (import_ours, import_ragas, help_ours, first_call))
+
+
+def report(
+    repeat: int, rows: list[tuple], cpu_rows: list[tuple], startups: tuple[float, ...]
+) -> None:
+    """The tables: wall times, start-up, CPU times; then the figures as JSON."""
+    import_ours, import_ragas, help_ours, first_call = startups
+    args = argparse.Namespace(repeat=repeat)
     print(
         f"# deterministic metrics, best and median of {args.repeat}, each tool in its own "
         "process (load + score)\n"
@@ -256,10 +283,23 @@ def main() -> None:
         f"| start-up: first `evaluate` (plugins, modules, loop) | | {first_call:.3f} | | | | | | |"
     )
     print(
+        "\nCPU time of the same runs (user + system of each process, its threads included; "
+        "fairer than wall time on a loaded machine):\n"
+    )
+    print("| measure | ctxeval best | peer | peer best | speed-up | ctxeval median "
+          "| peer median | speed-up (median) |")  # fmt: skip
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for name, a, b, median_a, median_b, peer_name in cpu_rows:
+        print(
+            f"| {name} | {a:.2f} | {peer_name} | {b:.2f} | {b / a:.1f}x "
+            f"| {median_a:.2f} | {median_b:.2f} | {median_b / median_a:.1f}x |"
+        )
+    print(
         "\n"
         + json.dumps(
             {
                 "rows": rows,
+                "cpu_rows": cpu_rows,
                 "import": [import_ours, import_ragas],
                 "help": help_ours,
                 "first_call": first_call,

@@ -10,8 +10,11 @@ Each tool runs in a fresh process (``python -m ctxeval evaluate ... -q``; ``pyth
 pytrec_eval's ``parse_qrel``, ``parse_run``, ``RelevanceEvaluator`` and the means), alternating,
 ``--repeat`` times; the table gives wall time and CPU time (user + system of the child), best and
 median, and the ratios. ``--with-out`` adds ``--out DIR`` (results.jsonl, summary, report).
+``--before DIR`` adds a third tool, alternating with the two: ctxeval imported from ``DIR``
+(``PYTHONPATH``; an older checkout's ``core``, e.g. from ``git archive``), to measure a change
+side by side.
 
-    python bench/trec_cli.py [--queries 100000] [--repeat 5]
+    python bench/trec_cli.py [--queries 100000] [--repeat 5] [--before DIR]
 """
 
 from __future__ import annotations
@@ -66,11 +69,11 @@ def write_files(folder: Path, queries: int) -> tuple[Path, Path]:
     return qrels, run
 
 
-def timed(command: list[str]) -> tuple[float, float, str]:
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall and CPU seconds (user + system) of a child process, and its output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -82,6 +85,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--with-out", action="store_true", help="ctxeval writes --out DIR too")
+    parser.add_argument("--before", metavar="DIR", help="also ctxeval imported from DIR")
     args = parser.parse_args()
     compile_ours()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -95,14 +99,20 @@ def main() -> None:
         theirs = [sys.executable, "-c", PYTREC, str(qrels), str(run),
                   json.dumps(list(MEASURES.values()))]  # fmt: skip
         times: dict[str, list[tuple[float, float]]] = {"ctxeval": [], "pytrec_eval": []}
+        if args.before:
+            times["ctxeval (before)"] = []
         for attempt in range(args.repeat):
-            command = ours + (
-                ["--out", str(Path(folder) / f"out{attempt}")] if args.with_out else []
-            )
+            out = ["--out", str(Path(folder) / f"out{attempt}")] if args.with_out else []
+            command = ours + out
             wall, cpu, _ = timed(command)
             times["ctxeval"].append((wall, cpu))
             wall, cpu, _ = timed(theirs)
             times["pytrec_eval"].append((wall, cpu))
+            if args.before:
+                old = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+                out_before = [out[0], out[1] + "-before"] if out else []
+                wall, cpu, _ = timed(ours + out_before, old)
+                times["ctxeval (before)"].append((wall, cpu))
     print(
         f"# {args.queries} queries x 20 retrieved, 5 measures, whole processes, "
         f"best and median of {args.repeat}, alternating\n"
@@ -114,11 +124,13 @@ def main() -> None:
         walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
         summary[tool] = (min(walls), statistics.median(walls), min(cpus), statistics.median(cpus))
         print(f"| {tool} | " + " | ".join(f"{v:.2f}" for v in summary[tool]) + " |")
-    a, b = summary["ctxeval"], summary["pytrec_eval"]
-    print(
-        f"\nspeed-up over pytrec_eval: wall {b[0] / a[0]:.2f}x best, {b[1] / a[1]:.2f}x median; "
-        f"CPU {b[2] / a[2]:.2f}x best, {b[3] / a[3]:.2f}x median"
-    )
+    b = summary["pytrec_eval"]
+    for tool in [t for t in summary if t != "pytrec_eval"]:
+        a = summary[tool]
+        print(
+            f"\n{tool} against pytrec_eval: wall {b[0] / a[0]:.2f}x best, "
+            f"{b[1] / a[1]:.2f}x median; CPU {b[2] / a[2]:.2f}x best, {b[3] / a[3]:.2f}x median"
+        )
     print(json.dumps(times))
 
 

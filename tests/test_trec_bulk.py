@@ -173,3 +173,57 @@ def test_the_ranking_is_the_three_key_sort(query_scale: int) -> None:
     assert [key[i] for i in got.tolist()] == [key[i] for i in expected.tolist()]
     ordered = trec_bulk._ranking(queries[expected], scores[expected], names[expected])
     assert [key[i] for i in expected[ordered].tolist()] == [key[i] for i in expected.tolist()]
+
+
+@pytest.mark.parametrize("id_length", [3, 8, 9, 17, 64, 65, 300])
+def test_ids_of_every_width_and_scores_of_every_shape(tmp_path: Path, id_length: int) -> None:
+    """IDs numbered as 64-bit words (one, several: a hash checked row by row) or through a
+    dict (over 64 bytes), IDs that differ only in their last byte or their length, and scores
+    read with numpy (up to 15 digits) or by ``float`` (an exponent, more digits) read as the
+    line reader reads them."""
+    rng = random.Random(id_length)
+    stem = "x" * max(0, id_length - 3)
+    docs = [f"{stem}{i:03d}"[-id_length:] for i in range(40)] + [stem + "z", stem + "zé"]
+    scores = ["0", "-0", "+7", "1.", ".25", "0.1", "12.340", "-3.5", "99999999999999.9",
+              "123456789012345", "1234567890123456", "0.30000000000000004", "1e-3", "2.5E2",
+              "-.5", "000.0100"]  # fmt: skip
+    qrels_lines, run_lines = [], []
+    for q in range(30):
+        query = f"{stem}q{q}"
+        for doc in rng.sample(docs, 6):
+            qrels_lines.append(f"{query} 0 {doc} {rng.choice(['0', '1', '+2', '-1', '03'])}\n")
+        for rank, doc in enumerate(rng.sample(docs, 10)):
+            run_lines.append(f"{query} Q0 {doc} {rank} {rng.choice(scores)} r\n")
+    (tmp_path / "q").write_text("".join(qrels_lines))
+    (tmp_path / "r").write_text("".join(run_lines))
+    assert trec_bulk.read_run_bulk(tmp_path / "r") is not None
+    for complete in (False, True):
+        fast = ctxeval.load_trec(tmp_path / "q", tmp_path / "r", complete=complete)
+        assert fast == line_reader(tmp_path / "q", tmp_path / "r", complete=complete)
+
+
+def test_decimals_read_with_numpy_are_what_float_reads() -> None:
+    import numpy as np
+
+    rng = random.Random(11)
+
+    def decimal() -> str:
+        whole = f"{rng.choice(['', '-', '+'])}{rng.randint(0, 10 ** rng.randint(0, 9))}"
+        fraction = str(rng.randint(0, 10 ** rng.randint(0, 7))).zfill(rng.randint(1, 7))
+        return whole + rng.choice(["", "."]) + rng.choice(["", fraction])
+
+    tokens = [decimal() for _ in range(5000)]
+    data = (" ".join(tokens) + "\n").encode()
+    starts, ends = [], []
+    at = 0
+    for token in tokens:
+        starts.append(at)
+        ends.append(at + len(token))
+        at += len(token) + 1
+    file = trec_bulk._File(
+        data, np.array(starts)[:, None].repeat(3, 1), np.array(ends)[:, None].repeat(3, 1)
+    )
+    values = trec_bulk._numbers(file, 2, float)
+    assert values is not None
+    expected = [float(t) for t in tokens]
+    assert [v.hex() for v in values.tolist()] == [v.hex() for v in expected]

@@ -37,7 +37,7 @@ async def score_all(metric: object, samples: list[SingleTurnSample]) -> list[flo
 
 def main() -> None:
     path, part = sys.argv[1], sys.argv[2]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with open(path, encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     fields = (
@@ -49,7 +49,7 @@ def main() -> None:
     scores = []
     for factory in PARTS[part]:
         scores.append(asyncio.run(score_all(factory(), samples)))
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     nan = sum(
         1
         for column in scores
@@ -60,6 +60,7 @@ def main() -> None:
         json.dumps(
             {
                 "seconds": seconds,
+                "cpu": cpu,
                 "samples": len(samples),
                 "nan": nan,
                 "first": [c[0] for c in scores],

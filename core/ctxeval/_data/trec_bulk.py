@@ -1,18 +1,23 @@
-"""TREC files read in bulk: a qrels file and a run file parsed as whole blocks of bytes (split on
-ASCII white space in C, the columns' shape checked with numpy), straight into the per-query
-columns the ID metrics read, without a dict per query or a regular expression per line.
+"""TREC files read in bulk: a qrels file and a run file read as whole blocks of bytes with
+numpy, straight into the per-query columns the ID metrics read, without a Python object per
+token, a dict per query or a regular expression per line.
+
+Each block's tokens are found from its bytes' ASCII white space (where trec_eval splits), and
+only the kept columns' offsets are kept; IDs are read as 64-bit words (their bytes, padded)
+and numbered by one sort; grades and scores of up to 15 digits are read as ``mantissa /
+10**k``, which is exactly the double ``float`` reads, the others by ``float`` and ``int``.
 
 This is the fast path of :func:`ctxeval._data.trec.load_trec`. It accepts only what it can
 prove the line-by-line reader (:mod:`ctxeval._data.trec`) reads the same way, and gives
-``None`` for anything else: a file that is not UTF-8, a comment line, a line of another
-width, a relevance that is no ASCII integer, a score that is no finite number, an ID longer
-than a sample takes, a document given twice for a query, a lone carriage return. The
-line-by-line reader then reads the file and says what is wrong, on which line, or reads
+``None`` for anything else: a file that is not UTF-8 or holds a NUL byte, a comment line, a
+line of another width, a relevance that is no ASCII integer, a score that is no finite number,
+an ID longer than a sample takes, a document given twice for a query, a lone carriage return.
+The line-by-line reader then reads the file and says what is wrong, on which line, or reads
 what it accepts; so a file reads to the same samples (or fails with the same error) on
 either path.
 
-Columns are split as trec_eval splits them: on ASCII white space only (``bytes.split``), so an
-ID may hold a no-break space, U+2028 or U+3000.
+Columns are split as trec_eval splits them: on ASCII white space only, so an ID may hold a
+no-break space, U+2028 or U+3000.
 """
 
 from __future__ import annotations
@@ -32,9 +37,6 @@ __all__ = ["Qrels", "Run", "read_qrels_bulk", "read_run_bulk"]
 BLOCK: Final = 1 << 20
 """Bytes of a file split at once (cut after a line break): bounds the tokens alive at a time."""
 
-_SPACE: Final = np.zeros(256, dtype=bool)
-_SPACE[list(b" \t\n\r\x0b\x0c")] = True
-"""The bytes ``bytes.split()`` splits on: ASCII white space, what trec_eval splits on."""
 _NEWLINE: Final = ord("\n")
 _COMMENT: Final = ord("#")
 _NUMBER_BYTES: Final = b"0123456789+-.eE"
@@ -43,10 +45,25 @@ regular expression does: no ``nan``, ``inf``, ``_`` or other scripts' digits).""
 _INTEGER_BYTES: Final = b"0123456789+-"
 
 IntArray = npt.NDArray[np.int64]
+Offsets = npt.NDArray[np.signedinteger[Any]]
+"""Offsets into a file (32-bit below 2 GiB: half the memory)."""
+ByteArray = npt.NDArray[np.uint8]
+
+_DIGIT: Final = np.zeros(256, dtype=bool)
+_DIGIT[list(b"0123456789")] = True
+_POW10: Final = np.array([float(10**i) for i in range(23)])
+"""Powers of ten, each exact in a double: ``m / 10**k`` (m < 2**53) is then the double nearest
+the decimal, which is what ``float`` reads."""
+_SIMPLE_DIGITS: Final = 15
+"""The most digits of a number read with numpy (below 2**53: exact); longer ones by Python."""
+_ROWS: Final = 1 << 18
+"""Rows whose numbers are read at once."""
+_WIDE_ID: Final = 64
+"""Bytes of the longest ID numbered with numpy (as 64-bit words); longer ones by a dict."""
 
 
 class _Codes:
-    """Tokens numbered in the order they first appear; their text decoded once each."""
+    """Tokens numbered in the order they first appear (through a dict: the path of long IDs)."""
 
     __slots__ = ("number", "tokens")
 
@@ -62,63 +79,53 @@ class _Codes:
             tokens += new
         return np.fromiter(map(number.__getitem__, values), dtype=np.int64, count=len(values))
 
-    @property
-    def names(self) -> list[str]:
-        """The tokens as text (the whole file was checked to be UTF-8 and the tokens are cut
-        at ASCII bytes, which no multi-byte sequence holds: each decodes)."""
-        return b"\n".join(self.tokens).decode("utf-8").split("\n") if self.tokens else []
+
+def _texts(tokens: list[bytes]) -> list[str]:
+    """The tokens as text (the whole file was checked to be UTF-8 and the tokens are cut at
+    ASCII bytes, which no multi-byte sequence holds: each decodes)."""
+    return b"\n".join(tokens).decode("utf-8").split("\n") if tokens else []
 
 
-def _blocks(data: bytes) -> Iterator[bytes]:
-    """``data`` cut into blocks of about :data:`BLOCK` bytes, each ending after a line break
-    (the last one wherever the file ends)."""
+def _blocks(data: bytes) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of blocks of about :data:`BLOCK` bytes of ``data``, each ending after
+    a line break (the last one wherever the file ends)."""
     start = 0
     while start < len(data):
         end = data.find(b"\n", start + BLOCK)
         end = len(data) if end < 0 else end + 1
-        yield data[start:end]
+        yield start, end
         start = end
 
 
-def _columns(
-    block: bytes, wanted: Sequence[int], width: int, exact: bool
-) -> list[list[bytes]] | None:
-    """The columns ``wanted`` of the lines of ``block`` (comment and blank lines left out),
-    each line holding ``width`` columns (at least ``width`` when not ``exact``); None when a
-    line has another number of columns or an ID is too long for a sample."""
-    tokens = block.split()
-    if not tokens:
-        return [[] for _ in wanted]
-    raw = np.frombuffer(block, dtype=np.uint8)
-    space = _SPACE[raw]
-    edges = np.diff(space.view(np.int8), prepend=np.int8(1), append=np.int8(1))
-    starts = np.flatnonzero(edges == -1)  # a token starts after a blank (or at the start)
-    ends = np.flatnonzero(edges == 1)
-    if len(starts) != len(tokens) or int((ends - starts).max()) > MAX_ID_LENGTH:
+def _offsets(
+    raw: ByteArray, wanted: Sequence[int], width: int, exact: bool
+) -> tuple[IntArray, IntArray] | None:
+    """Where the columns ``wanted`` of the lines of ``raw`` begin and end (one row per line;
+    comment and blank lines left out), each line holding ``width`` columns (at least ``width``
+    when not ``exact``); None when a line has another number of columns or an ID is too long
+    for a sample."""
+    space = (raw == ord(" ")) | (raw - np.uint8(9) < np.uint8(5))  # (9-13: \t\n\v\f\r)
+    edges = np.flatnonzero(space[1:] != space[:-1]) + 1
+    if len(raw) and not space[0]:
+        edges = np.concatenate((np.zeros(1, np.int64), edges))
+    if len(raw) and not space[-1]:
+        edges = np.append(edges, len(raw))
+    starts, ends = edges[0::2], edges[1::2]  # a token starts after a blank, ends before one
+    none = np.zeros((0, len(wanted)), dtype=np.int64)
+    if not len(starts):
+        return none, none
+    if int((ends - starts).max()) > MAX_ID_LENGTH:
         return None
-    breaks = np.flatnonzero(raw == _NEWLINE)
-    line = np.searchsorted(breaks, starts)  # the line of each token (0-based in the block)
-    line_starts = np.concatenate(([0], breaks + 1))
-    comments = np.flatnonzero(raw[line_starts[line_starts < len(raw)]] == _COMMENT)
-    keep = None
-    if len(comments):
-        keep = ~np.isin(line, comments)
-        line = line[keep]
-        if not len(line):
-            return [[] for _ in wanted]
-    counts = np.bincount(line)
-    counts = counts[counts > 0]
-    if (exact and not (counts == width).all()) or not (counts >= width).all():
+    line_starts = np.flatnonzero(raw[:-1] == _NEWLINE) + 1
+    line_starts = np.concatenate((np.zeros(1, np.int64), line_starts))
+    first = np.searchsorted(starts, line_starts)  # each line's first token
+    counts = np.diff(first, append=len(starts))  # (tokens never span a line break)
+    real = (counts > 0) & (raw[line_starts] != _COMMENT)
+    first, counts = first[real], counts[real]
+    if (exact and bool((counts != width).any())) or bool((counts < width).any()):
         return None
-    if keep is None and (counts == width).all():
-        return [tokens[column::width] for column in wanted]
-    kept = np.flatnonzero(keep) if keep is not None else np.arange(len(tokens))
-    first = kept[np.concatenate(([0], np.cumsum(counts)[:-1]))]
-    return [[tokens[i] for i in (first + column).tolist()] for column in wanted]
-
-
-def _only(column: list[bytes], alphabet: bytes) -> bool:
-    return not b"".join(column).translate(None, alphabet)
+    tokens = first[:, None] + np.asarray(wanted, dtype=np.int64)
+    return starts[tokens], ends[tokens]
 
 
 def _data(path: Path) -> bytes | None:
@@ -129,6 +136,8 @@ def _data(path: Path) -> bytes | None:
         return None  # (the line reader says what is wrong)
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None  # a lone carriage return ends a line for the line reader
+    if b"\0" in data:
+        return None  # (IDs are compared as bytes padded with NUL)
     if not data.isascii():
         try:
             data.decode("utf-8")  # every byte of the file, the columns not kept too
@@ -137,58 +146,207 @@ def _data(path: Path) -> bytes | None:
     return data
 
 
-class _Table:
-    """A file's rows as codes: per row its query's and document's number (in the order each
-    first appears) and its value (a grade, a score)."""
+def _eights(data: bytes) -> npt.NDArray[Any]:
+    """The 8 bytes from each byte of ``data`` on, as big-endian words (a view, no copy)."""
+    words: npt.NDArray[Any] = np.ndarray(
+        (max(0, len(data) - 7),), dtype=">u8", buffer=data, strides=(1,)
+    )
+    return words
 
-    __slots__ = ("doc_codes", "docs", "queries", "query_codes", "values")
 
-    def __init__(self) -> None:
-        self.queries, self.docs = _Codes(), _Codes()
-        self.query_codes: list[IntArray] = []
-        self.doc_codes: list[IntArray] = []
-        self.values: list[npt.NDArray[Any]] = []
+class _File:
+    """A file's bytes and where the kept columns of its rows begin and end."""
 
-    def add(
-        self, columns: list[list[bytes]], alphabet: bytes, kind: type[int] | type[float]
-    ) -> bool:
-        """Add a block's rows (query, document, value columns); False when one is not what the
-        line reader would read the same way."""
-        query_column, doc_column, value_column = columns
-        if not _only(value_column, alphabet):
-            return False
-        dtype = np.int64 if kind is int else np.float64
+    __slots__ = ("data", "ends", "starts", "tail", "tail_words", "words")
+
+    def __init__(self, data: bytes, starts: Offsets, ends: Offsets) -> None:
+        self.data = data
+        self.starts, self.ends = starts, ends
+        self.tail = max(0, len(data) - 16)
+        self.words = _eights(data)
+        """The 8 bytes from each byte of the file on, big-endian (to its last 8 bytes)..."""
+        self.tail_words = _eights(data[self.tail :] + bytes(8))
+        """... and those of its last bytes (NUL past its end)."""
+
+    def eights(self, at: Offsets) -> npt.NDArray[np.uint64]:
+        """The 8 bytes from each of the offsets ``at`` (at most the file's size) on, as a
+        big-endian word (NUL past the end of the file)."""
+        near = at > len(self.data) - 8
+        words = self.words[np.where(near, 0, at)].astype(np.uint64)
+        if near.any():
+            words[near] = self.tail_words[at[near] - self.tail]
+        return words
+
+    def tokens(self, column: int, rows: IntArray | None = None) -> list[bytes]:
+        """The tokens of ``column`` (of ``rows``, or every row) as bytes."""
+        starts, ends = self.starts[:, column], self.ends[:, column]
+        if rows is not None:
+            starts, ends = starts[rows], ends[rows]
+        data = self.data
+        return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def _file(path: Path, wanted: Sequence[int], width: int, *, exact: bool) -> _File | None:
+    """The rows of the file (the offsets of the columns ``wanted``), or None (see the
+    module)."""
+    data = _data(path)
+    if data is None:
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8)
+    kind = np.int32 if len(data) < (1 << 31) - 1024 else np.int64  # (offset + 8 * words)
+    found_starts: list[Offsets] = []
+    found_ends: list[Offsets] = []
+    for begin, end in _blocks(data):
+        found = _offsets(raw[begin:end], wanted, width, exact)
+        if found is None:
+            return None
+        found_starts.append((found[0] + begin).astype(kind))
+        found_ends.append((found[1] + begin).astype(kind))
+    empty = np.zeros((0, len(wanted)), dtype=kind)
+    return _File(data, np.concatenate([empty, *found_starts]), np.concatenate([empty, *found_ends]))
+
+
+_MASKS: Final = np.array([(~0 << (64 - 8 * kept)) & ~(~0 << 64) for kept in range(9)], np.uint64)
+"""The mask of a word's first ``kept`` bytes (big-endian: its high bytes)."""
+
+
+def _words(file: _File, starts: Offsets, lengths: Offsets) -> npt.NDArray[np.uint64]:
+    """Each token as 64-bit words (its bytes big-endian, padded with NUL): one column per 8
+    bytes of the longest, each read with one load of 8 bytes."""
+    count = (int(lengths.max()) + 7) // 8 if len(lengths) else 1
+    words = np.empty((len(starts), count), dtype=np.uint64)
+    for column in range(count):
+        at = np.minimum(starts + 8 * column, len(file.data))
+        kept = np.clip(lengths - 8 * column, 0, 8)
+        words[:, column] = file.eights(at) & _MASKS[kept]
+    return words
+
+
+def _codes(file: _File, column: int) -> tuple[IntArray, list[str]]:
+    """Each row's code of the tokens of ``column`` (numbered in the order they first
+    appear), and the tokens' texts."""
+    starts, ends = file.starts[:, column], file.ends[:, column]
+    found = None
+    if len(starts) and int((ends - starts).max()) <= _WIDE_ID:
+        found = _numbered(_words(file, starts, ends - starts))
+    if found is None:
+        codes = _Codes()
+        numbers = codes.encode(file.tokens(column))
+        return numbers, _texts(codes.tokens)
+    numbers, firsts = found
+    return numbers, _texts(file.tokens(column, firsts))
+
+
+def _numbered(words: npt.NDArray[np.uint64]) -> tuple[IntArray, IntArray] | None:
+    """Each row's number (equal rows alike, numbered in the order they first appear) and the
+    row of each number's first appearance; None when two rows of a hash differ."""
+    keys = words[:, 0].copy()
+    for column in range(1, words.shape[1]):  # (a hash; checked below)
+        keys *= np.uint64(0x9E3779B97F4A7C15)
+        keys ^= words[:, column] + (keys >> np.uint64(29))
+    heads = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    first, inverse = _first_and_inverse(keys[heads])
+    order = np.argsort(first)  # the numbers by first appearance (each first is one row)
+    number = np.empty(len(order), dtype=np.int64)
+    number[order] = np.arange(len(order))
+    numbers = np.repeat(number[inverse.reshape(-1)], np.diff(np.append(heads, len(keys))))
+    firsts = heads[first[order]]
+    if words.shape[1] > 1 and not bool((words == words[firsts[numbers]]).all()):
+        return None
+    return numbers, firsts
+
+
+def _first_and_inverse(keys: npt.NDArray[np.uint64]) -> tuple[IntArray, IntArray]:
+    """``np.unique(keys, return_index=True, return_inverse=True)[1:]`` through one unstable
+    sort (the first index of each key is the least of its sorted run)."""
+    if not len(keys):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    perm = np.argsort(keys)
+    ordered = keys[perm]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    first = np.minimum.reduceat(perm, starts)
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[perm] = np.cumsum(np.concatenate(([False], ordered[1:] != ordered[:-1])))
+    return first, inverse
+
+
+def _only(column: list[bytes], alphabet: bytes) -> bool:
+    return not b"".join(column).translate(None, alphabet)
+
+
+def _decimals(
+    words: npt.NDArray[np.uint64], lengths: Offsets, *, point: bool
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Each token (as :func:`_words`) read as a decimal number (``[+-]digits[.digits]``, a point
+    only when ``point``) with numpy, exactly as ``float`` reads it, and which tokens were (the
+    others: an exponent, more than :data:`_SIMPLE_DIGITS` digits, not a number)."""
+    width = min(int(lengths.max()) if len(lengths) else 1, _SIMPLE_DIGITS + 2)
+    bytes_of = words.astype(">u8").view(np.uint8).reshape(len(words), 8 * words.shape[1])
+    chars = np.ascontiguousarray(bytes_of[:, :width].T)  # a row per place: whole-row work
+    digit = chars - np.uint8(ord("0")) < np.uint8(10)
+    dot = chars == ord(".")
+    allowed = digit | (chars == 0)  # (NUL past the token's end)
+    if point:
+        allowed |= dot
+    negative = chars[0] == ord("-")
+    allowed[0] |= negative | (chars[0] == ord("+"))
+    simple = (lengths <= width) & allowed.all(axis=0) & (dot.sum(axis=0) <= 1)
+    mantissa = np.zeros(len(words), dtype=np.int64)
+    count, after = np.zeros_like(mantissa), np.zeros_like(mantissa)
+    seen_dot = np.zeros(len(words), dtype=bool)
+    for place in range(width):
+        is_digit = digit[place]
+        seen_dot |= dot[place]
+        count += is_digit
+        after += is_digit & seen_dot
+        update = mantissa * 10 + (chars[place] - np.uint8(ord("0")))
+        np.copyto(mantissa, update, where=is_digit)
+    simple &= (count >= 1) & (count <= _SIMPLE_DIGITS)
+    values = mantissa / _POW10[np.minimum(after, len(_POW10) - 1)]
+    return np.where(negative, -values, values), simple
+
+
+def _numbers(file: _File, column: int, kind: type[int] | type[float]) -> npt.NDArray[Any] | None:
+    """The values of ``column`` (grades or scores); None when one is not what the line reader
+    would read the same way."""
+    starts, ends = file.starts[:, column], file.ends[:, column]
+    lengths = ends - starts
+    values = np.zeros(len(starts))
+    simple = np.zeros(len(starts), dtype=bool)
+    for at in range(0, len(starts), _ROWS):  # (parts: bounds the memory of the work)
+        part = slice(at, at + _ROWS)
+        words = _words(file, starts[part], np.minimum(lengths[part], _SIMPLE_DIGITS + 2))
+        values[part], simple[part] = _decimals(words, lengths[part], point=kind is float)
+    rest = np.flatnonzero(~simple)
+    if kind is int:
+        values = values.astype(np.int64)  # (at most 15 digits: exact)
+    if len(rest):  # an exponent, many digits, or no number: as the line reader's check
+        tokens = file.tokens(column, rest)
+        if not _only(tokens, _INTEGER_BYTES if kind is int else _NUMBER_BYTES):
+            return None
         try:
-            values = np.fromiter(map(kind, value_column), dtype=dtype, count=len(value_column))
+            values[rest] = np.fromiter(map(kind, tokens), dtype=values.dtype, count=len(rest))
         except (ValueError, OverflowError):
-            return False
-        self.query_codes.append(self.queries.encode(query_column))
-        self.doc_codes.append(self.docs.encode(doc_column))
-        self.values.append(values)
-        return True
-
-    def columns(self) -> tuple[IntArray, IntArray, npt.NDArray[Any]] | None:
-        """The rows' query codes, doc codes and values; None when a pair is given twice."""
-        q = np.concatenate([np.zeros(0, np.int64), *self.query_codes])
-        d = np.concatenate([np.zeros(0, np.int64), *self.doc_codes])
-        values = np.concatenate(self.values) if self.values else np.zeros(0)
-        return None if _repeats(q, d, len(self.docs.tokens)) else (q, d, values)
+            return None
+    return values
 
 
 def _table(
     path: Path, wanted: Sequence[int], width: int, *, exact: bool, kind: type[int] | type[float]
-) -> _Table | None:
-    """The rows of the file, or None (see the module)."""
-    data = _data(path)
-    if data is None:
+) -> tuple[tuple[IntArray, list[str]], tuple[IntArray, list[str]], npt.NDArray[Any]] | None:
+    """The rows of the file: the query and document columns numbered (with their texts) and
+    the values; None (see the module) when the bulk reader does not take it, or a (query,
+    document) pair is given twice."""
+    file = _file(path, wanted, width, exact=exact)
+    if file is None:
         return None
-    table = _Table()
-    alphabet = _INTEGER_BYTES if kind is int else _NUMBER_BYTES
-    for block in _blocks(data):
-        columns = _columns(block, wanted, width, exact)
-        if columns is None or not table.add(columns, alphabet, kind):
-            return None
-    return table
+    values = _numbers(file, 2, kind)
+    if values is None:
+        return None
+    queries, docs = _codes(file, 0), _codes(file, 1)
+    if _repeats(queries[0], docs[0], len(docs[1])):
+        return None
+    return queries, docs, values
 
 
 class Qrels:
@@ -207,17 +365,14 @@ class Qrels:
 
 def read_qrels_bulk(path: Path) -> Qrels | None:
     """The qrels of ``path`` (``query iteration doc relevance``), or None (see the module)."""
-    table = _table(path, (0, 2, 3), 4, exact=True, kind=int)
-    found = None if table is None else table.columns()
-    if table is None or found is None:
+    found = _table(path, (0, 2, 3), 4, exact=True, kind=int)
+    if found is None:
         return None
-    q, d, grades = found
+    (q, queries), (d, names), grades = found
     judged = np.flatnonzero(grades >= 0)
     judged = judged[np.argsort(q[judged], kind="stable")]  # by query, in file order within
-    names = table.docs.names
     doc_list = list(map(names.__getitem__, d[judged].tolist()))
     grade_list = grades[judged].tolist()
-    queries = table.queries.names
     spans = list(itertools.pairwise(_bounds(q[judged], len(queries))))
     return Qrels(
         queries,
@@ -239,19 +394,16 @@ class Run:
 
 def read_run_bulk(path: Path) -> Run | None:
     """The run of ``path`` (``query Q0 doc rank score name [...]``), or None (see the module)."""
-    table = _table(path, (0, 2, 4), 6, exact=False, kind=float)
-    found = None if table is None else table.columns()
-    if table is None or found is None:
+    found = _table(path, (0, 2, 4), 6, exact=False, kind=float)
+    if found is None:
         return None
-    q, d, scores = found
+    (q, queries), (d, names), scores = found
     if not np.isfinite(scores).all():
         return None
-    names = table.docs.names
     by_name = np.empty(len(names), dtype=np.int64)  # each document's place in string order
     by_name[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
     order = _ranking(q, scores, by_name[d])
     ranked_docs = list(map(names.__getitem__, d[order].tolist()))
-    queries = table.queries.names
     spans = itertools.pairwise(_bounds(q[order], len(queries)))
     return Run(queries, [tuple(ranked_docs[a:b]) for a, b in spans])
 
