@@ -8,13 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-
-def _group(item: pytest.Item) -> str | None:
-    names = {
-        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-        for mark in item.iter_markers("xdist_group")
-    }
-    return "_".join(sorted(names)) or None
+from conftest import xdist_group_of
 
 
 @pytest.mark.xdist_group("suite-groups")  # (so that the session always holds a grouped test)
@@ -24,7 +18,8 @@ def test_every_grouped_test_carries_its_group_to_the_scheduler(
     config = request.config
     if not hasattr(config, "workerinput") or not config.getoption("loadgroup", False):
         pytest.skip("asks a pytest-xdist worker with --dist loadgroup (the README's -n auto)")
-    grouped = [(item.nodeid, _group(item)) for item in request.session.items if _group(item)]
+    groups = {item.nodeid: xdist_group_of(item) for item in request.session.items}
+    grouped = [(nodeid, group) for nodeid, group in groups.items() if group is not None]
     assert request.node.nodeid in {nodeid for nodeid, _ in grouped}
     # the scheduler's unit of work is the node id's text after its last "@"
     lost = [nodeid for nodeid, group in grouped if nodeid.rpartition("@")[2] != group]
