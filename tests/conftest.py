@@ -16,7 +16,13 @@ with ``-n`` (pytest-xdist), so does each worker.
 With ``-n``, the README's command, tests run on one worker per core. Tests marked
 ``xdist_group`` run on one worker, one after the other (``--dist loadgroup``, in
 ``pyproject.toml``): ``"ray"`` (one local Ray cluster at a time: each claims the machine's
-cores) and ``"llama"`` (a real model on CPU: one computing at a time).
+cores), ``"spark"`` (one Spark session) and ``"llama"`` (a real model on CPU: one computing at
+a time, one server for the session). pytest-xdist (3.8) tells the scheduler a test's group by
+a suffix of its node id, which pytest 9.2's structured node ids silently drop
+(pytest-dev/pytest-xdist#1386): the groups were then spread over the workers (two Ray
+clusters, two Spark sessions and two llama servers at once). ``pytest_collection_modifyitems``
+below puts the suffix back where pytest 9.2 reads it; ``tests/test_suite_groups.py`` fails if a
+group's suffix goes missing again.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import ctxeval
+from llama_process import LlamaServer, llama_server
 
 _PRIVATE_CACHE: Path | None = None
 
@@ -61,3 +69,36 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 def registry() -> ctxeval.Registry:
     """A writable copy of the installed plugins, private to one test."""
     return ctxeval.default_registry().copy()
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The ``xdist_group`` of ``item`` as pytest-xdist names it (its groups joined by ``_``)."""
+    names = {
+        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        for mark in item.iter_markers("xdist_group")
+    }
+    return "_".join(sorted(names)) or None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a ``--dist loadgroup`` worker, the ``@group`` suffix pytest-xdist gives the node id
+    of a grouped test, written where pytest 9.2 reads it (its structured ``NodeId``): the
+    scheduler sends the tests whose ids end in one group to one worker. Where xdist's own
+    suffix took (an older pytest; a fixed xdist), nothing is done."""
+    if not hasattr(config, "workerinput") or not config.getoption("loadgroup", False):
+        return
+    for item in items:
+        group = xdist_group_of(item)
+        structured = getattr(item, "_id", None)
+        if group is None or item.nodeid.endswith(f"@{group}") or structured is None:
+            continue
+        item._id = type(structured).parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The session's real llama-cpp-python server (SmolLM2-135M; ``tests/llama_process.py``),
+    for the ``xdist_group("llama")`` tests: one process on the one worker that runs them."""
+    with llama_server(tmp_path_factory.mktemp("llama")) as server:
+        yield server

