@@ -116,14 +116,12 @@ def test_a_prompt_the_estimate_refuses_is_counted_by_the_server(llama: LlamaServ
     assert after == before + 1  # counted once, by the server
 
 
-def test_the_nugget_and_claim_metrics_against_a_real_llama_server(
-    llama: tuple[str, Path],
-) -> None:
+def test_the_nugget_and_claim_metrics_against_a_real_llama_server(llama: LlamaServer) -> None:
     """#55's LLM metrics on the real server: nuggets written by the model (one sample) or
     given by the sample (the other: no extraction), each sample's nuggets judged in one
     request; claims extracted and checked against each chunk. Every row is ok, undefined or
     an error with a reason, and the rows count the requests the server answered."""
-    url, log = llama
+    url, log = llama.url, llama.log
     before = len(re.findall(r'"POST /v1/chat/completions HTTP/1\.1"', log.read_text()))
     given, written = _samples()[:2]
     given["nuggets"] = [
