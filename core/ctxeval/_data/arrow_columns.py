@@ -35,6 +35,7 @@ from ctxeval._data.sample import (
     field_converter,
 )
 from ctxeval._errors import DataError
+from ctxeval._results.collector import collector_paused
 
 __all__ = ["arrow_samples"]
 
@@ -56,14 +57,15 @@ def arrow_samples(batch: Any) -> list[Sample] | None:
     if "id" not in fields:
         return None
     columns: dict[str, Sequence[Any]] = {}
-    for field, name in fields.items():
-        values = _values(_whole(batch.column(name)), field)
-        if values is None:
+    with collector_paused():  # (objects by the thousand, none of them cyclic)
+        for field, name in fields.items():
+            values = _values(_whole(batch.column(name)), field)
+            if values is None:
+                return None
+            columns[field] = values
+        if None in columns["id"]:
             return None
-        columns[field] = values
-    if None in columns["id"]:
-        return None
-    return checked_samples(columns, batch.num_rows)
+        return checked_samples(columns, batch.num_rows)
 
 
 def _whole(column: Any) -> Any:
@@ -83,9 +85,7 @@ def _values(array: Any, field: str) -> list[Any] | None:
 
     kind = array.type
     if field in _LIST_FIELDS:
-        if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_string(
-            kind.value_type
-        ):
+        if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_string(kind.value_type):
             fast = _string_lists(array, ids=field in _ID_FIELDS)
             if fast is not None:
                 return fast

@@ -329,11 +329,10 @@ def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
         statuses, reasons, usage, scores = _with_whole(whole, count, zero, scores)
     texts: Any = pa.nulls(count, pa.string())
     if details:
-        add = _Adder({name: [] for name in ROW_COLUMNS}, details=True)
         texts = [
             _json(item.to_dict()["details"])
             if isinstance(item, MetricResult)
-            else add._details_of(block, item)
+            else _details_of(block, item)
             for item in block_rows(block)
         ]
     names = pa.array([column.metric for column in columns], pa.string())
@@ -355,9 +354,7 @@ def _scores(scores: Sequence[float | None]) -> Any:
     import pyarrow as pa
 
     if isinstance(scores, Scores):
-        return pa.Array.from_buffers(
-            pa.float64(), len(scores), [None, pa.py_buffer(scores.values)]
-        )
+        return pa.Array.from_buffers(pa.float64(), len(scores), [None, pa.py_buffer(scores.values)])
     return pa.array(scores, pa.float64())
 
 
@@ -416,20 +413,22 @@ class _Adder:
             return
         for item in block_rows(block):
             assert not isinstance(item, MetricResult)  # (no row is kept whole)
-            details.append(self._details_of(block, item))
-
-    def _details_of(self, block: RowBlock, row: PlainRow) -> str:
-        try:
-            return orjson.dumps(row[4]).decode()
-        except TypeError:  # as MetricResult.to_json writes what orjson refuses
-            return _json(built_row(block, row).to_dict()["details"])
+            details.append(_details_of(block, item))
 
     def plain(self, block: RowBlock, row: PlainRow) -> None:
         _, column, sample_id, score, _ = row
-        these = self._details_of(block, row) if self._details else None
+        these = _details_of(block, row) if self._details else None
         values = (sample_id, column.metric, "ok", score, None, these, self._zero)
         for target, value in zip(self._columns, values, strict=True):
             target.append(value)
+
+
+def _details_of(block: RowBlock, row: PlainRow) -> str:
+    """The details of a plain row of ``block`` as JSON text."""
+    try:
+        return orjson.dumps(row[4]).decode()
+    except TypeError:  # as MetricResult.to_json writes what orjson refuses
+        return _json(built_row(block, row).to_dict()["details"])
 
 
 def _json(details: Any) -> str:
