@@ -5,7 +5,9 @@ Writes N ID samples (as bench/runners.py: 10 retrieved and 4 reference ids, one 
 three without an id) to a JSONL file, starts Spark once (its start-up is reported apart), then
 times, alternating ``--repeat`` times:
 
-* ``local``: ``ctxeval.evaluate(load_samples(path), metrics)`` in this process;
+* ``local``: ``ctxeval.evaluate(load_samples(path), metrics)`` in this process (and, timed
+  apart, the same with its rows then written with their evidence, ``to_jsonl``: the work a
+  frame's rows with ``details`` do);
 * ``processes``: the same with ``runner=ProcessesRunner(workers=W)``;
 * ``spark``: the same with ``runner=SparkRunner(workers=W)`` (rows back to the driver, in
   order, as every runner);
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -58,6 +61,38 @@ def write_jsonl(path: Path, n: int, *, ids: bool) -> None:
             if ids or i % 3:
                 row["id"] = f"q{i}"
             handle.write(json.dumps(row) + "\n")
+
+
+def unscored_rows(batches: Any) -> Any:
+    """Rows of the batch scorer's shape for each Arrow batch of samples, without scoring (a
+    sample's id, the metric's name, "ok", 0.5, no reason, no details, zero usage): what
+    Spark's own part of ``evaluate_frame`` costs (``--floor``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ctxeval.runners import ROW_COLUMNS
+
+    usage = json.dumps(
+        {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        | {"cost_usd": 0.0, "cache_hits": 0},
+        separators=(",", ":"),
+    )
+    width = len(METRICS)
+    for batch in batches:
+        count = width * batch.num_rows
+        index = pa.array(range(count), pa.int64())
+        sample = pc.divide(index, width)
+        metric = pc.subtract(index, pc.multiply(sample, width))
+        columns = [
+            batch.column("id").take(sample),
+            pa.array(METRICS).take(metric),
+            pa.repeat(pa.scalar("ok"), count),
+            pa.repeat(pa.scalar(0.5), count),
+            pa.nulls(count, pa.string()),
+            pa.nulls(count, pa.string()),
+            pa.repeat(pa.scalar(usage), count),
+        ]
+        yield pa.RecordBatch.from_arrays(columns, names=list(ROW_COLUMNS))
 
 
 def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
@@ -121,8 +156,12 @@ def main() -> None:
     )
     parser.add_argument("--frame-only", action="store_true", help="local and evaluate_frame only")
     parser.add_argument("--batch-rows", type=int, default=None, help="Arrow batch size in Spark")
+    parser.add_argument(
+        "--floor", action="store_true", help="also: the Parquet frame through Spark, not scored"
+    )
     args = parser.parse_args()
     from ctxeval_spark import SparkRunner, evaluate_frame, spark_session
+    from ctxeval_spark.frames import ROW_SCHEMA
 
     folder = Path(tempfile.mkdtemp(prefix="ctxeval-bench-spark-"))
     data, with_ids = folder / "samples.jsonl", folder / "with_ids.jsonl"
@@ -140,13 +179,17 @@ def main() -> None:
     if not args.frame_only:
         runners["processes"] = ProcessesRunner(workers=args.workers)
         runners["spark"] = SparkRunner(workers=args.workers)
-    frames = {
+    frames: dict[str, tuple[str, bool | None]] = {
         "frame json": ("json", True),
         "frame json, no details": ("json", False),
         "frame parquet": ("parquet", True),
         "frame parquet, no details": ("parquet", False),
     }
-    times: dict[str, list[float]] = {name: [] for name in [*runners, *frames]}
+    if args.floor:
+        frames["spark alone (parquet, not scored)"] = ("parquet", None)
+    times: dict[str, list[float]] = {
+        name: [] for name in ["local", "local + results.jsonl", *runners, *frames]
+    }
     driver_cpu: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(args.repeat):
         kept = {}
@@ -155,6 +198,9 @@ def main() -> None:
             evaluation = ctxeval.evaluate(ctxeval.load_samples(data), METRICS, runner=runner)
             times[name].append(time.perf_counter() - started)
             driver_cpu[name].append(time.process_time() - cpu)
+            if name == "local":  # and its rows written with their evidence, as a frame's are
+                evaluation.to_jsonl(folder / "rows.jsonl")
+                times["local + results.jsonl"].append(time.perf_counter() - started)
             if repeat == 0 and name in ("local", "spark"):
                 kept[name] = [(r.sample_id, r.metric, r.score) for r in evaluation.results]
             del evaluation
@@ -168,9 +214,14 @@ def main() -> None:
                 frame = spark.read.json(str(with_ids), schema=SCHEMA)
             else:
                 frame = spark.read.parquet(str(table))
-            evaluate_frame(
-                frame, METRICS, workers=args.workers, output=out, mode="overwrite", details=details
-            )
+            if details is None:
+                rows = frame.mapInArrow(unscored_rows, ROW_SCHEMA)
+                rows.write.mode("overwrite").parquet(str(out))
+            else:
+                evaluate_frame(
+                    frame, METRICS, workers=args.workers, output=out, mode="overwrite",
+                    details=details,
+                )  # fmt: skip
             times[label].append(time.perf_counter() - started)
         print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
     report(times, args)
