@@ -131,6 +131,28 @@ def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
         )
 
 
+def time_frame(spark: Any, source: str, path: Path, details: bool | None, workers: int) -> float:
+    """Seconds to score the samples at ``path`` (``source``: "json" or "parquet") with
+    ``evaluate_frame`` and write its rows as Parquet (``details`` None: not scored, rows of
+    the same shape made by :func:`unscored_rows`)."""
+    from ctxeval_spark import evaluate_frame
+    from ctxeval_spark.frames import ROW_SCHEMA
+
+    out = path.parent / "rows.parquet"
+    started = time.perf_counter()
+    if source == "json":
+        frame = spark.read.json(str(path), schema=SCHEMA)
+    else:
+        frame = spark.read.parquet(str(path))
+    if details is None:
+        frame.mapInArrow(unscored_rows, ROW_SCHEMA).write.mode("overwrite").parquet(str(out))
+    else:
+        evaluate_frame(
+            frame, METRICS, workers=workers, output=out, mode="overwrite", details=details
+        )
+    return time.perf_counter() - started
+
+
 def report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
     """Best, median, best against local's best, and the median of the ratios to local in
     each repeat (runs side by side)."""
@@ -160,8 +182,7 @@ def main() -> None:
         "--floor", action="store_true", help="also: the Parquet frame through Spark, not scored"
     )
     args = parser.parse_args()
-    from ctxeval_spark import SparkRunner, evaluate_frame, spark_session
-    from ctxeval_spark.frames import ROW_SCHEMA
+    from ctxeval_spark import SparkRunner, spark_session
 
     folder = Path(tempfile.mkdtemp(prefix="ctxeval-bench-spark-"))
     data, with_ids = folder / "samples.jsonl", folder / "with_ids.jsonl"
@@ -207,22 +228,9 @@ def main() -> None:
         if repeat == 0 and "spark" in kept:
             assert kept["local"] == kept["spark"], "the spark runner's rows differ from local"
         del kept
-        out = folder / "rows.parquet"
         for label, (source, details) in frames.items():
-            started = time.perf_counter()
-            if source == "json":
-                frame = spark.read.json(str(with_ids), schema=SCHEMA)
-            else:
-                frame = spark.read.parquet(str(table))
-            if details is None:
-                rows = frame.mapInArrow(unscored_rows, ROW_SCHEMA)
-                rows.write.mode("overwrite").parquet(str(out))
-            else:
-                evaluate_frame(
-                    frame, METRICS, workers=args.workers, output=out, mode="overwrite",
-                    details=details,
-                )  # fmt: skip
-            times[label].append(time.perf_counter() - started)
+            path = with_ids if source == "json" else table
+            times[label].append(time_frame(spark, source, path, details, args.workers))
         print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
     report(times, args)
     print("\nthe driving process's own CPU (reading, collecting, ordering the rows) per run:")
