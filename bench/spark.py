@@ -5,17 +5,26 @@ Writes N ID samples (as bench/runners.py: 10 retrieved and 4 reference ids, one 
 three without an id) to a JSONL file, starts Spark once (its start-up is reported apart), then
 times, alternating ``--repeat`` times:
 
-* ``local``: ``ctxeval.evaluate(load_samples(path), metrics)`` in this process;
+* ``local``: ``ctxeval.evaluate(load_samples(path), metrics)`` in this process (and, timed
+  apart, the same with its rows then written with their evidence, ``to_jsonl``: the work a
+  frame's rows with ``details`` do);
 * ``processes``: the same with ``runner=ProcessesRunner(workers=W)``;
 * ``spark``: the same with ``runner=SparkRunner(workers=W)`` (rows back to the driver, in
   order, as every runner);
-* ``evaluate_frame``: ``spark.read.json(path)`` scored by the executors and written as Parquet
-  by them (the rows stay in Spark), with each row's evidence (``details``) and without it.
+* ``evaluate_frame``: a DataFrame of the samples scored by the executors and written as
+  Parquet by them (the rows stay in Spark), with each row's evidence (``details``) and
+  without it; the DataFrame read by Spark from the JSONL file (``spark.read.json``: the JVM
+  parses the JSON) and, as a Spark user usually holds a table, from a Parquet copy of it
+  (written once before the runs, not timed).
 
-Prints best and median wall times and each one's ratio to ``local``; the first repeat checks
-that the spark runner's rows equal the local ones (scores per sample and metric).
+Prints best and median wall times, each one's ratio to ``local`` (best against best) and the
+median of the ratios of each repeat (the runs of one repeat are side by side: on a shared
+machine, the fairer figure); the first repeat checks that the spark runner's rows equal the
+local ones (scores per sample and metric). ``--frame-only`` leaves out the processes and
+spark runners; ``--batch-rows`` sets ``spark.sql.execution.arrow.maxRecordsPerBatch`` (the
+samples of one Arrow batch handed to the batch scorer; Spark's default 10 000).
 
-    python bench/spark.py [--samples 1000000] [--workers 2] [--repeat 3]
+    python bench/spark.py [--samples 1000000] [--workers 2] [--repeat 3] [--frame-only]
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -51,6 +61,38 @@ def write_jsonl(path: Path, n: int, *, ids: bool) -> None:
             if ids or i % 3:
                 row["id"] = f"q{i}"
             handle.write(json.dumps(row) + "\n")
+
+
+def unscored_rows(batches: Any) -> Any:
+    """Rows of the batch scorer's shape for each Arrow batch of samples, without scoring (a
+    sample's id, the metric's name, "ok", 0.5, no reason, no details, zero usage): what
+    Spark's own part of ``evaluate_frame`` costs (``--floor``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ctxeval.runners import ROW_COLUMNS
+
+    usage = json.dumps(
+        {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        | {"cost_usd": 0.0, "cache_hits": 0},
+        separators=(",", ":"),
+    )
+    width = len(METRICS)
+    for batch in batches:
+        count = width * batch.num_rows
+        index = pa.array(range(count), pa.int64())
+        sample = pc.divide(index, width)
+        metric = pc.subtract(index, pc.multiply(sample, width))
+        columns = [
+            batch.column("id").take(sample),
+            pa.array(METRICS).take(metric),
+            pa.repeat(pa.scalar("ok"), count),
+            pa.repeat(pa.scalar(0.5), count),
+            pa.nulls(count, pa.string()),
+            pa.nulls(count, pa.string()),
+            pa.repeat(pa.scalar(usage), count),
+        ]
+        yield pa.RecordBatch.from_arrays(columns, names=list(ROW_COLUMNS))
 
 
 def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
@@ -89,6 +131,43 @@ def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
         )
 
 
+def time_frame(spark: Any, source: str, path: Path, details: bool | None, workers: int) -> float:
+    """Seconds to score the samples at ``path`` (``source``: "json" or "parquet") with
+    ``evaluate_frame`` and write its rows as Parquet (``details`` None: not scored, rows of
+    the same shape made by :func:`unscored_rows`)."""
+    from ctxeval_spark import evaluate_frame
+    from ctxeval_spark.frames import ROW_SCHEMA
+
+    out = path.parent / "rows.parquet"
+    started = time.perf_counter()
+    if source == "json":
+        frame = spark.read.json(str(path), schema=SCHEMA)
+    else:
+        frame = spark.read.parquet(str(path))
+    if details is None:
+        frame.mapInArrow(unscored_rows, ROW_SCHEMA).write.mode("overwrite").parquet(str(out))
+    else:
+        evaluate_frame(
+            frame, METRICS, workers=workers, output=out, mode="overwrite", details=details
+        )
+    return time.perf_counter() - started
+
+
+def report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
+    """Best, median, best against local's best, and the median of the ratios to local in
+    each repeat (runs side by side)."""
+    base = min(times["local"])
+    print(f"\n{args.samples:,} samples x {len(METRICS)} ID metrics, {args.workers} workers")
+    print(f"{'':26} {'best':>8} {'median':>8} {'local/x':>8} {'same-run':>9}")
+    for name, values in times.items():
+        best = min(values)
+        ratios = [local / x for local, x in zip(times["local"], values, strict=True)]
+        print(
+            f"{name:26} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x "
+            f"{statistics.median(ratios):8.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
@@ -97,8 +176,13 @@ def main() -> None:
     parser.add_argument(
         "--ray", action="store_true", help="also: BatchScorer in Ray Data against the ray runner"
     )
+    parser.add_argument("--frame-only", action="store_true", help="local and evaluate_frame only")
+    parser.add_argument("--batch-rows", type=int, default=None, help="Arrow batch size in Spark")
+    parser.add_argument(
+        "--floor", action="store_true", help="also: the Parquet frame through Spark, not scored"
+    )
     args = parser.parse_args()
-    from ctxeval_spark import SparkRunner, evaluate_frame, spark_session
+    from ctxeval_spark import SparkRunner, spark_session
 
     folder = Path(tempfile.mkdtemp(prefix="ctxeval-bench-spark-"))
     data, with_ids = folder / "samples.jsonl", folder / "with_ids.jsonl"
@@ -108,13 +192,24 @@ def main() -> None:
     spark = spark_session(workers=args.workers)
     spark.range(10).count()
     print(f"spark start-up: {time.perf_counter() - started:.1f} s (not in the times below)")
-    runners = {
-        "local": None,
-        "processes": ProcessesRunner(workers=args.workers),
-        "spark": SparkRunner(workers=args.workers),
+    if args.batch_rows is not None:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch_rows))
+    table = folder / "samples.parquet"  # as a Spark user holds samples: not timed
+    spark.read.json(str(with_ids), schema=SCHEMA).write.parquet(str(table))
+    runners: dict[str, object] = {"local": None}
+    if not args.frame_only:
+        runners["processes"] = ProcessesRunner(workers=args.workers)
+        runners["spark"] = SparkRunner(workers=args.workers)
+    frames: dict[str, tuple[str, bool | None]] = {
+        "frame json": ("json", True),
+        "frame json, no details": ("json", False),
+        "frame parquet": ("parquet", True),
+        "frame parquet, no details": ("parquet", False),
     }
+    if args.floor:
+        frames["spark alone (parquet, not scored)"] = ("parquet", None)
     times: dict[str, list[float]] = {
-        name: [] for name in [*runners, "evaluate_frame", "frame, no details"]
+        name: [] for name in ["local", "local + results.jsonl", *runners, *frames]
     }
     driver_cpu: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(args.repeat):
@@ -124,27 +219,20 @@ def main() -> None:
             evaluation = ctxeval.evaluate(ctxeval.load_samples(data), METRICS, runner=runner)
             times[name].append(time.perf_counter() - started)
             driver_cpu[name].append(time.process_time() - cpu)
+            if name == "local":  # and its rows written with their evidence, as a frame's are
+                evaluation.to_jsonl(folder / "rows.jsonl")
+                times["local + results.jsonl"].append(time.perf_counter() - started)
             if repeat == 0 and name in ("local", "spark"):
                 kept[name] = [(r.sample_id, r.metric, r.score) for r in evaluation.results]
             del evaluation
-        if repeat == 0:
+        if repeat == 0 and "spark" in kept:
             assert kept["local"] == kept["spark"], "the spark runner's rows differ from local"
-            del kept
-        out = folder / "rows.parquet"
-        for label, details in (("evaluate_frame", True), ("frame, no details", False)):
-            started = time.perf_counter()
-            frame = spark.read.json(str(with_ids), schema=SCHEMA)
-            evaluate_frame(
-                frame, METRICS, workers=args.workers, output=out, mode="overwrite", details=details
-            )
-            times[label].append(time.perf_counter() - started)
+        del kept
+        for label, (source, details) in frames.items():
+            path = with_ids if source == "json" else table
+            times[label].append(time_frame(spark, source, path, details, args.workers))
         print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
-    base = min(times["local"])
-    print(f"\n{args.samples:,} samples x {len(METRICS)} ID metrics, {args.workers} workers")
-    print(f"{'':16} {'best':>8} {'median':>8} {'local/x':>8}")
-    for name, values in times.items():
-        best = min(values)
-        print(f"{name:16} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x")
+    report(times, args)
     print("\nthe driving process's own CPU (reading, collecting, ordering the rows) per run:")
     for name, values in driver_cpu.items():
         wall = statistics.median(times[name])

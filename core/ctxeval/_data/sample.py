@@ -12,7 +12,9 @@ field.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 import attrs
@@ -22,6 +24,7 @@ from ctxeval._data.text import brief
 from ctxeval._errors import DataError
 
 __all__ = [
+    "COLUMN_FIELDS",
     "FIELD_ALIASES",
     "SAMPLE_FIELDS",
     "SOURCE_FIELDS",
@@ -30,6 +33,8 @@ __all__ = [
     "RetrievalStep",
     "Sample",
     "checked_id_sample",
+    "checked_samples",
+    "field_converter",
     "grades_of",
     "steps_of",
     "union_of_steps",
@@ -725,6 +730,40 @@ def checked_id_sample(
     _SET_REFERENCE_IDS(sample, reference)
     _set_metadata(sample, {})
     return sample
+
+
+COLUMN_FIELDS: Final = frozenset(
+    (*TEXT_FIELDS, *TEXT_LIST_FIELDS, "retrieved_context_ids", "reference_context_ids", "id")
+)
+"""The fields :func:`checked_samples` builds samples of (no sources, steps or metadata: those
+are checked across fields, or kept as they are)."""
+
+
+def checked_samples(columns: Mapping[str, Sequence[Any]], size: int) -> list[Sample]:
+    """``size`` samples whose fields are given as columns (per field among
+    :data:`COLUMN_FIELDS`, its ``size`` values in order), each value already what the field's
+    converter makes of it (:func:`field_converter`; None: no value), built without the
+    converters, a field at a time: sample ``i`` equal to ``Sample(**{field: column[i]})``.
+    How the batch scorer builds the samples of an Arrow batch it read by columns."""
+    unknown = set(columns) - COLUMN_FIELDS
+    if unknown:
+        raise ValueError(f"checked_samples builds no {sorted(unknown)} (only {COLUMN_FIELDS})")
+    samples: list[Sample] = list(map(_new_sample, itertools.repeat(Sample, size)))
+    for name, setter in _SETTERS:
+        values = columns.get(name)
+        if values is not None and len(values) != size:
+            raise ValueError(f"{len(values)} values of {name} for {size} samples")
+        deque(map(setter, samples, itertools.repeat(None) if values is None else values), 0)
+    for sample in samples:
+        _set_metadata(sample, {})
+    return samples
+
+
+def field_converter(name: str) -> Callable[[Any], Any]:
+    """What building a sample makes of a value of its field ``name`` (a :class:`DataError`
+    for a value it refuses): one cell at a time, as :meth:`Sample.from_dict` does."""
+    converter: Callable[[Any], Any] = getattr(attrs.fields(Sample), name).converter
+    return converter
 
 
 def _prebuilt(data: dict[str, Any]) -> Sample | None:

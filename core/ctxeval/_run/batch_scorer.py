@@ -23,10 +23,11 @@ import attrs
 import orjson
 
 from ctxeval._calls.cache import SQLiteCache
+from ctxeval._data.arrow_columns import arrow_samples
 from ctxeval._errors import ConfigError, DataError
 from ctxeval._output.lines import PlainRow, arrow_row_fields, block_rows, built_row
 from ctxeval._plugins.protocols import Metric
-from ctxeval._results.columns import RowBlock
+from ctxeval._results.columns import RowBlock, Scores
 from ctxeval._results.results import NO_USAGE, MetricResult
 from ctxeval._run.local import score_locally
 from ctxeval._run.loop_thread import LoopThread
@@ -182,16 +183,19 @@ class BatchScorer:
     def __call__(self, batch: Any) -> Any:
         """The rows of ``batch`` (a pandas DataFrame, a pyarrow Table or RecordBatch), as a
         table of the same kind."""
-        records, kind = _records(batch)
-        return _table(self._parts(records), kind, details=self.details)
+        samples, kind = _samples(batch)
+        parts = self._parts(samples)
+        if kind == "arrow":
+            return _arrow_table(parts, details=self.details)
+        return _table(parts, kind, details=self.details)
 
     def rows_per_sample(self, batch: Any) -> list[str]:
         """Each sample's rows as one JSON array (the rows as ``results.jsonl`` writes them),
         in the order of ``batch``: for engines whose functions give one value per input row
         (Daft's batch functions, Spark's ``pandas_udf``)."""
-        records, _ = _records(batch)
+        samples, _ = _samples(batch)
         width = len(self.metrics)
-        rows = self.score_records(records)
+        rows = [row for part in self._parts(samples) for row in part]
         return [
             "[" + ",".join(row.to_json() for row in rows[i : i + width]) + "]"
             for i in range(0, len(rows), width)
@@ -213,7 +217,7 @@ class BatchScorer:
     def score_records(self, records: Iterable[Mapping[str, Any]]) -> list[MetricResult]:
         """The rows of samples given as mappings of field names, sample by sample and metric
         by metric."""
-        return [row for part in self._parts(records) for row in part]
+        return [row for part in self._parts([_sample(r) for r in records]) for row in part]
 
     def score_part(self, samples: Sequence[Any], *, first_index: int = 0) -> ScoredPart:
         """:func:`score_part` on this scorer's event loop, plan and cache: the rows of
@@ -225,9 +229,9 @@ class BatchScorer:
     async def _score_part(self, samples: list[Any], first_index: int) -> ScoredPart:
         return await score_part(self.plan, samples, first_index=first_index)
 
-    def _parts(self, records: Iterable[Mapping[str, Any]]) -> list[Sequence[MetricResult]]:
-        """The rows of ``records`` in the parts the local runner gives (row blocks: columns)."""
-        samples = [_sample(record) for record in records]
+    def _parts(self, samples: list[Any]) -> list[Sequence[MetricResult]]:
+        """The rows of ``samples`` (samples, or dicts of their fields) in the parts the local
+        runner gives (row blocks: columns)."""
         if not samples:
             return []
         parts: list[Sequence[MetricResult]] = (
@@ -268,15 +272,20 @@ async def _done() -> None:
     """What the loop cleans up when it stops: nothing."""
 
 
-def _records(batch: Any) -> tuple[list[dict[str, Any]], str]:
-    """The samples of ``batch`` as dicts of plain Python values, and the kind of table it
-    is (Arrow's cells come plain; pandas' are made plain)."""
+def _samples(batch: Any) -> tuple[list[Any], str]:
+    """The samples of ``batch``, and the kind of table it is: an Arrow batch read by columns
+    when it can be (:func:`~ctxeval._data.arrow_columns.arrow_samples`), else each row as a
+    dict of plain Python values (Arrow's cells come plain; pandas' are made plain) that the
+    run reads as it reads any sample."""
     module = type(batch).__module__.split(".")[0]
     if module == "pyarrow" and hasattr(batch, "to_pylist"):
-        return batch.to_pylist(), "arrow"
+        read = arrow_samples(batch) if hasattr(batch, "schema") else None
+        if read is not None:
+            return read, "arrow"
+        return [_sample(record) for record in batch.to_pylist()], "arrow"
     if module == "pandas" and hasattr(batch, "to_dict"):
         records = batch.to_dict("records")
-        return [{k: _plain(v) for k, v in record.items()} for record in records], "pandas"
+        return [_sample({k: _plain(v) for k, v in r.items()}) for r in records], "pandas"
     raise DataError(
         f"a batch to score must be a pandas DataFrame or a pyarrow Table, got "
         f"{type(batch).__module__}.{type(batch).__name__}"
@@ -344,6 +353,100 @@ def _table(parts: Sequence[Sequence[MetricResult]], kind: str, *, details: bool)
     return frame
 
 
+def _arrow_table(parts: Sequence[Sequence[MetricResult]], *, details: bool) -> Any:
+    """The rows of ``parts`` as a pyarrow Table, a row block's columns at a time: its ids,
+    metric names and scores put in place by Arrow, the rows kept whole written into them,
+    the plain rows' evidence computed a batch at a time (as ``results.jsonl`` is written)."""
+    import pyarrow as pa
+
+    zero = orjson.dumps(NO_USAGE.to_dict()).decode()
+    pieces = [
+        _block_table(part, zero, details=details)
+        if isinstance(part, RowBlock)
+        else _table([part], "arrow", details=details)
+        for part in parts
+        if len(part)
+    ]
+    if not pieces:
+        return _table([], "arrow", details=details)
+    return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+
+
+def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
+    """The rows of ``block`` as a pyarrow Table (sample by sample, metric by metric)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = block.columns
+    width, size = len(columns), len(block.sample_ids)
+    count = width * size
+    index = pa.array(range(count), pa.int64())
+    sample = pc.divide(index, width)  # each row's sample, and its metric's column
+    metric = pc.subtract(index, pc.multiply(sample, width))
+    scores = pa.concat_arrays([_scores(column.scores) for column in columns]).take(
+        pc.add(pc.multiply(metric, size), sample)
+    )
+    whole = {  # the rows kept whole, by row number
+        position * width + number: row
+        for number, column in enumerate(columns)
+        for position, row in column.rows.items()
+    }
+    statuses: Any = pa.repeat(pa.scalar("ok"), count)
+    reasons: Any = pa.nulls(count, pa.string())
+    usage: Any = pa.repeat(pa.scalar(zero), count)
+    if whole:
+        statuses, reasons, usage, scores = _with_whole(whole, count, zero, scores)
+    texts: Any = pa.nulls(count, pa.string())
+    if details:
+        texts = [
+            _json(item.to_dict()["details"])
+            if isinstance(item, MetricResult)
+            else _details_of(block, item)
+            for item in block_rows(block)
+        ]
+    names = pa.array([column.metric for column in columns], pa.string())
+    values = (
+        pa.array(list(block.sample_ids), pa.string()).take(sample),
+        names.take(metric),
+        statuses,
+        scores,
+        reasons,
+        texts,
+        usage,
+    )
+    return pa.table(dict(zip(ROW_COLUMNS, values, strict=True)), schema=row_schema())
+
+
+def _scores(scores: Sequence[float | None]) -> Any:
+    """A column's scores as an Arrow array of doubles (a kept column's straight from its
+    buffer; NaN or null where a row is kept whole: its own score is put there)."""
+    import pyarrow as pa
+
+    if isinstance(scores, Scores):
+        return pa.Array.from_buffers(pa.float64(), len(scores), [None, pa.py_buffer(scores.values)])
+    return pa.array(scores, pa.float64())
+
+
+def _with_whole(
+    whole: dict[int, MetricResult], count: int, zero: str, scores: Any
+) -> tuple[list[Any], list[Any], list[str], list[Any]]:
+    """The statuses, reasons, usage and scores of a block of ``count`` rows, those of the
+    rows kept whole (by row number) written in."""
+    statuses: list[Any] = ["ok"] * count
+    reasons: list[Any] = [None] * count
+    usage: list[str] = [zero] * count
+    scored: list[Any] = scores.to_pylist()
+    last: tuple[Any, str] = (None, "")  # rows share their usage object
+    for number, row in whole.items():
+        if row.usage is not last[0]:
+            last = (row.usage, orjson.dumps(row.usage.to_dict()).decode())
+        statuses[number] = row.status.value
+        reasons[number] = row.reason
+        usage[number] = last[1]
+        scored[number] = row.score
+    return statuses, reasons, usage, scored
+
+
 class _Adder:
     """Appends rows to the columns of a table."""
 
@@ -379,20 +482,22 @@ class _Adder:
             return
         for item in block_rows(block):
             assert not isinstance(item, MetricResult)  # (no row is kept whole)
-            details.append(self._details_of(block, item))
-
-    def _details_of(self, block: RowBlock, row: PlainRow) -> str:
-        try:
-            return orjson.dumps(row[4]).decode()
-        except TypeError:  # as MetricResult.to_json writes what orjson refuses
-            return _json(built_row(block, row).to_dict()["details"])
+            details.append(_details_of(block, item))
 
     def plain(self, block: RowBlock, row: PlainRow) -> None:
         _, column, sample_id, score, _ = row
-        these = self._details_of(block, row) if self._details else None
+        these = _details_of(block, row) if self._details else None
         values = (sample_id, column.metric, "ok", score, None, these, self._zero)
         for target, value in zip(self._columns, values, strict=True):
             target.append(value)
+
+
+def _details_of(block: RowBlock, row: PlainRow) -> str:
+    """The details of a plain row of ``block`` as JSON text."""
+    try:
+        return orjson.dumps(row[4]).decode()
+    except TypeError:  # as MetricResult.to_json writes what orjson refuses
+        return _json(built_row(block, row).to_dict()["details"])
 
 
 def _json(details: Any) -> str:
