@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from ctxeval._data.collector import collector_paused
 from ctxeval._data.sample import (
     COLUMN_FIELDS,
     FIELD_ALIASES,
@@ -35,7 +36,6 @@ from ctxeval._data.sample import (
     field_converter,
 )
 from ctxeval._errors import DataError
-from ctxeval._results.collector import collector_paused
 
 __all__ = ["arrow_samples"]
 
