@@ -119,8 +119,9 @@ def test_a_prompt_the_estimate_refuses_is_counted_by_the_server(llama: LlamaServ
 def test_the_nugget_and_claim_metrics_against_a_real_llama_server(llama: LlamaServer) -> None:
     """#55's LLM metrics on the real server: nuggets written by the model (one sample) or
     given by the sample (the other: no extraction), each sample's nuggets judged in one
-    request; claims extracted and checked against each chunk. Every row is ok, undefined or
-    an error with a reason, and the rows count the requests the server answered."""
+    request; claims extracted and checked against each chunk (one sample: the same requests
+    per sample). Every row is ok, undefined or an error with a reason, and the rows count the
+    requests the server answered."""
     url, log = llama.url, llama.log
     before = len(re.findall(r'"POST /v1/chat/completions HTTP/1\.1"', log.read_text()))
     given, written = _samples()[:2]
@@ -129,17 +130,18 @@ def test_the_nugget_and_claim_metrics_against_a_real_llama_server(llama: LlamaSe
         {"text": "The answer names a place.", "importance": "okay"},
     ]
     llm = LLMConfig(model="openai/smollm2", api_base=url)
-    metrics = ["context_nugget_recall", "claim_recall", "claim_context_precision"]
-    ev = ctxeval.evaluate([given, written], metrics, llm=llm)
+    nuggets = ctxeval.evaluate([given, written], ["context_nugget_recall"], llm=llm)
+    claims = ctxeval.evaluate([given], ["claim_recall", "claim_context_precision"], llm=llm)
+    rows = [*nuggets.results, *claims.results]
 
-    assert len(ev.results) == 2 * len(metrics)
-    for row in ev.results:
+    assert len(rows) == 4
+    for row in rows:
         assert row.status in (Status.OK, Status.UNDEFINED, Status.ERROR)
         if row.status is Status.ERROR:
             assert row.reason, row
-    assert [r for r in ev.results if r.status is not Status.ERROR], [r.reason for r in ev.results]
-    nugget_rows = {r.sample_id: r for r in ev.results if r.metric == "context_nugget_recall"}
-    first = nugget_rows[str(given["id"])]
+    assert [r for r in rows if r.status is not Status.ERROR], [r.reason for r in rows]
+    first = nuggets.results[0]
+    assert first.sample_id == str(given["id"])
     if first.status is not Status.ERROR:
         # both nuggets judged in one request, none written: a request per attempt (this
         # model's answer may fall short of a label per nugget, and is then asked again)
@@ -151,4 +153,4 @@ def test_the_nugget_and_claim_metrics_against_a_real_llama_server(llama: LlamaSe
         for m in re.finditer(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})', log.read_text())
     ][before:]
     assert not [s for s in statuses if s >= 400], statuses  # no request refused
-    assert sum(r.usage.requests for r in ev.results) == len(statuses)
+    assert sum(r.usage.requests for r in rows) == len(statuses)
