@@ -16,14 +16,7 @@ import ctxeval
 from ctxeval import MetricResult, Sample, Status
 from ctxeval.plugin import BaseDeterministicMetric, LazyDetails
 from ctxeval.plugin.hooks import ScoresColumn
-
-SEARCH_METRICS = [
-    "search_evidence_recall",
-    "search_first_hit_step",
-    "search_calls_to_full_recall",
-    "search_redundancy",
-    "search_step_precision",
-]
+from test_search_steps import SEARCH_METRICS
 
 
 def random_searches(count: int, seed: int) -> list[dict[str, Any]]:
