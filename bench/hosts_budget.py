@@ -3,6 +3,7 @@ DeepEval, side by side with ``ctxeval.evaluate`` on the same rows.
 
     python bench/hosts_budget.py [--samples 1000] [--chunks 2] [--latency 0.02]
                                  [--concurrency 16] [--hosts mlflow,deepeval] [--repeat 3]
+                                 [--store-dir DIR]
 
 For each host, against the fake OpenAI server (bench/fake_judge_server.py, its own process, a
 fresh one per run so that its high-water mark of requests in flight is that run's):
@@ -18,7 +19,9 @@ fresh one per run so that its high-water mark of requests in flight is that run'
 What must hold: run 3 sends exactly run 1's requests, never more than ``max_concurrency`` in
 flight, and takes at most run 2's time + 1.3 x run 1's; run 4 sends none. The four runs are
 repeated (``--repeat``, one after the other in each repeat, so they see the same load); the
-time check is made on the best and on the median of the repeats.
+time check is made on the best and on the median of the repeats. Each MLflow run has a store of
+its own (MLflow's time grows with the traces already in its store), and the host alone runs
+first in even repeats, last in odd ones.
 """
 
 from __future__ import annotations
@@ -125,19 +128,32 @@ def baseline(samples: list[dict[str, Any]], latency: float, concurrency: int) ->
 
 
 def mlflow_runs(
-    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path
+    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path, repeat: int = 0
 ) -> dict[str, Any]:
+    """The host alone, the host with the adapter and the cached re-run, each on a store of its
+    own (a new SQLite file: MLflow's time grows with the traces already in its store, so runs
+    sharing one store would each pay for the ones before), the host alone first in even
+    repeats and last in odd ones."""
     import mlflow
     from mlflow.entities import Document
     from mlflow.genai.scorers import scorer
 
     from ctxeval_hosts.mlflow import scorers
 
-    # ?timeout=: SQLite waits that long for a lock instead of 5 s; with 32 row threads writing
-    # traces, the default loses some (MLflow then hands the scorer a row without its spans).
-    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.sqlite'}?timeout=300")
-    mlflow.create_experiment("hosts-budget", artifact_location=(folder / "artifacts").as_uri())
-    mlflow.set_experiment("hosts-budget")
+    stores = iter(range(1_000))
+
+    def fresh_store() -> None:
+        """A new store, MLflow's first evaluate on it untimed (its tables, imports)."""
+        where = folder / f"store-{next(stores)}"
+        where.mkdir()
+        # ?timeout=: SQLite waits that long for a lock instead of 5 s; with 32 row threads
+        # writing traces, the default loses some (MLflow then hands the scorer a row without
+        # its spans).
+        mlflow.set_tracking_uri(f"sqlite:///{where / 'mlflow.sqlite'}?timeout=300")
+        mlflow.create_experiment("hosts-budget", artifact_location=(where / "a").as_uri())
+        mlflow.set_experiment("hosts-budget")
+        mlflow.genai.evaluate(data=data[:2], predict_fn=app, scorers=[constant])
+
     by_question = {s["user_input"]: s for s in samples}
 
     @mlflow.trace(span_type="RETRIEVER")
@@ -160,12 +176,16 @@ def mlflow_runs(
     def constant(inputs: Any, outputs: Any, expectations: Any, trace: Any) -> float:
         return 1.0
 
-    # untimed: a new store's tables and MLflow's first evaluate in the process (imports, ~s)
-    mlflow.genai.evaluate(data=data[:2], predict_fn=app, scorers=[constant])
     out: dict[str, Any] = {}
-    out["host_only"] = timed(
-        lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=[constant])
-    )
+
+    def host_only() -> None:
+        fresh_store()
+        out["host_only"] = timed(
+            lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=[constant])
+        )
+
+    if repeat % 2 == 0:
+        host_only()
     cache = folder / "mlflow-cache.sqlite"
     with server(latency) as (url, stats):
         llm = LLMConfig(model="openai/fake-judge", api_base=url, api_key="sk-bench")
@@ -173,6 +193,7 @@ def mlflow_runs(
             ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
         )
         results: list[Any] = []
+        fresh_store()
         out["adapter"] = timed(
             lambda: results.append(mlflow.genai.evaluate(data=data, predict_fn=app, scorers=made))
         )
@@ -188,11 +209,14 @@ def mlflow_runs(
         again = scorers(
             ["context_precision"], llm=llm, max_concurrency=concurrency, cache=SQLiteCache(cache)
         )
+        fresh_store()
         out["rerun"] = timed(
             lambda: mlflow.genai.evaluate(data=data, predict_fn=app, scorers=again)
         )
         again[0].session.close()
         out["rerun_requests"] = stats()["requests"] - out["adapter_stats"]["requests"]
+    if repeat % 2 == 1:
+        host_only()
     return out
 
 
@@ -200,7 +224,7 @@ def mlflow_runs(
 
 
 def deepeval_runs(
-    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path
+    samples: list[dict[str, Any]], latency: float, concurrency: int, folder: Path, repeat: int = 0
 ) -> dict[str, Any]:
     from deepeval import evaluate
     from deepeval.evaluate.configs import AsyncConfig, CacheConfig, DisplayConfig
@@ -332,6 +356,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--hosts", default="mlflow,deepeval")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--store-dir",
+        default=None,
+        help="where the MLflow stores and caches go (default: the system's temporary folder; "
+        "/dev/shm takes the disk's fsync out of MLflow's own time)",
+    )
     args = parser.parse_args()
     samples = rows(args.samples, args.chunks)
     print(f"{args.samples} samples x {args.chunks} chunks, context_precision, latency "
@@ -340,14 +370,14 @@ def main() -> None:
     hosts = args.hosts.split(",")
     bases: dict[str, list[dict[str, Any]]] = {host: [] for host in hosts}
     runs: dict[str, list[dict[str, Any]]] = {host: [] for host in hosts}
-    with tempfile.TemporaryDirectory(prefix="ctxeval-hosts-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ctxeval-hosts-bench-", dir=args.store_dir) as tmp:
         for repeat in range(args.repeat):
             for host in hosts:
                 folder = Path(tmp) / f"{host}-{repeat}"
                 folder.mkdir()
                 run = mlflow_runs if host == "mlflow" else deepeval_runs
                 bases[host].append(baseline(samples, args.latency, args.concurrency))
-                runs[host].append(run(samples, args.latency, args.concurrency, folder))
+                runs[host].append(run(samples, args.latency, args.concurrency, folder, repeat))
                 base, made = bases[host][-1], runs[host][-1]
                 print(f"repeat {repeat + 1} {host}: evaluate {base['seconds']:.2f} s "
                       f"({base['requests']} requests), host {made['host_only']:.2f} s, adapter "

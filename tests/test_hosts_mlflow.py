@@ -307,6 +307,41 @@ def test_id_metrics_through_mlflow_evaluate_equal_ctxeval_evaluate() -> None:
     made[0].session.close()
 
 
+def test_the_scorer_digest_mlflow_stores_with_each_feedback_reads_no_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MLflow hashes each scorer's definition into every feedback (``scorerDigest``); for a
+    ``Scorer`` subclass it cannot serialise, it falls back to parsing the class's source for
+    every row (~60 ms of CPU a row under the interpreter lock: what made the adapter slower
+    than MLflow's own cost in bench/hosts_budget.py). The adapter's scorer gives its definition
+    itself (#51)."""
+    import inspect
+
+    from mlflow.genai.scorers.scorer_utils import get_scorer_definition_digest
+
+    def no_source(obj: object) -> str:
+        raise AssertionError(f"MLflow read the source of {obj!r} to hash a ctxeval scorer")
+
+    made = scorers(["id_mrr", "id_based_context_recall"])
+    again = scorers(["id_mrr"])
+    strict = scorers(["id_mrr"], threshold=0.5)
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    digest = get_scorer_definition_digest(made[0])
+    assert digest is not None and digest.startswith("sha256:")
+    assert get_scorer_definition_digest(made[0]) == digest  # the same definition, the same hash
+    assert get_scorer_definition_digest(again[0]) == digest  # a new session of the same scorer
+    assert get_scorer_definition_digest(made[1]) != digest  # another metric
+    assert get_scorer_definition_digest(strict[0]) != digest  # another threshold
+    definition = made[0].model_dump()
+    assert definition["metric"] == "id_mrr"
+    assert definition["scorer"] == "ctxeval_hosts.mlflow.CtxevalScorer"
+    definition["metric"] = "changed"  # a copy: the scorer's own definition is unchanged
+    assert made[0].model_dump()["metric"] == "id_mrr"
+    assert made[0].model_dump(include={"metric"}) == {"metric": "id_mrr"}  # pydantic's, asked
+    for shared in (made, again, strict):
+        shared[0].session.close()
+
+
 def test_a_closed_session_is_an_error_feedback_never_an_exception_mlflow_would_retry() -> None:
     """MLflow re-runs a scorer that raises what looks like a rate limit (its own retry, outside
     the session's budget): the scorer answers every row with a feedback instead (#51)."""

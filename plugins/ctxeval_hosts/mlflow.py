@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import ctxeval
 from ctxeval import CtxevalError, DataError, MetricResult, MissingExtraError, Sample
 
 from ._fields import DEFAULT_ID_KEYS, build_sample, read_documents, reference_ids, text_list
@@ -61,7 +62,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the t
     raise MissingExtraError(
         f"ctxeval_hosts.mlflow needs MLflow ({exc})", install="pip install 'ctxeval[mlflow]'"
     ) from exc
-from pydantic import PrivateAttr
+from pydantic import BaseModel, PrivateAttr
 
 __all__ = [
     "CtxevalScorer",
@@ -272,6 +273,7 @@ class CtxevalScorer(Scorer):
     threshold: float | None = None
     _shared: SharedSession = PrivateAttr()
     _fields: TraceFields = PrivateAttr(default_factory=TraceFields)
+    _definition: dict[str, Any] | None = PrivateAttr(default=None)
 
     @classmethod
     def of(
@@ -303,6 +305,29 @@ class CtxevalScorer(Scorer):
     def session(self) -> SharedSession:
         """The shared session (``.evaluation()`` gives the rows scored so far)."""
         return self._shared
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        """The scorer's definition as plain JSON values (with arguments: pydantic's dump).
+
+        MLflow hashes a scorer's definition into every feedback it stores
+        (``mlflow.assessment.scorerDigest``). It cannot serialise a ``Scorer`` subclass, and
+        its fallback reads and parses this module's source to hash the class: about 60 ms of
+        CPU per row, under the interpreter lock that MLflow's row threads share. This
+        definition (the class, ctxeval's version, the metric, the threshold and the field
+        map) is made once and hashes in microseconds."""
+        if kwargs:
+            return BaseModel.model_dump(self, **kwargs)
+        if self._definition is None:
+            self._definition = {
+                "scorer": f"{type(self).__module__}.{type(self).__qualname__}",
+                "ctxeval": ctxeval.__version__,
+                "name": self.name,
+                "metric": self.metric,
+                "threshold": self.threshold,
+                "fields": {k: list(v) if isinstance(v, tuple) else v
+                           for k, v in asdict(self._fields).items()},
+            }  # fmt: skip
+        return dict(self._definition)
 
 
 def scorers(
