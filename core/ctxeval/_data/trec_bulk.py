@@ -32,7 +32,16 @@ import numpy.typing as npt
 
 from ctxeval._data.sample import MAX_ID_LENGTH
 
-__all__ = ["Qrels", "Run", "read_qrels_bulk", "read_run_bulk"]
+__all__ = [
+    "Qrels",
+    "QrelsColumns",
+    "Run",
+    "RunColumns",
+    "read_qrels_bulk",
+    "read_qrels_columns",
+    "read_run_bulk",
+    "read_run_columns",
+]
 
 BLOCK: Final = 1 << 20
 """Bytes of a file split at once (cut after a line break): bounds the tokens alive at a time."""
@@ -363,19 +372,44 @@ class Qrels:
         self.grades = grades
 
 
-def read_qrels_bulk(path: Path) -> Qrels | None:
-    """The qrels of ``path`` (``query iteration doc relevance``), or None (see the module)."""
+class QrelsColumns:
+    """A qrels file as flat columns: its queries in the order they first appear, its
+    documents' names (numbered as they first appear), and its judged rows (grade >= 0) by
+    query, in file order within a query: each row's document number and grade; query ``i``'s
+    rows are ``bounds[i]:bounds[i + 1]``."""
+
+    __slots__ = ("bounds", "doc", "grade", "names", "queries")
+
+    def __init__(
+        self, queries: list[str], names: list[str], doc: IntArray, grade: IntArray, bounds: IntArray
+    ) -> None:
+        self.queries, self.names = queries, names
+        self.doc, self.grade, self.bounds = doc, grade, bounds
+
+
+def read_qrels_columns(path: Path) -> QrelsColumns | None:
+    """The qrels of ``path`` (``query iteration doc relevance``) as columns, or None (see the
+    module)."""
     found = _table(path, (0, 2, 3), 4, exact=True, kind=int)
     if found is None:
         return None
     (q, queries), (d, names), grades = found
     judged = np.flatnonzero(grades >= 0)
     judged = judged[np.argsort(q[judged], kind="stable")]  # by query, in file order within
-    doc_list = list(map(names.__getitem__, d[judged].tolist()))
-    grade_list = grades[judged].tolist()
-    spans = list(itertools.pairwise(_bounds(q[judged], len(queries))))
+    bounds = np.asarray(_bounds(q[judged], len(queries)), dtype=np.int64)
+    return QrelsColumns(queries, names, d[judged], grades[judged], bounds)
+
+
+def read_qrels_bulk(path: Path) -> Qrels | None:
+    """The qrels of ``path`` (``query iteration doc relevance``), or None (see the module)."""
+    found = read_qrels_columns(path)
+    if found is None:
+        return None
+    doc_list = list(map(found.names.__getitem__, found.doc.tolist()))
+    grade_list = found.grade.tolist()
+    spans = list(itertools.pairwise(found.bounds.tolist()))
     return Qrels(
-        queries,
+        found.queries,
         [tuple(doc_list[a:b]) for a, b in spans],
         [tuple(grade_list[a:b]) for a, b in spans],
     )
@@ -392,8 +426,21 @@ class Run:
         self.ranked = ranked
 
 
-def read_run_bulk(path: Path) -> Run | None:
-    """The run of ``path`` (``query Q0 doc rank score name [...]``), or None (see the module)."""
+class RunColumns:
+    """A run file as flat columns: its queries in the order they first appear, its
+    documents' names, and its rows ranked as trec_eval ranks them (by query, score
+    descending, ties by doc ID descending): each row's document number; query ``i``'s rows
+    are ``bounds[i]:bounds[i + 1]``."""
+
+    __slots__ = ("bounds", "doc", "names", "queries")
+
+    def __init__(self, queries: list[str], names: list[str], doc: IntArray, bounds: IntArray):
+        self.queries, self.names, self.doc, self.bounds = queries, names, doc, bounds
+
+
+def read_run_columns(path: Path) -> RunColumns | None:
+    """The run of ``path`` (``query Q0 doc rank score name [...]``) as columns, or None (see
+    the module)."""
     found = _table(path, (0, 2, 4), 6, exact=False, kind=float)
     if found is None:
         return None
@@ -403,9 +450,18 @@ def read_run_bulk(path: Path) -> Run | None:
     by_name = np.empty(len(names), dtype=np.int64)  # each document's place in string order
     by_name[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
     order = _ranking(q, scores, by_name[d])
-    ranked_docs = list(map(names.__getitem__, d[order].tolist()))
-    spans = itertools.pairwise(_bounds(q[order], len(queries)))
-    return Run(queries, [tuple(ranked_docs[a:b]) for a, b in spans])
+    bounds = np.asarray(_bounds(q[order], len(queries)), dtype=np.int64)
+    return RunColumns(queries, names, d[order], bounds)
+
+
+def read_run_bulk(path: Path) -> Run | None:
+    """The run of ``path`` (``query Q0 doc rank score name [...]``), or None (see the module)."""
+    found = read_run_columns(path)
+    if found is None:
+        return None
+    ranked_docs = list(map(found.names.__getitem__, found.doc.tolist()))
+    spans = itertools.pairwise(found.bounds.tolist())
+    return Run(found.queries, [tuple(ranked_docs[a:b]) for a, b in spans])
 
 
 def _ranking(queries: IntArray, scores: npt.NDArray[Any], names: IntArray) -> IntArray:
