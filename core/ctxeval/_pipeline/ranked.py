@@ -117,7 +117,7 @@ def _values(
         first = np.full(chunk.size, 0, np.int64)
         at = np.flatnonzero(hits)
         queries = chunk.query[at]
-        head = np.concatenate(([True], queries[1:] != queries[:-1]))
+        head = np.concatenate((np.ones(min(1, len(queries)), bool), queries[1:] != queries[:-1]))
         first[queries[head]] = chunk.rank[at[head]]
         with np.errstate(divide="ignore"):
             return np.where(first > 0, 1.0 / np.maximum(first, 1), 0.0)
