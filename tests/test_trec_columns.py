@@ -108,9 +108,11 @@ def test_the_source_reads_the_samples_load_trec_reads(tmp_path: Path, seed: int)
         expected = ctxeval.load_trec(qrels, run, complete=complete)
         assert list(source) == expected
         assert [s.id for s in source] == [s.id for s in expected]
-        assert source[3] == expected[3] and source[-1] == expected[-1]
+        assert source[3] == expected[3]
+        assert source[-1] == expected[-1]
         chunk = source.ranked(2, 9)
-        assert list(chunk.samples) == expected[2:9] and chunk.ids == [s.id for s in expected[2:9]]
+        assert list(chunk.samples) == expected[2:9]
+        assert chunk.ids == [s.id for s in expected[2:9]]
 
 
 @pytest.mark.parametrize("deep", [False, True])
