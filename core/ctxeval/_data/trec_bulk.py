@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ctxeval._data.sample import MAX_ID_LENGTH
+from ctxeval._data.trec_arrow import arrow_table, regular
 
 __all__ = [
     "Qrels",
@@ -195,12 +196,9 @@ class _File:
         return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
-def _file(path: Path, wanted: Sequence[int], width: int, *, exact: bool) -> _File | None:
-    """The rows of the file (the offsets of the columns ``wanted``), or None (see the
-    module)."""
-    data = _data(path)
-    if data is None:
-        return None
+def _file(data: bytes, wanted: Sequence[int], width: int, *, exact: bool) -> _File | None:
+    """The rows of the file of ``data`` (the offsets of the columns ``wanted``), or None
+    (see the module)."""
     raw = np.frombuffer(data, dtype=np.uint8)
     kind = np.int32 if len(data) < (1 << 31) - 1024 else np.int64  # (offset + 8 * words)
     found_starts: list[Offsets] = []
@@ -346,7 +344,14 @@ def _table(
     """The rows of the file: the query and document columns numbered (with their texts) and
     the values; None (see the module) when the bulk reader does not take it, or a (query,
     document) pair is given twice."""
-    file = _file(path, wanted, width, exact=exact)
+    data = _data(path)
+    if data is None:
+        return None
+    if regular(data):  # single spaces and line breaks only: Arrow's CSV reader, if installed
+        found = arrow_table(data, (wanted[0], wanted[1], wanted[2]), width, kind)
+        if found is not None:
+            return None if _repeats(found[0][0], found[1][0], len(found[1][1])) else found
+    file = _file(data, wanted, width, exact=exact)
     if file is None:
         return None
     values = _numbers(file, 2, kind)

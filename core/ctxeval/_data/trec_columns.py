@@ -12,6 +12,7 @@ a chunk at a time from the columns.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -124,10 +125,7 @@ class TrecSource(Sequence[Sample]):
 
     def __init__(self, qrels: QrelsColumns, run: RunColumns, *, complete: bool) -> None:
         self._qrels, self._run = qrels, run
-        judged_query = {query: i for i, query in enumerate(qrels.queries)}
-        run_to_qrels = np.fromiter(
-            (judged_query.get(query, -1) for query in run.queries), np.int64, len(run.queries)
-        )
+        run_to_qrels = _numbers_in(run.queries, qrels.queries)
         kept = np.flatnonzero(run_to_qrels >= 0)  # trec_eval leaves out a query without qrels
         sizes = np.diff(run.bounds)
         row_query = np.repeat(np.arange(len(run.queries)), sizes)
@@ -213,15 +211,18 @@ class TrecSource(Sequence[Sample]):
         )
 
 
+def _numbers_in(texts: list[str], known: list[str]) -> IntArray:
+    """Each of ``texts``' place in ``known`` (-1 where it is not there)."""
+    place = dict(zip(known, range(len(known)), strict=True))
+    return np.array(list(map(place.get, texts, itertools.repeat(-1, len(texts)))), np.int64)
+
+
 def _gains(
     qrels: QrelsColumns, run: RunColumns, row_queries: IntArray, row_docs: IntArray
 ) -> IntArray:
     """Each run row's grade in the qrels of its query (``row_queries``: the qrels' number of
     the row's query), -1 where it is not judged."""
-    judged_doc = {name: i for i, name in enumerate(qrels.names)}
-    doc_map = np.fromiter(
-        (judged_doc.get(name, -1) for name in run.names), np.int64, len(run.names)
-    )
+    doc_map = _numbers_in(run.names, qrels.names)
     width = max(len(qrels.names), 1)
     judged_query = np.repeat(np.arange(len(qrels.queries)), np.diff(qrels.bounds))
     keys = judged_query * width + qrels.doc
