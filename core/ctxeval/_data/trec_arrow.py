@@ -91,7 +91,7 @@ def arrow_table(
         query, doc, value = (table.column(names[i]) for i in wanted)
         if value.null_count or _longest(query) > MAX_ID_LENGTH or _longest(doc) > MAX_ID_LENGTH:
             return None
-        values = value.to_numpy()
+        values = _flat(value, np.int64 if kind is int else np.float64)
         return _numbered(query, pool), _numbered(doc, pool), values
     except (pa.ArrowException, ValueError, OverflowError):
         return None  # (a line of another width, a value Arrow does not read as a number)
@@ -117,5 +117,18 @@ def _numbered(ids: Any, pool: Any) -> tuple[IntArray, list[str]]:
     chunks = [chunk for chunk in encoded.chunks if len(chunk)]
     if not chunks:
         return np.zeros(0, np.int64), []
-    numbers = np.concatenate([c.indices.to_numpy() for c in chunks], dtype=np.int64)
+    numbers = np.concatenate([_view(c.indices, np.int32) for c in chunks], dtype=np.int64)
     return numbers, chunks[-1].dictionary.to_pylist()
+
+
+def _view(array: Any, dtype: Any) -> npt.NDArray[Any]:
+    """The values of an Arrow array of fixed-width numbers without nulls, as a numpy view
+    (``to_numpy`` may import pandas)."""
+    values = np.frombuffer(array.buffers()[1], dtype=dtype)
+    return values[array.offset : array.offset + len(array)]
+
+
+def _flat(chunked: Any, dtype: Any) -> npt.NDArray[Any]:
+    """The values of a chunked Arrow array of ``dtype`` numbers without nulls, in one array."""
+    chunks = [_view(chunk, dtype) for chunk in chunked.chunks if len(chunk)]
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype)

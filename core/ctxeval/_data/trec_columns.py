@@ -225,14 +225,14 @@ def _gains(
     doc_map = _numbers_in(run.names, qrels.names)
     width = max(len(qrels.names), 1)
     judged_query = np.repeat(np.arange(len(qrels.queries)), np.diff(qrels.bounds))
-    keys = judged_query * width + qrels.doc
-    order = np.argsort(keys)
-    keys = keys[order]
+    keys = judged_query * width + qrels.doc  # (distinct: a pair judged twice is refused)
     docs = doc_map[row_docs]
     wanted = np.where(docs >= 0, row_queries * width + docs, -1)
-    at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
     if not len(keys):
         return np.full(len(wanted), -1, np.int64)
+    order = np.argsort(keys)
+    keys = keys[order]
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
     found = keys[at] == wanted
     return np.where(found, qrels.grade[order][at], -1).astype(np.int64)
 
