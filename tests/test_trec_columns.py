@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import ctxeval
 from ctxeval import policy
 from ctxeval._data import trec_columns
-from ctxeval._data.trec_columns import RankedColumns, TrecSource, open_trec
+from ctxeval._data.ranked import RankedColumns
+from ctxeval._data.trec_columns import TrecSource, open_trec
 from ctxeval._pipeline.ranked import ranked_scores
 from ctxeval._run import columnar, fastpath
 from ctxeval.cli import main
@@ -36,6 +37,7 @@ def _in_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trec_columns, "BULK_FROM", 0)
     monkeypatch.setattr(fastpath, "FIRST_CHUNK", 3)
     monkeypatch.setattr(fastpath, "CHUNK", 7)
+    monkeypatch.setattr(columnar, "RANKED_CHUNK", 7)
 
 
 def write_files(folder: Path, seed: int, *, deep: bool = False) -> tuple[Path, Path]:

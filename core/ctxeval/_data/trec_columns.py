@@ -16,69 +16,22 @@ import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from ctxeval._data.ranked import RankedColumns
 from ctxeval._data.sample import GradedIDs, Sample, checked_id_sample
 from ctxeval._data.trec import BULK_FROM, read_qrels, read_run, samples_from_dicts
 from ctxeval._data.trec_bulk import QrelsColumns, RunColumns, read_qrels_columns, read_run_columns
 
-__all__ = ["RankedColumns", "RankedSource", "TrecSource", "open_trec"]
+__all__ = ["TrecSource", "open_trec"]
 
 IntArray = npt.NDArray[np.int64]
 
 _SAMPLES_AT_ONCE = 4096
 """Samples built at a time when the source is read as samples."""
-
-
-class RankedColumns:
-    """A chunk of queries as columns: what a ranked measure needs of them.
-
-    Attributes:
-        ids: the queries' ids (the samples' ids), in order.
-        offsets: query ``i``'s retrieved documents are ``gains[offsets[i]:offsets[i + 1]]``
-            (``len(ids) + 1`` values).
-        gains: per retrieved document, in rank order (trec_eval's), its grade in the qrels of
-            its query (a judged grade, >= 0), or -1 when the qrels do not judge it.
-        ref_offsets: query ``i``'s judged grades are ``ref_grades[ref_offsets[i]:
-            ref_offsets[i + 1]]``.
-        ref_grades: the grades of each query's judged documents (grade >= 0), in the qrels'
-            order (the reference context IDs' grades).
-        samples: the queries as samples (each built when first read), equal to the samples
-            :func:`~ctxeval.load_trec` reads.
-    """
-
-    __slots__ = ("gains", "ids", "offsets", "ref_grades", "ref_offsets", "samples")
-
-    def __init__(
-        self,
-        ids: list[str],
-        offsets: IntArray,
-        gains: IntArray,
-        ref_offsets: IntArray,
-        ref_grades: IntArray,
-        samples: Sequence[Sample],
-    ) -> None:
-        self.ids = ids
-        self.offsets, self.gains = offsets, gains
-        self.ref_offsets, self.ref_grades = ref_offsets, ref_grades
-        self.samples = samples
-
-
-@runtime_checkable
-class RankedSource(Protocol):
-    """Samples that a run may also read as :class:`RankedColumns` (their queries at
-    positions ``start:stop``; equal to the samples at those positions): what takes a run to
-    its columnar path (:mod:`ctxeval._run.columnar`). Each query's judged documents and
-    retrieved documents are distinct."""
-
-    def __len__(self) -> int: ...
-
-    def __iter__(self) -> Iterator[Sample]: ...
-
-    def ranked(self, start: int, stop: int) -> RankedColumns: ...
 
 
 class _LazySamples(Sequence[Sample]):

@@ -30,7 +30,7 @@ from ctxeval._results.results import LazyDetails, MetricResult, ok_row
 from ctxeval.policy import Side
 
 if TYPE_CHECKING:
-    from ctxeval._data.trec_columns import RankedColumns
+    from ctxeval._data.ranked import RankedColumns
 
 __all__ = ["DeterministicPipelineMetric"]
 

@@ -1,4 +1,4 @@
-"""The ranked measures over :class:`~ctxeval._data.trec_columns.RankedColumns`, vectorised:
+"""The ranked measures over :class:`~ctxeval._data.ranked.RankedColumns`, vectorised:
 a chunk of queries scored with a few numpy operations per measure, each score the very float
 the formula (:mod:`ctxeval.policy`) gives for the query's sample.
 
@@ -38,7 +38,7 @@ from ctxeval.policy import (
 )
 
 if TYPE_CHECKING:
-    from ctxeval._data.trec_columns import RankedColumns
+    from ctxeval._data.ranked import RankedColumns
 
 __all__ = ["RANKED_FORMULAS", "ranked_scores"]
 
@@ -96,7 +96,9 @@ def ranked_scores(formula: Formula, level: int, columns: RankedColumns) -> Float
     """Each query's score of ``formula`` (one of :data:`RANKED_FORMULAS`) when its row is a
     plain ``ok`` row, NaN where it is not (nothing retrieved, nothing relevant: the sample
     path scores those). ``level``: the least grade the reference side keeps."""
-    chunk = _Chunk(columns)
+    chunk = columns.memo.get("chunk")
+    if chunk is None:  # (once for every measure of the chunk)
+        chunk = columns.memo["chunk"] = _Chunk(columns)
     graded = type(formula) is NDCGAtK  # (its gains: every grade above 0; level is 1)
     relevant = columns.ref_grades >= (1 if graded else level)
     n_reference = _per_query(relevant.astype(np.int64), columns.ref_offsets)

@@ -28,8 +28,8 @@ from typing import (
 from ctxeval._errors import PluginError
 
 if TYPE_CHECKING:
+    from ctxeval._data.ranked import RankedColumns
     from ctxeval._data.sample import Sample
-    from ctxeval._data.trec_columns import RankedColumns
     from ctxeval._plugins.base import Dependency
     from ctxeval._plugins.protocols import RunContext
     from ctxeval._results.results import Usage
@@ -377,7 +377,7 @@ class ScoresColumnsTogether(ScoresColumn, Protocol):
 @runtime_checkable
 class ScoresRankedColumns(Protocol):
     """A deterministic ranked measure that scores a chunk of queries from their columns
-    (:class:`~ctxeval._data.trec_columns.RankedColumns`: per query, the grade of each
+    (:class:`~ctxeval._data.ranked.RankedColumns`: per query, the grade of each
     retrieved document in rank order, and the judged grades), without a sample per query:
     what the command line's ``--qrels``/``--run`` source gives. The ID metrics of the ranked
     measures have it (through :class:`~ctxeval.plugin.DeterministicPipelineMetric`).

@@ -15,21 +15,33 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxeval._data.collector import collector_paused
-from ctxeval._data.trec_columns import RankedColumns, RankedSource
+from ctxeval._data.ranked import RankedColumns, RankedSource
 from ctxeval._plugins.hooks import ScoresRankedColumns, ranked_column_scorer
 from ctxeval._results.columns import Column, RowBlock
 from ctxeval._run.fastpath import Pace, call_sync_of, chunk_columns, score_chunk
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from ctxeval._run.state import Run
+
+    _Values = tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]
+    """A metric's scores of a chunk, and where each is a plain ``ok`` row's (a float in
+    [0, 1])."""
+else:
+    _Values = Any
 
 __all__ = ["ranked_scorers", "score_ranked_in_chunks"]
 
 logger = logging.getLogger(__name__)
+
+RANKED_CHUNK = 16_384
+"""The most queries scored per call on the columnar path (a query's work is a few array
+elements per measure: larger chunks than the sample path's share each call's cost)."""
 
 
 def ranked_scorers(run: Run, samples: object) -> list[ScoresRankedColumns] | None:
@@ -47,7 +59,7 @@ async def score_ranked_in_chunks(
     run: Run, source: RankedSource, scorers: list[ScoresRankedColumns]
 ) -> None:
     """Score ``source`` a chunk of queries at a time and send the rows (see the module)."""
-    pace = Pace()
+    pace = Pace(most=RANKED_CHUNK)
     start, total = 0, len(source)
     while start < total:
         with collector_paused():
@@ -75,7 +87,7 @@ async def _ranked_block(
     if any(v is None for v in values):  # a call failed: the chunk through the sample path
         return await score_chunk(run, list(chunk.samples), chunk.ids, pace=pace)
     scores = [v for v in values if v is not None]
-    left = sorted({i for column in scores for i, s in enumerate(column) if s is None})
+    left = _left(scores, size).nonzero()[0].tolist()
     columns = [_column(scorer, run.metrics[p].name, scores[p]) for p, scorer in enumerate(scorers)]
     if left:
         samples = [chunk.samples[i] for i in left]
@@ -88,24 +100,48 @@ async def _ranked_block(
     return block
 
 
-def _values(outcome: object, size: int, scorer: ScoresRankedColumns) -> list[float | None] | None:
-    """A metric's scores from its call: a float in [0, 1] each, None where the sample path
-    scores the row; None when the call failed or gave the wrong count."""
+def _left(scores: list[_Values], size: int) -> npt.NDArray[np.bool_]:
+    """Where some metric left the row to the sample path."""
+    import numpy as np
+
+    left = np.zeros(size, dtype=bool)
+    for _, plain in scores:
+        left |= ~plain
+    return left
+
+
+def _values(outcome: object, size: int, scorer: ScoresRankedColumns) -> _Values | None:
+    """A metric's scores from its call, and which are plain (a float in [0, 1]: the others,
+    NaN, the sample path scores); None when the call failed or gave the wrong count."""
+    import numpy as np
+
     if isinstance(outcome, BaseException) or not hasattr(outcome, "__len__"):
         logger.debug("%r: score_ranked_columns() failed (%r); the sample path", scorer, outcome)
         return None
-    tolist = getattr(outcome, "tolist", None)
-    values: Sequence[Any] = tolist() if callable(tolist) else outcome  # type: ignore[assignment]
+    if isinstance(outcome, np.ndarray) and outcome.dtype == np.float64 and outcome.ndim == 1:
+        values = outcome
+        plain = (values >= 0.0) & (values <= 1.0)  # (NaN: not)
+    else:  # a sequence: its floats in [0, 1] (no other number taken for one)
+        listed = list(outcome)  # type: ignore[call-overload]
+        plain = np.array([type(v) is float and 0.0 <= v <= 1.0 for v in listed], dtype=bool)
+        values = np.array([v if ok else 0.0 for v, ok in zip(listed, plain, strict=True)])
     if len(values) != size:
         logger.debug("score_ranked_columns() gave %d values for %d", len(values), size)
         return None
-    return [v if type(v) is float and 0.0 <= v <= 1.0 else None for v in values]
+    return values, plain
 
 
-def _column(scorer: ScoresRankedColumns, name: str, scores: list[float | None]) -> Column:
+def _column(scorer: ScoresRankedColumns, name: str, scores: _Values) -> Column:
+    """A metric's column of a chunk: its plain scores (None where it left the row)."""
+    import numpy as np
+
+    values, plain = scores
+    listed: list[float | None] = values.tolist()
+    for i in np.flatnonzero(~plain).tolist():
+        listed[i] = None
     column = Column(name, 0, evidence=scorer.ranked_details)
     column.evidence_batch = scorer.ranked_details_batch
-    column.scores = scores
+    column.scores = listed
     return column
 
 

@@ -86,10 +86,12 @@ class Pace:
     does not make the next one huge).
     """
 
-    __slots__ = ("_since", "held", "size")
+    __slots__ = ("_since", "held", "most", "size")
 
-    def __init__(self) -> None:
-        self.size = max(1, min(FIRST_CHUNK, CHUNK))
+    def __init__(self, most: int | None = None) -> None:
+        self.most = CHUNK if most is None else most
+        """The most samples a chunk takes (:data:`CHUNK` unless given)."""
+        self.size = max(1, min(FIRST_CHUNK, self.most))
         """The samples the next chunk takes."""
         self.held = 0.0
         """Seconds the current chunk has held the loop so far."""
@@ -118,7 +120,7 @@ class Pace:
         self._since = time.perf_counter()
         if samples > 0:
             fits = int(LOOP_TIME * samples / held) if held > 0 else CHUNK
-            self.size = max(1, min(fits, 2 * self.size, CHUNK))
+            self.size = max(1, min(fits, 2 * self.size, self.most))
         return self.size
 
 
