@@ -6,8 +6,8 @@ run and qrels files are written so; the others go to the numpy reader
 On a regular file, splitting on one space is exactly splitting on runs of ASCII white space
 (trec_eval's and the line reader's split): there is no other white space, no run of it, and
 none at a line's ends; no comment line, no blank line, no byte order mark. IDs are read as
-strings (Arrow checks they are UTF-8) and numbered in the order they first appear
-(``dictionary_encode``), as the numpy reader numbers them. Values are read by Arrow's number
+dictionary-encoded strings (Arrow checks they are UTF-8), their dictionaries unified: numbered
+in the order they first appear, as the numpy reader numbers them. Values are read by Arrow's number
 parser, which reads the line reader's grammar (``[+-]?digits[.digits][e[+-]digits]``, and
 ``[+-]?digits`` for grades) to the same numbers, correctly rounded as ``float`` rounds, and
 refuses the rest (``1e``, ``.``, ``1.2.3``, ``1_0``: the numpy reader then reads the file)
@@ -66,6 +66,8 @@ def arrow_table(
     pool = pa.system_memory_pool()  # (Arrow's own pools hand pages back and fault them again)
     names = [f"c{i}" for i in range(width)]
     types = {name: pa.string() for name in names}
+    ids = pa.dictionary(pa.int32(), pa.string())  # (numbered as read: no second pass)
+    types[names[wanted[0]]] = types[names[wanted[1]]] = ids
     types[names[wanted[2]]] = pa.int64() if kind is int else pa.float64()
     try:
         table = csv.read_csv(
@@ -87,38 +89,34 @@ def arrow_table(
                 quoted_strings_can_be_null=False,
             ),
             memory_pool=pool,
-        )
+        ).unify_dictionaries(pool)  # (one dictionary, the IDs in the order they first appear)
         query, doc, value = (table.column(names[i]) for i in wanted)
         if value.null_count or _longest(query) > MAX_ID_LENGTH or _longest(doc) > MAX_ID_LENGTH:
             return None
         values = _flat(value, np.int64 if kind is int else np.float64)
-        return _numbered(query, pool), _numbered(doc, pool), values
+        return _numbered(query), _numbered(doc), values
     except (pa.ArrowException, ValueError, OverflowError):
         return None  # (a line of another width, a value Arrow does not read as a number)
 
 
-def _longest(strings: Any) -> int:
-    """The bytes of the longest of ``strings`` (an Arrow chunked array of strings)."""
-    longest = 0
-    for chunk in strings.chunks:
-        if len(chunk):
-            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)
-            offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
-            longest = max(longest, int(np.diff(offsets).max()))
-    return longest
+def _longest(ids: Any) -> int:
+    """The bytes of the longest of ``ids`` (an Arrow chunked array, dictionary-encoded)."""
+    if not ids.num_chunks or not len(ids.chunk(0).dictionary):
+        return 0
+    strings = ids.chunk(0).dictionary  # (unified: every chunk's)
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)
+    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
+    return int(np.diff(offsets).max())
 
 
-def _numbered(ids: Any, pool: Any) -> tuple[IntArray, list[str]]:
+def _numbered(ids: Any) -> tuple[IntArray, list[str]]:
     """Each row's number (in the order the IDs first appear) and the IDs' texts (``ids``: a
-    chunked array of strings)."""
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(ids, memory_pool=pool)  # (the chunks share one dictionary)
-    chunks = [chunk for chunk in encoded.chunks if len(chunk)]
+    chunked array, dictionary-encoded, its chunks sharing one dictionary)."""
+    chunks = [chunk for chunk in ids.chunks if len(chunk)]
     if not chunks:
         return np.zeros(0, np.int64), []
     numbers = np.concatenate([_view(c.indices, np.int32) for c in chunks], dtype=np.int64)
-    return numbers, chunks[-1].dictionary.to_pylist()
+    return numbers, chunks[0].dictionary.to_pylist()
 
 
 def _view(array: Any, dtype: Any) -> npt.NDArray[Any]:
