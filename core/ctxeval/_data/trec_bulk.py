@@ -38,6 +38,7 @@ __all__ = [
     "QrelsColumns",
     "Run",
     "RunColumns",
+    "pair_keys",
     "read_qrels_bulk",
     "read_qrels_columns",
     "read_run_bulk",
@@ -500,5 +501,18 @@ def _repeats(queries: IntArray, docs: IntArray, n_docs: int) -> bool:
     """Whether a (query, document) pair is given twice."""
     if len(queries) < 2:
         return False
-    pairs = np.sort(queries * max(n_docs, 1) + docs)
+    pairs = pair_keys(queries, docs, n_docs)
+    pairs.sort()
     return bool((pairs[1:] == pairs[:-1]).any())
+
+
+def pair_keys(queries: IntArray, docs: IntArray, n_docs: int) -> npt.NDArray[Any]:
+    """One number per (query, document) pair, distinct pairs distinct (32-bit when they fit:
+    half the memory to sort and search)."""
+    width = max(n_docs, 1)
+    top = (int(queries.max()) + 1) * width if len(queries) else 0
+    kind = np.int32 if top < (1 << 31) else np.int64
+    keys = queries.astype(kind)
+    keys *= width
+    keys += docs.astype(kind)
+    return keys

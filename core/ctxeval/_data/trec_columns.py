@@ -24,7 +24,13 @@ import numpy.typing as npt
 from ctxeval._data.ranked import RankedColumns
 from ctxeval._data.sample import GradedIDs, Sample, checked_id_sample
 from ctxeval._data.trec import BULK_FROM, read_qrels, read_run, samples_from_dicts
-from ctxeval._data.trec_bulk import QrelsColumns, RunColumns, read_qrels_columns, read_run_columns
+from ctxeval._data.trec_bulk import (
+    QrelsColumns,
+    RunColumns,
+    pair_keys,
+    read_qrels_columns,
+    read_run_columns,
+)
 
 __all__ = ["TrecSource", "open_trec"]
 
@@ -81,9 +87,12 @@ class TrecSource(Sequence[Sample]):
         run_to_qrels = _numbers_in(run.queries, qrels.queries)
         kept = np.flatnonzero(run_to_qrels >= 0)  # trec_eval leaves out a query without qrels
         sizes = np.diff(run.bounds)
-        row_query = np.repeat(np.arange(len(run.queries)), sizes)
-        rows = run_to_qrels[row_query] >= 0
-        self._docs = run.doc[rows]  # the kept queries' rows, in sample order (contiguous)
+        row_query = np.repeat(run_to_qrels, sizes)  # (the qrels' number of each row's query)
+        if len(kept) < len(run.queries):
+            rows = row_query >= 0
+            self._docs, row_query = run.doc[rows], row_query[rows]
+        else:  # (every query of the run is judged: the usual case)
+            self._docs = run.doc
         qrels_of = run_to_qrels[kept]
         self.ids = [run.queries[i] for i in kept.tolist()]
         counts = sizes[kept]
@@ -95,7 +104,7 @@ class TrecSource(Sequence[Sample]):
         self._offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         self._ref_start = qrels.bounds[qrels_of]
         self._ref_stop = qrels.bounds[qrels_of + 1]
-        self._gains = _gains(qrels, run, run_to_qrels[row_query[rows]], self._docs)
+        self._gains = _gains(qrels, run, row_query, self._docs)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -178,16 +187,18 @@ def _gains(
     doc_map = _numbers_in(run.names, qrels.names)
     width = max(len(qrels.names), 1)
     judged_query = np.repeat(np.arange(len(qrels.queries)), np.diff(qrels.bounds))
-    keys = judged_query * width + qrels.doc  # (distinct: a pair judged twice is refused)
-    docs = doc_map[row_docs]
-    wanted = np.where(docs >= 0, row_queries * width + docs, -1)
-    if not len(keys):
-        return np.full(len(wanted), -1, np.int64)
+    if not len(judged_query):
+        return np.full(len(row_docs), -1, np.int64)
+    keys = pair_keys(judged_query, qrels.doc, width)  # (distinct: a pair judged twice is refused)
     order = np.argsort(keys)
     keys = keys[order]
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    found = keys[at] == wanted
-    return np.where(found, qrels.grade[order][at], -1).astype(np.int64)
+    docs = doc_map[row_docs]
+    judged = docs >= 0
+    wanted = pair_keys(row_queries, np.where(judged, docs, 0), width)
+    at = np.searchsorted(keys, wanted)
+    np.minimum(at, len(keys) - 1, out=at)
+    judged &= keys[at] == wanted
+    return np.where(judged, qrels.grade[order][at], -1)
 
 
 def open_trec(
