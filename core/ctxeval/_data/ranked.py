@@ -57,7 +57,7 @@ class RankedColumns:
         self.offsets, self.gains = offsets, gains
         self.ref_offsets, self.ref_grades = ref_offsets, ref_grades
         self.samples = samples
-        self.memo: dict[str, Any] = {}
+        self.memo: dict[Any, Any] = {}
 
 
 @runtime_checkable

@@ -99,13 +99,22 @@ def ranked_scores(formula: Formula, level: int, columns: RankedColumns) -> Float
     chunk = columns.memo.get("chunk")
     if chunk is None:  # (once for every measure of the chunk)
         chunk = columns.memo["chunk"] = _Chunk(columns)
-    graded = type(formula) is NDCGAtK  # (its gains: every grade above 0; level is 1)
-    relevant = columns.ref_grades >= (1 if graded else level)
-    n_reference = _per_query(relevant.astype(np.int64), columns.ref_offsets)
-    hits = chunk.gains >= (1 if graded else level)
-    plain = (chunk.retrieved > 0) & (n_reference > 0)
+    if type(formula) is NDCGAtK:
+        level = 1  # (its gains: every grade above 0)
+    hits, n_reference, plain = columns.memo.get(("level", level)) or columns.memo.setdefault(
+        ("level", level), _at_level(chunk, columns, level)
+    )
     scores = _values(formula, chunk, columns, hits, n_reference)
     return np.where(plain, scores, np.nan)
+
+
+def _at_level(chunk: _Chunk, columns: RankedColumns, level: int) -> tuple[Any, Ints, Any]:
+    """At relevance ``level``: which retrieved documents are relevant, how many judged ones
+    each query has, and which queries have a plain row (something retrieved and relevant)."""
+    relevant = columns.ref_grades >= level
+    n_reference = _per_query(relevant.astype(np.int64), columns.ref_offsets)
+    plain = (chunk.retrieved > 0) & (n_reference > 0)
+    return chunk.gains >= level, n_reference, plain
 
 
 def _values(
@@ -185,7 +194,7 @@ def _ideal(k: int, columns: RankedColumns, log2s: Floats) -> Floats:
     query = np.repeat(np.arange(size), np.diff(offsets))
     kept = grades > 0
     grades, query = grades[kept], query[kept]
-    order = np.lexsort((-grades, query))
+    order = np.argsort(query * (int(grades.max()) + 1 if len(grades) else 1) - grades)
     grades, query = grades[order], query[order]
     starts = np.searchsorted(query, np.arange(size))
     rank = np.arange(len(query)) - starts[query] + 1
