@@ -31,8 +31,19 @@ import numpy as np
 import numpy.typing as npt
 
 from ctxeval._data.sample import MAX_ID_LENGTH
+from ctxeval._data.trec_arrow import arrow_table, regular
 
-__all__ = ["Qrels", "Run", "read_qrels_bulk", "read_run_bulk"]
+__all__ = [
+    "Qrels",
+    "QrelsColumns",
+    "Run",
+    "RunColumns",
+    "pair_keys",
+    "read_qrels_bulk",
+    "read_qrels_columns",
+    "read_run_bulk",
+    "read_run_columns",
+]
 
 BLOCK: Final = 1 << 20
 """Bytes of a file split at once (cut after a line break): bounds the tokens alive at a time."""
@@ -186,12 +197,9 @@ class _File:
         return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
-def _file(path: Path, wanted: Sequence[int], width: int, *, exact: bool) -> _File | None:
-    """The rows of the file (the offsets of the columns ``wanted``), or None (see the
-    module)."""
-    data = _data(path)
-    if data is None:
-        return None
+def _file(data: bytes, wanted: Sequence[int], width: int, *, exact: bool) -> _File | None:
+    """The rows of the file of ``data`` (the offsets of the columns ``wanted``), or None
+    (see the module)."""
     raw = np.frombuffer(data, dtype=np.uint8)
     kind = np.int32 if len(data) < (1 << 31) - 1024 else np.int64  # (offset + 8 * words)
     found_starts: list[Offsets] = []
@@ -337,7 +345,14 @@ def _table(
     """The rows of the file: the query and document columns numbered (with their texts) and
     the values; None (see the module) when the bulk reader does not take it, or a (query,
     document) pair is given twice."""
-    file = _file(path, wanted, width, exact=exact)
+    data = _data(path)
+    if data is None:
+        return None
+    if regular(data):  # single spaces and line breaks only: Arrow's CSV reader, if installed
+        found = arrow_table(data, (wanted[0], wanted[1], wanted[2]), width, kind)
+        if found is not None:
+            return None if _repeats(found[0][0], found[1][0], len(found[1][1])) else found
+    file = _file(data, wanted, width, exact=exact)
     if file is None:
         return None
     values = _numbers(file, 2, kind)
@@ -363,19 +378,44 @@ class Qrels:
         self.grades = grades
 
 
-def read_qrels_bulk(path: Path) -> Qrels | None:
-    """The qrels of ``path`` (``query iteration doc relevance``), or None (see the module)."""
+class QrelsColumns:
+    """A qrels file as flat columns: its queries in the order they first appear, its
+    documents' names (numbered as they first appear), and its judged rows (grade >= 0) by
+    query, in file order within a query: each row's document number and grade; query ``i``'s
+    rows are ``bounds[i]:bounds[i + 1]``."""
+
+    __slots__ = ("bounds", "doc", "grade", "names", "queries")
+
+    def __init__(
+        self, queries: list[str], names: list[str], doc: IntArray, grade: IntArray, bounds: IntArray
+    ) -> None:
+        self.queries, self.names = queries, names
+        self.doc, self.grade, self.bounds = doc, grade, bounds
+
+
+def read_qrels_columns(path: Path) -> QrelsColumns | None:
+    """The qrels of ``path`` (``query iteration doc relevance``) as columns, or None (see the
+    module)."""
     found = _table(path, (0, 2, 3), 4, exact=True, kind=int)
     if found is None:
         return None
     (q, queries), (d, names), grades = found
     judged = np.flatnonzero(grades >= 0)
     judged = judged[np.argsort(q[judged], kind="stable")]  # by query, in file order within
-    doc_list = list(map(names.__getitem__, d[judged].tolist()))
-    grade_list = grades[judged].tolist()
-    spans = list(itertools.pairwise(_bounds(q[judged], len(queries))))
+    bounds = np.asarray(_bounds(q[judged], len(queries)), dtype=np.int64)
+    return QrelsColumns(queries, names, d[judged], grades[judged], bounds)
+
+
+def read_qrels_bulk(path: Path) -> Qrels | None:
+    """The qrels of ``path`` (``query iteration doc relevance``), or None (see the module)."""
+    found = read_qrels_columns(path)
+    if found is None:
+        return None
+    doc_list = list(map(found.names.__getitem__, found.doc.tolist()))
+    grade_list = found.grade.tolist()
+    spans = list(itertools.pairwise(found.bounds.tolist()))
     return Qrels(
-        queries,
+        found.queries,
         [tuple(doc_list[a:b]) for a, b in spans],
         [tuple(grade_list[a:b]) for a, b in spans],
     )
@@ -392,8 +432,21 @@ class Run:
         self.ranked = ranked
 
 
-def read_run_bulk(path: Path) -> Run | None:
-    """The run of ``path`` (``query Q0 doc rank score name [...]``), or None (see the module)."""
+class RunColumns:
+    """A run file as flat columns: its queries in the order they first appear, its
+    documents' names, and its rows ranked as trec_eval ranks them (by query, score
+    descending, ties by doc ID descending): each row's document number; query ``i``'s rows
+    are ``bounds[i]:bounds[i + 1]``."""
+
+    __slots__ = ("bounds", "doc", "names", "queries")
+
+    def __init__(self, queries: list[str], names: list[str], doc: IntArray, bounds: IntArray):
+        self.queries, self.names, self.doc, self.bounds = queries, names, doc, bounds
+
+
+def read_run_columns(path: Path) -> RunColumns | None:
+    """The run of ``path`` (``query Q0 doc rank score name [...]``) as columns, or None (see
+    the module)."""
     found = _table(path, (0, 2, 4), 6, exact=False, kind=float)
     if found is None:
         return None
@@ -403,9 +456,18 @@ def read_run_bulk(path: Path) -> Run | None:
     by_name = np.empty(len(names), dtype=np.int64)  # each document's place in string order
     by_name[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
     order = _ranking(q, scores, by_name[d])
-    ranked_docs = list(map(names.__getitem__, d[order].tolist()))
-    spans = itertools.pairwise(_bounds(q[order], len(queries)))
-    return Run(queries, [tuple(ranked_docs[a:b]) for a, b in spans])
+    bounds = np.asarray(_bounds(q[order], len(queries)), dtype=np.int64)
+    return RunColumns(queries, names, d[order], bounds)
+
+
+def read_run_bulk(path: Path) -> Run | None:
+    """The run of ``path`` (``query Q0 doc rank score name [...]``), or None (see the module)."""
+    found = read_run_columns(path)
+    if found is None:
+        return None
+    ranked_docs = list(map(found.names.__getitem__, found.doc.tolist()))
+    spans = itertools.pairwise(found.bounds.tolist())
+    return Run(found.queries, [tuple(ranked_docs[a:b]) for a, b in spans])
 
 
 def _ranking(queries: IntArray, scores: npt.NDArray[Any], names: IntArray) -> IntArray:
@@ -439,5 +501,18 @@ def _repeats(queries: IntArray, docs: IntArray, n_docs: int) -> bool:
     """Whether a (query, document) pair is given twice."""
     if len(queries) < 2:
         return False
-    pairs = np.sort(queries * max(n_docs, 1) + docs)
+    pairs = pair_keys(queries, docs, n_docs)
+    pairs.sort()
     return bool((pairs[1:] == pairs[:-1]).any())
+
+
+def pair_keys(queries: IntArray, docs: IntArray, n_docs: int) -> npt.NDArray[Any]:
+    """One number per (query, document) pair, distinct pairs distinct (32-bit when they fit:
+    half the memory to sort and search)."""
+    width = max(n_docs, 1)
+    top = (int(queries.max()) + 1) * width if len(queries) else 0
+    kind = np.int32 if top < (1 << 31) else np.int64
+    keys = queries.astype(kind)
+    keys *= width
+    keys += docs.astype(kind)
+    return keys

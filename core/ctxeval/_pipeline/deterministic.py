@@ -9,7 +9,7 @@ a row's evidence is computed only when its details are read.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -28,6 +28,9 @@ from ctxeval._plugins.protocols import DeterministicMatcher, RunContext
 from ctxeval._results.columns import Column
 from ctxeval._results.results import LazyDetails, MetricResult, ok_row
 from ctxeval.policy import Side
+
+if TYPE_CHECKING:
+    from ctxeval._data.ranked import RankedColumns
 
 __all__ = ["DeterministicPipelineMetric"]
 
@@ -89,6 +92,47 @@ class DeterministicPipelineMetric(PipelineMetric):
         column = Column(self.name, len(samples))
         self.fill_column(column, samples, judged, range(len(samples)), ids, label=False)
         return [column.row(i, ids[i], sample) for i, sample in enumerate(samples)]
+
+    def takes_ranked_columns(self) -> bool:
+        """Whether :meth:`score_ranked_columns` scores this metric
+        (:class:`~ctxeval.plugin.hooks.ScoresRankedColumns`): the reference and retrieved
+        context IDs as they are (the retrieved ones deduplicated), matched by membership,
+        into a ranked formula scored over columns (:data:`~ctxeval._pipeline.ranked.
+        RANKED_FORMULAS`), with no retrieval units."""
+        from ctxeval._pipeline.ranked import RANKED_FORMULAS
+
+        p = self.pipeline
+        reference, retrieved = p.reference, p.retrieved
+        return (
+            not self.units.active
+            and type(p.formula) in RANKED_FORMULAS
+            and is_membership(p.matcher)
+            and type(reference) is Items
+            and reference.field == "reference_context_ids"
+            and type(retrieved) is Items
+            and retrieved.field == "retrieved_context_ids"
+            and retrieved.dedupe
+            and retrieved.min_grade <= 1
+        )
+
+    def score_ranked_columns(self, columns: RankedColumns) -> Any:
+        """The scores of the plain ``ok`` rows of a chunk of queries given as columns, NaN
+        for the others (:class:`~ctxeval.plugin.hooks.ScoresRankedColumns`)."""
+        from ctxeval._pipeline.ranked import ranked_scores
+
+        reference = self.pipeline.reference
+        assert isinstance(reference, Items)
+        return ranked_scores(self.pipeline.formula, reference.min_grade, columns)
+
+    def ranked_details(self, sample: Sample) -> Mapping[str, Any]:
+        """The details of a row :meth:`score_ranked_columns` scored (as :meth:`score`'s)."""
+        return self._details_now(sample)
+
+    def ranked_details_batch(
+        self, samples: Sequence[Sample], memo: dict[Any, Any] | None
+    ) -> Sequence[Mapping[str, Any]]:
+        """:meth:`ranked_details` of many samples (:meth:`details_batch`)."""
+        return self.details_batch(samples, memo)
 
     def _as_judged(self, samples: Sequence[Sample]) -> Sequence[Sample]:
         """``samples`` as :meth:`judge_batch` judged them (prepared by :attr:`units`; one that

@@ -28,6 +28,7 @@ from typing import (
 from ctxeval._errors import PluginError
 
 if TYPE_CHECKING:
+    from ctxeval._data.ranked import RankedColumns
     from ctxeval._data.sample import Sample
     from ctxeval._plugins.base import Dependency
     from ctxeval._plugins.protocols import RunContext
@@ -61,6 +62,7 @@ __all__ = [
     "ReportsProvenance",
     "ScoresColumn",
     "ScoresColumnsTogether",
+    "ScoresRankedColumns",
     "SharesCalls",
     "SpendsResource",
     "TrecEvalAveraging",
@@ -373,6 +375,42 @@ class ScoresColumnsTogether(ScoresColumn, Protocol):
 
 
 @runtime_checkable
+class ScoresRankedColumns(Protocol):
+    """A deterministic ranked measure that scores a chunk of queries from their columns
+    (:class:`~ctxeval._data.ranked.RankedColumns`: per query, the grade of each
+    retrieved document in rank order, and the judged grades), without a sample per query:
+    what the command line's ``--qrels``/``--run`` source gives. The ID metrics of the ranked
+    measures have it (through :class:`~ctxeval.plugin.DeterministicPipelineMetric`).
+
+    A run whose metrics all say ``takes_ranked_columns()`` (checked once, when it starts),
+    over a source that gives ranked columns, calls ``score_ranked_columns(columns)`` per
+    chunk: per query, the score of its plain ``ok`` row (a float in [0, 1]: no reason, no
+    usage; its details ``ranked_details(sample)``, computed only when someone reads them,
+    ``ranked_details_batch(samples, memo)`` for many) or NaN, where the run builds the
+    query's sample and scores it as any sample. The rows must be those ``score`` gives, to
+    the last bit (ctxeval's property tests check its own metrics so); a call that fails
+    sends the chunk through the sample path."""
+
+    def takes_ranked_columns(self) -> bool: ...
+
+    def score_ranked_columns(self, columns: RankedColumns) -> Sequence[float]: ...
+
+    def ranked_details(self, sample: Sample) -> Mapping[str, Any]: ...
+
+    def ranked_details_batch(
+        self, samples: Sequence[Sample], memo: dict[Any, Any] | None
+    ) -> Sequence[Mapping[str, Any]]: ...
+
+
+def ranked_column_scorer(metric: object) -> ScoresRankedColumns | None:
+    """``metric`` when it scores ranked columns (:class:`ScoresRankedColumns`) and says it
+    takes them, else None."""
+    if isinstance(metric, ScoresRankedColumns) and metric.takes_ranked_columns():
+        return metric
+    return None
+
+
+@runtime_checkable
 class TrecEvalAveraging(Protocol):
     """A ranked metric with trec_eval's averaging as an option (``trec_eval_averaging``: a
     query with nothing retrieved scores 0). The command line's ``--trec-eval`` sets it on the
@@ -498,6 +536,7 @@ CALLED_HOOKS: Final[Mapping[str, tuple[type, ...]]] = {
         SharesCalls,
         ScoresColumn,
         ScoresColumnsTogether,
+        ScoresRankedColumns,
     ),
     "ctxeval.matchers": (
         Fingerprinted,

@@ -13,7 +13,7 @@ The rest of a chunk's work is done on the run's event loop: reading and checking
 building the rows, journaling, counting and sending them. So that the loop's other tasks (a
 harness serving requests beside the run) are not held for long, that work is cut at
 checkpoints (before and after the worker's part, after the rows are sent), and the size of the
-next chunk follows how long the last one held the loop (:class:`_Pace`): at most
+next chunk follows how long the last one held the loop (:class:`Pace`): at most
 :data:`LOOP_TIME` per chunk, as many samples as fit, up to :data:`CHUNK`. A run of plain
 samples keeps chunks of :data:`CHUNK`; one whose samples are large, or whose rows are
 journaled, takes smaller ones.
@@ -53,7 +53,16 @@ from ctxeval._run.worker import TIMED_OUT
 if TYPE_CHECKING:
     from ctxeval._run.state import Run
 
-__all__ = ["CHUNK", "LOOP_TIME", "collector_paused", "score_chunk", "score_in_chunks"]
+__all__ = [
+    "CHUNK",
+    "LOOP_TIME",
+    "Pace",
+    "call_sync_of",
+    "chunk_columns",
+    "collector_paused",
+    "score_chunk",
+    "score_in_chunks",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +70,13 @@ CHUNK = 2048
 """The most samples scored per call when every metric of a run is deterministic."""
 FIRST_CHUNK: Final = 256
 """The samples of a run's first chunk (or :data:`CHUNK` when smaller); later chunks follow
-:class:`_Pace`."""
+:class:`Pace`."""
 LOOP_TIME: Final = 0.02
 """Seconds of a chunk's work on the event loop aimed at (cut in two or more stretches at
 checkpoints): what sizes the next chunk."""
 
 
-class _Pace:
+class Pace:
     """Measures how long a chunk's work holds the event loop and sizes the next chunk by it.
 
     The loop is *held* from one :meth:`checkpoint` to the next, except within :meth:`away`
@@ -77,10 +86,12 @@ class _Pace:
     does not make the next one huge).
     """
 
-    __slots__ = ("_since", "held", "size")
+    __slots__ = ("_since", "held", "most", "size")
 
-    def __init__(self) -> None:
-        self.size = max(1, min(FIRST_CHUNK, CHUNK))
+    def __init__(self, most: int | None = None) -> None:
+        self.most = CHUNK if most is None else most
+        """The most samples a chunk takes (:data:`CHUNK` unless given)."""
+        self.size = max(1, min(FIRST_CHUNK, self.most))
         """The samples the next chunk takes."""
         self.held = 0.0
         """Seconds the current chunk has held the loop so far."""
@@ -109,7 +120,7 @@ class _Pace:
         self._since = time.perf_counter()
         if samples > 0:
             fits = int(LOOP_TIME * samples / held) if held > 0 else CHUNK
-            self.size = max(1, min(fits, 2 * self.size, CHUNK))
+            self.size = max(1, min(fits, 2 * self.size, self.most))
         return self.size
 
 
@@ -119,7 +130,7 @@ async def score_in_chunks(run: Run, samples: Iterable[SampleInput]) -> None:
     From a :class:`~ctxeval.SampleStream`, the rows keep each sample's source (the JSON line
     it was read from, see :class:`~ctxeval._results.columns.RowBlock`) rather than the sample."""
     reader = _Reader(run, samples)
-    pace = _Pace()
+    pace = Pace()
     while True:
         taken: list[SampleInput] = []
         sources: list[Source] = []
@@ -257,7 +268,7 @@ async def score_chunk(
     ids: list[str],
     sources: list[Source] | None = None,
     *,
-    pace: _Pace | None = None,
+    pace: Pace | None = None,
 ) -> RowBlock:
     """Every row of ``samples``, in emission order (sample by sample, metric by metric); the
     block keeps ``sources`` for their evidence when given (else the samples). ``pace``: the
@@ -269,6 +280,19 @@ async def score_chunk(
     and one per other ``score_batch``), and one more, when needed, for the metrics scored
     sample by sample.
     """
+    columns = await chunk_columns(run, samples, ids, pace=pace)
+    block = RowBlock(ids, samples if sources is None else sources, columns)
+    if sources is not None:
+        block.parsed = samples  # (until the reader has moved on: see RowBlock.parsed)
+    run.finish_rows(block, samples)
+    return block
+
+
+async def chunk_columns(
+    run: Run, samples: list[Sample], ids: list[str], *, pace: Pace | None = None
+) -> list[Column]:
+    """The columns of ``samples``' rows, one per metric of the run (what :func:`score_chunk`
+    makes its block of; nothing journaled or counted)."""
     size = len(samples)
     missing: dict[tuple[str, ...], list[int]] = {}  # per `requires`: samples lacking some
     columns = [Column(metric.name, size) for metric in run.metrics]
@@ -276,7 +300,7 @@ async def score_chunk(
     for metric, column in zip(run.metrics, columns, strict=True):
         ready = _lacking_fields(metric, samples, ids, missing, column)
         todo.append((ready, samples if len(ready) == size else [samples[i] for i in ready]))
-    call_sync = run.call_sync if pace is None else functools.partial(_away, run, pace)
+    call_sync = call_sync_of(run, pace)
     results, scored = await _score_batches(run, call_sync, todo, columns, ids)
     await _score_one_by_one(run, call_sync, todo, results, scored)
     for position, metric in enumerate(run.metrics):
@@ -286,11 +310,12 @@ async def score_chunk(
         rows = columns[position].rows
         for i, result in zip(todo[position][0], some_results, strict=True):
             rows[i] = checked(result, metric, ids[i])
-    block = RowBlock(ids, samples if sources is None else sources, columns)
-    if sources is not None:
-        block.parsed = samples  # (until the reader has moved on: see RowBlock.parsed)
-    run.finish_rows(block, samples)
-    return block
+    return columns
+
+
+def call_sync_of(run: Run, pace: Pace | None) -> _CallSync:
+    """How a chunk's calls go to the run's worker (their waits not held by ``pace``)."""
+    return run.call_sync if pace is None else functools.partial(_away, run, pace)
 
 
 _CallSync = Callable[[Sequence[Callable[[Any], object]], Sequence[Any]], Awaitable[list[object]]]
@@ -396,7 +421,7 @@ async def _score_one_by_one(
 
 
 async def _away(
-    run: Run, pace: _Pace, functions: Sequence[Callable[[Any], object]], arguments: Sequence[Any]
+    run: Run, pace: Pace, functions: Sequence[Callable[[Any], object]], arguments: Sequence[Any]
 ) -> list[object]:
     """``run.call_sync``, its time not held by the loop when the calls go to the worker thread
     (with no ``metric_timeout`` they are made in the loop's thread: held)."""

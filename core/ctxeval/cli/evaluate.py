@@ -1130,9 +1130,9 @@ def _specs(args: argparse.Namespace, run: dict[str, Any]) -> list[tuple[str, dic
 def _samples(args: argparse.Namespace, data: Any, *, trec: bool) -> tuple[Any, Path]:
     """The samples to score, and the file they are read from (the TREC run's)."""
     if trec:
-        from ctxeval._data.trec import load_trec
+        from ctxeval._data.trec_columns import open_trec  # (columns: see _run.columnar)
 
-        return load_trec(args.qrels, args.run, complete=args.complete), Path(args.run)
+        return open_trec(args.qrels, args.run, complete=args.complete), Path(args.run)
     path = Path(str(data))
     # (with --lenient, the run makes each bad row's error rows: the stream stays strict)
     if args.from_format:

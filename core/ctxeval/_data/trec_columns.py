@@ -1,0 +1,242 @@
+"""TREC files as a columnar source: the qrels and the run kept as the flat columns the bulk
+reader (:mod:`ctxeval._data.trec_bulk`) reads, handed to a run a chunk of queries at a time
+as :class:`RankedColumns` (each retrieved document's grade, per query; the judged grades, per
+query), and as samples to whatever reads samples.
+
+A run whose metrics all score ranked columns (:class:`~ctxeval.plugin.hooks.
+ScoresRankedColumns`: the ID metrics of the ranked measures) scores them without a
+:class:`~ctxeval.Sample` per query (:mod:`ctxeval._run.fastpath`); any other run, and every
+reader of the rows' evidence, reads the same samples :func:`~ctxeval.load_trec` reads, built
+a chunk at a time from the columns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from ctxeval._data.ranked import RankedColumns
+from ctxeval._data.sample import GradedIDs, Sample, checked_id_sample
+from ctxeval._data.trec import BULK_FROM, read_qrels, read_run, samples_from_dicts
+from ctxeval._data.trec_bulk import (
+    QrelsColumns,
+    RunColumns,
+    pair_keys,
+    read_qrels_columns,
+    read_run_columns,
+)
+
+__all__ = ["TrecSource", "open_trec"]
+
+IntArray = npt.NDArray[np.int64]
+
+_SAMPLES_AT_ONCE = 4096
+"""Samples built at a time when the source is read as samples."""
+
+
+class _LazySamples(Sequence[Sample]):
+    """The samples of positions ``start:stop`` of a source, each built when first read."""
+
+    __slots__ = ("_built", "_source", "_start", "_stop")
+
+    def __init__(self, source: TrecSource, start: int, stop: int) -> None:
+        self._source, self._start, self._stop = source, start, stop
+        self._built: dict[int, Sample] = {}
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("sample index out of range")
+        sample = self._built.get(index)
+        if sample is None:
+            sample = self._built[index] = self._source.sample(self._start + index)
+        return sample
+
+    def __iter__(self) -> Iterator[Sample]:
+        if len(self._built) == len(self):
+            yield from (self._built[i] for i in range(len(self)))
+            return
+        yield from self._source.samples(self._start, self._stop)
+
+
+class TrecSource(Sequence[Sample]):
+    """The samples of a qrels file and a run file (those :func:`~ctxeval.load_trec`
+    reads, in its order), held as columns: a sequence of samples, each built when read, and
+    :meth:`ranked` chunks for a run that scores columns."""
+
+    def __init__(self, qrels: QrelsColumns, run: RunColumns, *, complete: bool) -> None:
+        self._qrels, self._run = qrels, run
+        run_to_qrels = _numbers_in(run.queries, qrels.queries)
+        kept = np.flatnonzero(run_to_qrels >= 0)  # trec_eval leaves out a query without qrels
+        sizes = np.diff(run.bounds)
+        row_query = np.repeat(run_to_qrels, sizes)  # (the qrels' number of each row's query)
+        if len(kept) < len(run.queries):
+            rows = row_query >= 0
+            self._docs, row_query = run.doc[rows], row_query[rows]
+        else:  # (every query of the run is judged: the usual case)
+            self._docs = run.doc
+        qrels_of = run_to_qrels[kept]
+        self.ids = [run.queries[i] for i in kept.tolist()]
+        counts = sizes[kept]
+        if complete:  # the qrels' queries missing from the run, with nothing retrieved
+            missing = np.setdiff1d(np.arange(len(qrels.queries)), qrels_of)
+            self.ids += [qrels.queries[i] for i in missing.tolist()]
+            qrels_of = np.concatenate((qrels_of, missing))
+            counts = np.concatenate((counts, np.zeros(len(missing), np.int64)))
+        self._offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._ref_start = qrels.bounds[qrels_of]
+        self._ref_stop = qrels.bounds[qrels_of + 1]
+        self._gains = _gains(qrels, run, row_query, self._docs)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        if isinstance(index, slice):
+            return [self.sample(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("sample index out of range")
+        return self.sample(index)
+
+    def __iter__(self) -> Iterator[Sample]:
+        for start in range(0, len(self), _SAMPLES_AT_ONCE):
+            yield from self.samples(start, min(len(self), start + _SAMPLES_AT_ONCE))
+
+    def sample(self, position: int) -> Sample:
+        """The sample at ``position``."""
+        return self.samples(position, position + 1)[0]
+
+    def samples(self, start: int, stop: int) -> list[Sample]:
+        """The samples at positions ``start:stop``, built now."""
+        run_names, qrels = self._run.names, self._qrels
+        offsets = self._offsets[start : stop + 1].tolist()
+        docs = list(map(run_names.__getitem__, self._docs[offsets[0] : offsets[-1]].tolist()))
+        begin = offsets[0]
+        out = []
+        for i, (a, b, r0, r1) in enumerate(
+            zip(
+                offsets[:-1],
+                offsets[1:],
+                self._ref_start[start:stop].tolist(),
+                self._ref_stop[start:stop].tolist(),
+                strict=True,
+            )
+        ):
+            judged = tuple(map(qrels.names.__getitem__, qrels.doc[r0:r1].tolist()))
+            reference = GradedIDs(judged, tuple(qrels.grade[r0:r1].tolist()))
+            retrieved = tuple(docs[a - begin : b - begin])
+            out.append(checked_id_sample(self.ids[start + i], retrieved, reference))
+        return out
+
+    def ranked(self, start: int, stop: int) -> RankedColumns:
+        """The queries at positions ``start:stop`` as :class:`RankedColumns`."""
+        stop = min(stop, len(self))
+        offsets = self._offsets[start : stop + 1]
+        gains = self._gains[offsets[0] : offsets[-1]]
+        ref_start, ref_stop = self._ref_start[start:stop], self._ref_stop[start:stop]
+        sizes = ref_stop - ref_start
+        ref_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        rows = np.arange(int(ref_offsets[-1])) + np.repeat(ref_start - ref_offsets[:-1], sizes)
+        return RankedColumns(
+            self.ids[start:stop],
+            offsets - offsets[0],
+            gains,
+            ref_offsets,
+            self._qrels.grade[rows],
+            _LazySamples(self, start, stop),
+        )
+
+
+def _numbers_in(texts: list[str], known: list[str]) -> IntArray:
+    """Each of ``texts``' place in ``known`` (-1 where it is not there)."""
+    place = dict(zip(known, range(len(known)), strict=True))
+    return np.array(list(map(place.get, texts, itertools.repeat(-1, len(texts)))), np.int64)
+
+
+def _gains(
+    qrels: QrelsColumns, run: RunColumns, row_queries: IntArray, row_docs: IntArray
+) -> IntArray:
+    """Each run row's grade in the qrels of its query (``row_queries``: the qrels' number of
+    the row's query), -1 where it is not judged."""
+    doc_map = _numbers_in(run.names, qrels.names)
+    width = max(len(qrels.names), 1)
+    judged_query = np.repeat(np.arange(len(qrels.queries)), np.diff(qrels.bounds))
+    if not len(judged_query):
+        return np.full(len(row_docs), -1, np.int64)
+    keys = pair_keys(judged_query, qrels.doc, width)  # (distinct: a pair judged twice is refused)
+    order = np.argsort(keys)
+    keys = keys[order]
+    docs = doc_map[row_docs]
+    judged = docs >= 0
+    wanted = pair_keys(row_queries, np.where(judged, docs, 0), width)
+    at = np.searchsorted(keys, wanted)
+    np.minimum(at, len(keys) - 1, out=at)
+    judged &= keys[at] == wanted
+    return np.where(judged, qrels.grade[order][at], -1)
+
+
+def open_trec(
+    qrels: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    *,
+    complete: bool = False,
+) -> Sequence[Sample]:
+    """The samples of a qrels file and a run file as :func:`~ctxeval.load_trec` reads them:
+    a :class:`TrecSource` when the bulk reader reads both files, else the list
+    :func:`~ctxeval.load_trec` gives (small files, or a file the bulk reader leaves to the
+    line reader, which names the line that is wrong).
+
+    Raises:
+        DataError: naming the file and line that is wrong.
+    """
+    if _size(qrels) + _size(run) >= BULK_FROM:
+        from ctxeval._data.collector import collector_paused
+
+        with collector_paused():
+            source = _columns(Path(qrels), Path(run), complete=complete)
+        if source is not None:
+            return source
+    return samples_from_dicts(read_qrels(qrels), read_run(run), complete=complete)
+
+
+def _columns(qrels: Path, run: Path, *, complete: bool) -> TrecSource | None:
+    judged = read_qrels_columns(qrels)
+    if judged is None:
+        return None
+    ranked = read_run_columns(run)
+    if ranked is None:
+        return None
+    return TrecSource(judged, ranked, complete=complete)
+
+
+def _size(path: Any) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
