@@ -415,7 +415,13 @@ class _Call(Generic[T]):
             sent = [True]  # until the transport says its request never left
             sending = ATTEMPT.set(sent)
             try:
-                result = await self._send(cut, started)
+                if cut is None:
+                    result = await self.func()
+                else:  # cut at started + cut (a TimeoutError); (inline: a coroutine less)
+                    with self.timing.cut_at(started + cut) as timer:
+                        result = await self.func()
+                    if timer.cancelled_caught:  # (only its deadline cancels it)
+                        raise TimeoutError
             except TimeoutError as exc:
                 timed_out = self._timed_out(exc, cut)
                 if timed_out is None:
@@ -446,16 +452,6 @@ class _Call(Generic[T]):
         finally:
             if not gate.leave_now(lease):
                 await gate._leave(lease)
-
-    async def _send(self, cut: float | None, started: float) -> T:
-        """``func()``, cancelled at ``started + cut`` (a TimeoutError) when there is a cut."""
-        if cut is None:
-            return await self.func()
-        with self.timing.cut_at(started + cut) as timer:
-            result = await self.func()
-        if timer.cancelled_caught:  # (only its deadline cancels it)
-            raise TimeoutError
-        return result
 
     def _timed_out(self, exc: TimeoutError, cut: float | None) -> BaseException | None:
         """What an attempt that timed out raises: the deadline's error when the attempt was

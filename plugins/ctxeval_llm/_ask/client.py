@@ -115,6 +115,8 @@ class OutputMode:
         """The keys no answer may carry into a file (redacted before anything is stored)."""
         self.served: str | None = None
         """The model the endpoint last said answered (a local server names its file)."""
+        self.served_as: str | None = None
+        """:attr:`served` as the endpoint said it (before redaction: redacted once)."""
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
@@ -417,8 +419,10 @@ def _attempts(
                 output.settle()
                 raise
             output.answered(mode)
-            if completion.model:  # a string from the answer: no key in it either
-                output.served = redact(completion.model, *output.secrets)
+            served = completion.model
+            if served and served != output.served_as:  # a string from the answer: no key in
+                output.served = redact(served, *output.secrets)  # it either
+                output.served_as = served
             break
         ctx.add_usage(_usage_of(bound, completion))
         content = completion.content
@@ -456,16 +460,29 @@ async def _send(
         chars += len(message["content"])
     estimate = chars / 4 + config.max_tokens
     slots = bound.slots
-    limiter = await slots.limiter(bound.auth, timeout=config.timeout)
+    if slots.found:  # (the usual case: without an await)
+        limiter = slots.known_limiter
+    else:
+        limiter = await slots.limiter(bound.auth, timeout=config.timeout)
     if not output.confirmed and slots.kind is not None:  # (the probe has recognised it)
         output.start_for(slots.kind, bound.resource)
-    if bound.local:  # the window, once the server said its own, and its own count if needed
+    if bound.local and not _fits_local_window(bound, prompt, canonical):  # the window, once
+        # the server said its own, and its own count if needed
         await _check_local_window(bound, ctx, prompt, variables, canonical, limiter)
     resource, timeout = bound.resource, config.timeout
     if output.settled and limiter is None:  # the usual case, once the first answer came
         return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
     async with output.turn(), limiter or nullcontext():  # waits here are not timed
         return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
+
+
+def _fits_local_window(bound: BoundLLM, prompt: Prompt, request: Mapping[str, Any]) -> bool:
+    """Whether ``request`` fits the window :func:`_check_local_window` checks against, by the
+    estimate (the usual case: nothing to check further); False: check it there."""
+    config = bound.config
+    configured = config.context_window is not None
+    window = bound.window if configured else served_window(bound.slots) or bound.window
+    return window is None or estimate_fits(config, prompt, request, window)
 
 
 async def _check_local_window(

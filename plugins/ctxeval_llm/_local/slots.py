@@ -108,6 +108,11 @@ class ServerSlots:
         """Whether the server has been asked (or, not being local, is never asked)."""
         return self._found
 
+    @property
+    def known_limiter(self) -> anyio.CapacityLimiter | None:
+        """What :meth:`limiter` gives once :attr:`found` (without an ``await``)."""
+        return self._limiter
+
     async def limiter(
         self, headers: dict[str, str] | None = None, *, timeout: float | None = None
     ) -> anyio.CapacityLimiter | None:
