@@ -234,7 +234,7 @@ class BoundLLM:
 
     __slots__ = (
         "auth", "config", "first_mode", "given", "holder", "local", "output", "price",
-        "repeating", "resource", "slots", "transport", "window",
+        "repeating", "resource", "shown_endpoint", "slots", "transport", "window",
     )  # fmt: skip
 
     def __init__(self, given: Any, config: LLMConfig, ctx: RunContext) -> None:
@@ -242,6 +242,8 @@ class BoundLLM:
         """The setting as given (kept: its ``id`` is the key of this binding in the run)."""
         self.config = config
         self.resource = config.resource
+        self.shown_endpoint = config.shown_endpoint
+        """The endpoint as rows record it (:attr:`LLMConfig.shown_endpoint`)."""
         self.first_mode = _first_mode(config)
         self.price = config.price()
         self.window = known_window(config)
