@@ -19,7 +19,7 @@ import anyio
 import pytest
 from trio.testing import MockClock
 
-from ctxeval._calls.deadline import AttemptClock
+from ctxeval._calls.deadline import AttemptClock, Deadlines
 from ctxeval_llm._ask.fanout import at_once
 
 if sys.version_info < (3, 11):
@@ -162,6 +162,70 @@ async def test_a_deadline_inside_an_asyncio_timeout_leaves_its_count_alone() -> 
 async def test_the_clock_is_the_event_loops(anyio_backend_name: str) -> None:
     clock = AttemptClock()
     assert clock.now() == anyio.current_time()  # (virtual time: no time passes between)
+
+
+# --- the run's shared timer (Deadlines, #58) --------------------------------------------------
+
+
+async def _cut_after(
+    deadlines: Deadlines, cut: float, work: float, log: list[tuple[int, bool, float]], i: int
+) -> None:
+    """One attempt on the shared timer: cut at ``cut`` seconds, done after ``work``."""
+    clock = AttemptClock(deadlines)
+    start = clock.now()
+    with clock.cut_at(start + cut) as timer:
+        await anyio.sleep(work)
+    log.append((i, timer.cancelled_caught, clock.now() - start))
+
+
+async def test_attempts_on_the_shared_timer_are_each_cut_at_their_own_deadline(
+    anyio_backend_name: str,
+) -> None:
+    """Attempts that share the run's timer (in order of their deadlines, the usual case) are
+    each cut at theirs, whichever ended before them, and an attempt that ended is never cut."""
+    deadlines = Deadlines()
+    log: list[tuple[int, bool, float]] = []
+    async with anyio.create_task_group() as group:
+        for i, (cut, work) in enumerate([(0.05, 0.01), (0.05, 5), (0.05, 0.02), (0.05, 5)]):
+            group.start_soon(_cut_after, deadlines, cut, work, log, i)
+            await anyio.sleep(0.001)
+    ends = {i: (caught, round(took, 3)) for i, caught, took in log}
+    assert ends == {0: (False, 0.01), 1: (True, 0.05), 2: (False, 0.02), 3: (True, 0.05)}
+    await anyio.sleep(1)  # past every deadline: nothing left to cut
+    assert _cancellations_pending(anyio_backend_name) == 0
+
+
+async def test_a_deadline_before_the_queued_ones_gets_a_timer_of_its_own(
+    anyio_backend_name: str,
+) -> None:
+    """A shorter cut after a longer one (a retry cut to what is left of its call's time) is
+    not queued behind it: it is cut at its own deadline, not the first one's."""
+    deadlines = Deadlines()
+    log: list[tuple[int, bool, float]] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(_cut_after, deadlines, 0.5, 5, log, 0)
+        await anyio.sleep(0.001)
+        group.start_soon(_cut_after, deadlines, 0.02, 5, log, 1)
+        await anyio.sleep(0.001)
+        group.start_soon(_cut_after, deadlines, 0.6, 5, log, 2)
+    ends = {i: (caught, round(took, 3)) for i, caught, took in log}
+    assert ends == {0: (True, 0.5), 1: (True, 0.02), 2: (True, 0.6)}
+
+
+async def test_the_shared_timer_serves_one_event_loop(anyio_backend_name: str) -> None:
+    """A run's timer is kept on the loop of its first attempt; another loop is not given it."""
+    deadlines = Deadlines()
+    if anyio_backend_name == "asyncio" and sys.version_info >= (3, 11):
+        loop = asyncio.get_running_loop()
+        assert deadlines.on(loop) is deadlines
+        other = asyncio.new_event_loop()
+        try:
+            assert deadlines.on(other) is None
+        finally:
+            other.close()
+    log: list[tuple[int, bool, float]] = []
+    await _cut_after(deadlines, 0.03, 5, log, 0)
+    assert log == [(0, True, pytest.approx(0.03))]
 
 
 # --- a row's fan-out -------------------------------------------------------------------------

@@ -39,7 +39,10 @@ import attrs
 
 from ctxeval._plugins.validators import boolean, optional_positive_number, positive_int
 
-__all__ = ["Gate", "Limits", "SharedLimits", "Slots", "TokenBucket"]
+__all__ = ["WAIT", "Gate", "Limits", "SharedLimits", "Slots", "TokenBucket"]
+
+WAIT = object()
+"""What :meth:`Gate.enter_now` gives when the slot must be waited for."""
 
 logger = logging.getLogger(__name__)
 
@@ -140,11 +143,17 @@ class Slots:
         """The calls waiting for a slot."""
         return len(self._waiting) + len(self._retries)
 
+    def take_now(self, retry: bool = False) -> bool:
+        """Take a slot if :meth:`acquire` would take it at once; whether it did."""
+        if self._held < self._total and not self._retries and (retry or not self._waiting):
+            self._held += 1
+            return True
+        return False
+
     async def acquire(self, retry: bool = False) -> None:
         """Take a slot: at once when one is free and nobody waits (no retry, for a retry),
         else in turn; a ``retry`` (of a call already started) before the others."""
-        if self._held < self._total and not self._retries and (retry or not self._waiting):
-            self._held += 1
+        if self.take_now(retry):
             return
         turn = anyio.Event()
         queue = self._retries if retry else self._waiting
@@ -285,6 +294,35 @@ class Gate:
         not started yet (:class:`Slots`).
         """
         return _Slot(self, tokens, retry)
+
+    def enter_now(self, tokens: float, retry: bool = False) -> object:
+        """:meth:`_enter` when it has nothing to wait for (no pause, no rate budget, no shared
+        limits, a free slot): the slot taken without an ``await`` (one LLM request each: a
+        coroutine per layer of :meth:`slot` was a tenth of the scheduler's cost, #58);
+        :data:`WAIT` when it would wait (then ``await`` :meth:`_enter`). Leave with
+        :meth:`leave_now`, else :meth:`_leave`."""
+        self._check_refused()
+        if (
+            self._paused_until != -math.inf
+            or self._requests is not None
+            or (self._tokens is not None and tokens > 0)
+            or self.shared is not None
+            or not self._slots.take_now(retry)
+        ):
+            return WAIT
+        self.in_flight += 1
+        if self.in_flight > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight
+        return None
+
+    def leave_now(self, lease: object) -> bool:
+        """Give back a slot without an ``await`` when nothing shared is held (``lease`` is
+        None); whether it did (else ``await`` :meth:`_leave`)."""
+        if self.shared is not None:
+            return False
+        self.in_flight -= 1
+        self._slots.release()
+        return True
 
     async def _enter(self, tokens: float, retry: bool = False) -> object:
         """Wait for a slot and take it (see :meth:`slot`); the shared lease, if any."""

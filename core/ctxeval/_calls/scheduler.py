@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 
 from ctxeval._calls.context import RowContext
-from ctxeval._calls.deadline import AttemptClock
+from ctxeval._calls.deadline import AttemptClock, Deadlines
 from ctxeval._calls.failures import classify, label_of, retry_after_of
-from ctxeval._calls.limits import Gate, Limits
+from ctxeval._calls.limits import WAIT, Gate, Limits
 from ctxeval._calls.meter import ATTEMPT, Meter
 from ctxeval._errors import (
     BudgetExceededError,
@@ -144,6 +144,8 @@ class Scheduler:
         """USD spent so far by every row of the run (requests with a known price)."""
         self._cpu = anyio.CapacityLimiter(cpu_workers)
         self._random = random.Random()
+        self.deadlines = Deadlines()
+        """The one timer on the loop that keeps every attempt's deadline (asyncio)."""
 
     # --- the cost budget -------------------------------------------------------------------
 
@@ -394,13 +396,18 @@ class _Call(Generic[T]):
         self.limit = scheduler.timeout if timeout is None else timeout
         self.malformed = 0
         self.clock = _CallClock()  # this call's own time: its attempts and the waits between
-        self.timing = AttemptClock()  # the loop's clock and timers (this task's, per attempt)
+        self.timing = AttemptClock(scheduler.deadlines)  # the loop's clock, the run's timer
 
     async def attempt(self) -> T:
         """One attempt: a slot of the gate, the budget checked at send time, ``func()``
         awaited within what is left of the call's time, the outcome told to the gate."""
         gate, clock, meter = self.gate, self.clock, self.meter
-        async with gate.slot(self.tokens, retry=bool(clock.failures)) as sent_with:
+        retry = bool(clock.failures)
+        lease = gate.enter_now(self.tokens, retry)  # (gate.slot(), without its awaits)
+        if lease is WAIT:
+            lease = await gate._enter(self.tokens, retry)
+        try:
+            sent_with = gate.in_flight
             self.scheduler.check_budget()  # checked at send time
             meter.requests += 1
             cut = self.scheduler._attempt_limit(self.limit, clock.spent)
@@ -408,7 +415,13 @@ class _Call(Generic[T]):
             sent = [True]  # until the transport says its request never left
             sending = ATTEMPT.set(sent)
             try:
-                result = await self._send(cut, started)
+                if cut is None:
+                    result = await self.func()
+                else:  # cut at started + cut (a TimeoutError); (inline: a coroutine less)
+                    with self.timing.cut_at(started + cut) as timer:
+                        result = await self.func()
+                    if timer.cancelled_caught:  # (only its deadline cancels it)
+                        raise TimeoutError
             except TimeoutError as exc:
                 timed_out = self._timed_out(exc, cut)
                 if timed_out is None:
@@ -436,16 +449,9 @@ class _Call(Generic[T]):
             # inside the slot: it counts the calls in flight with this one
             gate.on_success(sent_with, took)
             return result
-
-    async def _send(self, cut: float | None, started: float) -> T:
-        """``func()``, cancelled at ``started + cut`` (a TimeoutError) when there is a cut."""
-        if cut is None:
-            return await self.func()
-        with self.timing.cut_at(started + cut) as timer:
-            result = await self.func()
-        if timer.cancelled_caught:  # (only its deadline cancels it)
-            raise TimeoutError
-        return result
+        finally:
+            if not gate.leave_now(lease):
+                await gate._leave(lease)
 
     def _timed_out(self, exc: TimeoutError, cut: float | None) -> BaseException | None:
         """What an attempt that timed out raises: the deadline's error when the attempt was

@@ -115,6 +115,8 @@ class OutputMode:
         """The keys no answer may carry into a file (redacted before anything is stored)."""
         self.served: str | None = None
         """The model the endpoint last said answered (a local server names its file)."""
+        self.served_as: str | None = None
+        """:attr:`served` as the endpoint said it (before redaction: redacted once)."""
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
@@ -210,14 +212,14 @@ def request_body(
         "temperature": config.temperature,
         "max_tokens": max_tokens or config.max_tokens,
     }
-    schema = dict(prompt.schema)
     if mode == "json_schema":
         body["response_format"] = prompt.response_format()
     elif mode == "json_object_schema":
-        body["response_format"] = {"type": "json_object", "schema": schema}
+        body["response_format"] = {"type": "json_object", "schema": dict(prompt.schema)}
     elif mode == "json_object":
         body["response_format"] = {"type": "json_object"}
     elif mode == "guided":
+        schema = dict(prompt.schema)
         body["guided_json"] = schema  # vLLM
         body["json_schema"] = schema  # llama.cpp's server
     body.update(config.extra)
@@ -232,7 +234,7 @@ class BoundLLM:
 
     __slots__ = (
         "auth", "config", "first_mode", "given", "holder", "local", "output", "price",
-        "repeating", "resource", "slots", "transport", "window",
+        "repeating", "resource", "shown_endpoint", "slots", "transport", "window",
     )  # fmt: skip
 
     def __init__(self, given: Any, config: LLMConfig, ctx: RunContext) -> None:
@@ -240,6 +242,8 @@ class BoundLLM:
         """The setting as given (kept: its ``id`` is the key of this binding in the run)."""
         self.config = config
         self.resource = config.resource
+        self.shown_endpoint = config.shown_endpoint
+        """The endpoint as rows record it (:attr:`LLMConfig.shown_endpoint`)."""
         self.first_mode = _first_mode(config)
         self.price = config.price()
         self.window = known_window(config)
@@ -417,12 +421,14 @@ def _attempts(
                 output.settle()
                 raise
             output.answered(mode)
-            if completion.model:  # a string from the answer: no key in it either
-                output.served = redact(completion.model, *output.secrets)
+            served = completion.model
+            if served and served != output.served_as:  # a string from the answer: no key in
+                output.served = redact(served, *output.secrets)  # it either
+                output.served_as = served
             break
         ctx.add_usage(_usage_of(bound, completion))
         content = completion.content
-        if any(secret in content for secret in output.secrets) or "sk-" in content:
+        if _holds_secret(content, output.secrets):
             content = redact(content, *output.secrets)  # a judge that echoes a key
         try:
             raw = parse_json(content)
@@ -451,18 +457,34 @@ async def _send(
     limits), once a local server gives a slot and its window lets the request in; the first
     requests of an output mode not yet confirmed go one at a time. Returns what it returned."""
     output = bound.output
-    estimate = sum(len(m["content"]) for m in canonical["messages"]) / 4 + config.max_tokens
+    chars = 0
+    for message in canonical["messages"]:
+        chars += len(message["content"])
+    estimate = chars / 4 + config.max_tokens
     slots = bound.slots
-    limiter = await slots.limiter(bound.auth, timeout=config.timeout)
+    if slots.found:  # (the usual case: without an await)
+        limiter = slots.known_limiter
+    else:
+        limiter = await slots.limiter(bound.auth, timeout=config.timeout)
     if not output.confirmed and slots.kind is not None:  # (the probe has recognised it)
         output.start_for(slots.kind, bound.resource)
-    if bound.local:  # the window, once the server said its own, and its own count if needed
+    if bound.local and not _fits_local_window(bound, prompt, canonical):  # the window, once
+        # the server said its own, and its own count if needed
         await _check_local_window(bound, ctx, prompt, variables, canonical, limiter)
     resource, timeout = bound.resource, config.timeout
     if output.settled and limiter is None:  # the usual case, once the first answer came
         return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
     async with output.turn(), limiter or nullcontext():  # waits here are not timed
         return await ctx.call(attempt, resource=resource, tokens=estimate, timeout=timeout)
+
+
+def _fits_local_window(bound: BoundLLM, prompt: Prompt, request: Mapping[str, Any]) -> bool:
+    """Whether ``request`` fits the window :func:`_check_local_window` checks against, by the
+    estimate (the usual case: nothing to check further); False: check it there."""
+    config = bound.config
+    configured = config.context_window is not None
+    window = bound.window if configured else served_window(bound.slots) or bound.window
+    return window is None or estimate_fits(config, prompt, request, window)
 
 
 async def _check_local_window(
@@ -552,18 +574,24 @@ def _usage_of(bound: BoundLLM, completion: Completion) -> Usage:
     if type(completion) is HTTPCompletion and not completion.usage_known:
         _say_no_usage(bound.resource)
         return Usage(cost_usd=None)
-    said = (completion.prompt_tokens, completion.completion_tokens)
-    if not all(isinstance(n, int) and 0 <= n <= MAX_TOKENS_SAID for n in said):
+    said = prompt_tokens, completion_tokens = completion.prompt_tokens, completion.completion_tokens
+    if not (
+        isinstance(prompt_tokens, int)
+        and isinstance(completion_tokens, int)
+        and 0 <= prompt_tokens <= MAX_TOKENS_SAID
+        and 0 <= completion_tokens <= MAX_TOKENS_SAID
+    ):
         logger.warning(
             "%s reported usage that cannot be true (prompt_tokens %.20s, completion_tokens "
             "%.20s): not counted, the cost of the answer unknown",
             config.resource, said[0], said[1],
         )  # fmt: skip
         return Usage(cost_usd=None)
+    price = bound.price
     return Usage(
-        prompt_tokens=said[0],
-        completion_tokens=said[1],
-        cost_usd=bound.cost(said[0], said[1]),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=None if price is None else price.cost(prompt_tokens, completion_tokens),
     )
 
 
@@ -578,6 +606,16 @@ def _say_no_usage(resource: str) -> None:
 
 
 _SECRET_NAMES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET")
+
+
+def _holds_secret(content: str, secrets: tuple[str, ...]) -> bool:
+    """Whether ``content`` holds one of ``secrets``, or anything like a key (``sk-``)."""
+    if "sk-" in content:
+        return True
+    for secret in secrets:  # noqa: SIM110  (any() of a generator costs a frame per request)
+        if secret in content:
+            return True
+    return False
 
 
 def _secrets(config: LLMConfig) -> tuple[str, ...]:
@@ -637,4 +675,4 @@ async def ask(
 ) -> Any:
     """The checked answer to ``prompt`` from a plugin's ``llm`` option, or else the run's
     ``llm=``: :meth:`BoundLLM.ask` of :func:`bound_llm`."""
-    return await bound_llm(ctx, llm).ask(ctx, prompt, variables, expect=expect)
+    return await _ask(bound_llm(ctx, llm), ctx, prompt, variables, expect)

@@ -75,10 +75,13 @@ def estimate_tokens(messages: Sequence[Mapping[str, Any]], schema: Any = None) -
     """The estimated prompt tokens of ``messages`` (and of ``schema``, sent alongside as
     ``response_format``; given as an object or as its JSON text): UTF-8 bytes /
     :data:`BYTES_PER_TOKEN`, rounded up, plus :data:`TOKENS_PER_MESSAGE` per message."""
-    size = sum(len(str(m.get("content") or "").encode("utf-8")) for m in messages)
+    size = 0
+    for message in messages:
+        content = str(message.get("content") or "")
+        size += len(content) if content.isascii() else len(content.encode("utf-8"))
     if schema is not None:
         text = schema if isinstance(schema, str) else json.dumps(schema, sort_keys=True)
-        size += len(text.encode("utf-8"))
+        size += len(text) if text.isascii() else len(text.encode("utf-8"))
     return -(-size // BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
 
 

@@ -163,8 +163,10 @@ class AiohttpClient:
         size = len(first)
         if size > limit:
             raise ResponseTooLargeError(oversize_message(url, limit))
+        if stream.at_eof():  # the usual answer: one piece, all read (no second read, #58)
+            return first
         chunk = await stream.readany()
-        if not chunk:  # the usual answer: one piece
+        if not chunk:
             return first
         chunks = [first]
         while chunk:

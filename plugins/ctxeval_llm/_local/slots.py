@@ -100,25 +100,38 @@ class ServerSlots:
         vLLM's ``max_model_len``, Ollama's ``context_length`` of the loaded model."""
         self._limiter: anyio.CapacityLimiter | None = None
         self._found = False
-        self._lock = anyio.Lock()
+        self._asking: anyio.Event | None = None
+        """Set when the request asking the server is done (None: none is asking)."""
 
     @property
     def found(self) -> bool:
         """Whether the server has been asked (or, not being local, is never asked)."""
         return self._found
 
+    @property
+    def known_limiter(self) -> anyio.CapacityLimiter | None:
+        """What :meth:`limiter` gives once :attr:`found` (without an ``await``)."""
+        return self._limiter
+
     async def limiter(
         self, headers: dict[str, str] | None = None, *, timeout: float | None = None
     ) -> anyio.CapacityLimiter | None:
         """The limiter that holds requests to the server's slots, or None when not capped.
         The probes take at most 3 s together, or ``timeout`` (a request's) when shorter."""
-        if not self._found:
-            async with self._lock:
-                if not self._found:
-                    if is_local(self.endpoint):
-                        limit = _PROBE_TIMEOUT if timeout is None else min(timeout, _PROBE_TIMEOUT)
-                        await self._discover(headers or {}, limit)
-                    self._found = True
+        while not self._found:  # one request asks; the others wait, then all go (#58)
+            asking = self._asking
+            if asking is not None:
+                await asking.wait()
+                continue
+            self._asking = asking = anyio.Event()
+            try:
+                if is_local(self.endpoint):
+                    limit = _PROBE_TIMEOUT if timeout is None else min(timeout, _PROBE_TIMEOUT)
+                    await self._discover(headers or {}, limit)
+                self._found = True
+            finally:
+                self._asking = None
+                asking.set()
         return self._limiter
 
     async def _discover(self, headers: dict[str, str], limit: float) -> None:

@@ -93,16 +93,26 @@ class _Ready:
         self.transport = transport
         self.owned = owned
         self.checked = False
-        self.lock = anyio.Lock()
+        self._checking: anyio.Event | None = None
 
     async def check(self, ctx: RunContext) -> ChatTransport:
-        """The transport, after its optional ``ready(ctx)`` check has passed once."""
-        if not self.checked:
-            async with self.lock:
-                if not self.checked:
-                    if isinstance(self.transport, ChecksReady):
-                        await self.transport.ready(ctx)
-                    self.checked = True
+        """The transport, after its optional ``ready(ctx)`` check has passed once: one request
+        checks, the others wait for it and then all go at once (a lock handed from waiter to
+        waiter cost every request of a run's start a turn of the event loop, #58); a check
+        that fails is made again by the next request."""
+        while not self.checked:
+            checking = self._checking
+            if checking is not None:
+                await checking.wait()
+                continue
+            self._checking = checking = anyio.Event()
+            try:
+                if isinstance(self.transport, ChecksReady):
+                    await self.transport.ready(ctx)
+                self.checked = True
+            finally:
+                self._checking = None
+                checking.set()
         return self.transport
 
     async def aclose(self) -> None:

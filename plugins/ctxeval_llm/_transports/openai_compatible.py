@@ -288,7 +288,7 @@ class OpenAITransport:
             content = choice["message"]["content"]
             finish, served = choice.get("finish_reason"), reply.get("model")
             usage = reply.get("usage")
-            known = isinstance(usage, Mapping)
+            known = type(usage) is dict or isinstance(usage, Mapping)  # (an ABC's check: slow)
             usage = usage if known else {}
             prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion_tokens = int(usage.get("completion_tokens") or 0)

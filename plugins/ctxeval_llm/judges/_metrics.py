@@ -51,11 +51,10 @@ from ctxeval.plugin import (
     temperature_option,
     validators,
 )
-from ctxeval_llm._ask.client import Mode, ask, bound_llm, output_mode, request_body
+from ctxeval_llm._ask.client import Mode, ask, bound_llm, request_body
 from ctxeval_llm._ask.fanout import at_once
-from ctxeval_llm._local.slots import server_slots
 from ctxeval_llm._parsing import redact
-from ctxeval_llm.config import LLMConfig, resolve_llm
+from ctxeval_llm.config import LLMConfig
 
 from . import prompts
 from ._steps import StepsAsContext, context_option
@@ -73,19 +72,20 @@ def _versions(*used: prompts.Prompt) -> str:
 
 def _provenance(llm: Any, ctx: RunContext, *used: prompts.Prompt) -> dict[str, Any]:
     """Who answers: the judge model, its endpoint and the prompt versions (a row's
-    ``details["provenance"]``)."""
-    config = resolve_llm(llm if llm is not None else ctx.llm)
-    output = output_mode(ctx, config)
+    ``details["provenance"]``), from the run's binding of the setting (one per row: its
+    parts worked out once per run, #58)."""
+    bound = bound_llm(ctx, llm)
+    config, output = bound.config, bound.output
     found = {
         "model": config.model,
-        "endpoint": config.shown_endpoint,
+        "endpoint": bound.shown_endpoint,
         "prompts": _versions(*used).split(","),
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
         "output_mode": output.mode,
     }
     served = output.served
-    listed = server_slots(ctx, config.endpoint).models
+    listed = bound.slots.models
     if listed and len(listed) == 1:
         served = listed[0]  # a local server's one model: the file it loaded
     if served is not None:  # a string from an answer: no key reaches a file (redacted)

@@ -36,7 +36,7 @@ def _binary(value: Any, where: str) -> int:
 
 
 def _object(value: Any, keys: tuple[str, ...], where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # (an ABC's check: slow)
         raise MalformedOutputError(f"{where} must be a JSON object, got {type(value).__name__}")
     missing = [k for k in keys if k not in value]
     if missing:
