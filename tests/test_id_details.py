@@ -8,15 +8,18 @@ per-sample path gives (``details_of(pipeline.judge_now(sample))``), in the same 
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 
 import ctxeval
 from ctxeval import Sample
 from ctxeval._output.lines import jsonl_lines
+from ctxeval_ids.metrics import IDBasedContextPrecision
 
 POOL = ["d1", "d2", "d3", "é", "日本", 'a"b', "x\\y", "tab\tid", "🙂", "1", "01", " sp ", "Ωzz"]
 """IDs that JSON escapes, that are not ASCII, that look alike."""
@@ -97,3 +100,32 @@ def test_results_lines_from_the_columns_equal_each_rows_json() -> None:
     written = b"".join(jsonl_lines(part) for part in evaluation._parts)
     expected = "".join(row.to_json() + "\n" for row in evaluation.results).encode()
     assert written == expected
+
+
+@attrs.frozen(kw_only=True)
+class _OddEvidence(IDBasedContextPrecision):
+    """Evidence orjson refuses (a set, an integer beyond 64 bits): written as ``to_json``
+    writes it."""
+
+    registry_name = "odd_evidence_precision"
+
+    def evidence(self, judgement: Any) -> dict[str, Any]:
+        return {"seen": frozenset(judgement.retrieved), "big": 2**70}
+
+
+def test_the_batch_scorer_writes_what_orjson_refuses_as_results_jsonl_does() -> None:
+    import pyarrow as pa
+
+    from ctxeval.runners import BatchScorer
+
+    rows = [
+        {"id": f"s{i}", "retrieved_context_ids": ["a", "b"], "reference_context_ids": ["a"]}
+        for i in range(20)
+    ]
+    metrics = [_OddEvidence(), ctxeval.get_metric("id_ndcg_at_k")]
+    table = BatchScorer.build(metrics)(pa.Table.from_pylist(rows))
+    expected = [
+        json.loads(row.to_json())["details"] for row in ctxeval.evaluate(rows, metrics).results
+    ]
+    assert [json.loads(text) for text in table.column("details").to_pylist()] == expected
+    assert expected[0]["big"] == 2**70  # (not "unwritable", as the scorer wrote it before)

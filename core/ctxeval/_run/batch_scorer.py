@@ -34,7 +34,7 @@ from ctxeval._output.lines import (
 )
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.columns import RowBlock, Scores
-from ctxeval._results.results import NO_USAGE, MetricResult
+from ctxeval._results.results import NO_USAGE, MetricResult, json_line
 from ctxeval._run.local import score_locally
 from ctxeval._run.loop_thread import LoopThread
 from ctxeval._run.plan import RunPlan
@@ -531,9 +531,12 @@ def _details_of(block: RowBlock, row: PlainRow) -> str:
 
 
 def _json(details: Any) -> str:
+    """``details`` (a row's ``to_dict()["details"]``) as JSON text, as
+    :meth:`MetricResult.to_json` writes them in ``results.jsonl``: what orjson refuses (a big
+    integer, a plugin's set) by ``json``, what JSON has no word for as its repr."""
     try:
-        return orjson.dumps(details).decode()
-    except (TypeError, orjson.JSONEncodeError) as exc:  # as MetricResult.to_json writes it
+        return json_line(details)
+    except (RecursionError, ValueError) as exc:  # details JSON cannot hold
         return orjson.dumps({"unwritable": f"details could not be written as JSON: {exc}"}).decode()
 
 
