@@ -22,7 +22,11 @@ median of the ratios of each repeat (the runs of one repeat are side by side: on
 machine, the fairer figure); the first repeat checks that the spark runner's rows equal the
 local ones (scores per sample and metric). ``--frame-only`` leaves out the processes and
 spark runners; ``--batch-rows`` sets ``spark.sql.execution.arrow.maxRecordsPerBatch`` (the
-samples of one Arrow batch handed to the batch scorer; Spark's default 10 000).
+samples of one Arrow batch handed to the batch scorer; Spark's default 10 000). ``--floor``
+adds "Spark alone" (the Parquet frame through ``mapInArrow`` with rows of the same shape made
+without scoring: Spark's own part) and, after the Spark runs, the batch scorer alone on the
+same samples in this process (CPU a sample, with and without evidence), with what 1.5x
+``local`` would need of the frame against the two.
 
     python bench/spark.py [--samples 1000000] [--workers 2] [--repeat 3] [--frame-only]
 """
@@ -153,6 +157,50 @@ def time_frame(spark: Any, source: str, path: Path, details: bool | None, worker
     return time.perf_counter() - started
 
 
+def scorer_alone(table_path: Path, repeat: int) -> dict[str, float]:
+    """CPU seconds a sample of the batch scorer alone, in this process, on the Parquet copy's
+    samples in Spark's batches of 10 000 (best of ``repeat``), with and without each row's
+    evidence: ctxeval's own part of ``evaluate_frame``, which the executors split among them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ctxeval.runners import BatchScorer
+
+    table = pq.read_table(str(table_path)).combine_chunks()
+    batches = [pa.Table.from_batches([b]) for b in table.to_batches(max_chunksize=10_000)]
+    out = {}
+    for label, details in (("details", True), ("no details", False)):
+        scorer = BatchScorer.build(METRICS, details=details)
+        scorer(batches[0])  # (its event loop started, the metrics imported)
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.process_time()
+            for batch in batches:
+                scorer(batch)
+            best = min(best, time.process_time() - started)
+        scorer.close()
+        out[label] = best / table.num_rows
+    return out
+
+
+def floor_report(times: dict[str, list[float]], per_sample: dict[str, float], args: Any) -> None:
+    """What 1.5x ``local`` needs of the frame without evidence, against what Spark alone and
+    the batch scorer alone take (the scorer's CPU split over the workers)."""
+    goal = min(times["local"]) / 1.5
+    spark_alone = min(times["spark alone (parquet, not scored)"])
+    print(
+        f"\nbatch scorer alone (one process, CPU): {per_sample['no details'] * 1e6:.2f} us a "
+        f"sample without evidence, {per_sample['details'] * 1e6:.2f} us with it"
+    )
+    for label in ("no details", "details"):
+        scorer = per_sample[label] * args.samples / args.workers
+        print(
+            f"  {label:10}: 1.5x local needs <= {goal:.2f} s; Spark alone {spark_alone:.2f} s "
+            f"+ the scorer's CPU over {args.workers} workers {scorer:.2f} s = "
+            f"{spark_alone + scorer:.2f} s if they do not overlap"
+        )
+
+
 def report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
     """Best, median, best against local's best, and the median of the ratios to local in
     each repeat (runs side by side)."""
@@ -233,6 +281,8 @@ def main() -> None:
             times[label].append(time_frame(spark, source, path, details, args.workers))
         print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
     report(times, args)
+    if args.floor:
+        floor_report(times, scorer_alone(table, args.repeat), args)
     print("\nthe driving process's own CPU (reading, collecting, ordering the rows) per run:")
     for name, values in driver_cpu.items():
         wall = statistics.median(times[name])

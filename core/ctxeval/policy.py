@@ -58,6 +58,7 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from itertools import compress, count
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -190,7 +191,7 @@ def average_precision_value(verdicts: Sequence[bool]) -> Fraction:
 
 def relevant_ranks(flags: Sequence[bool]) -> list[int]:
     """The 1-based ranks of the true flags."""
-    return [rank for rank, relevant in enumerate(flags, start=1) if relevant]
+    return list(compress(count(1), flags))
 
 
 def _precision_sum(ranks: Sequence[int]) -> tuple[int, int]:

@@ -44,6 +44,8 @@ measures rest on few judgements (unjudged documents count as not relevant).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, not_
 from typing import Any, ClassVar
 
 import attrs
@@ -172,8 +174,10 @@ class _IDMetric(DeterministicPipelineMetric):
         """Each sample's row details, equal to ``details_of(pipeline.judge_now(sample))``
         without building a verdict per ID: the ID metrics' evidence reads the two sides and
         the formula's the flags only (a subclass with its own :meth:`evidence` goes the long
-        way, which is always right). Metrics reading the same sides share them through
-        ``memo``, and those with the same evidence share it."""
+        way, which is always right). The sides are read once per chunk for every metric
+        reading them (:class:`_Sides`, shared through ``memo``), and so are the flags of each
+        side and the evidence of metrics with the same evidence: a few C-level passes per
+        sample, no judgement."""
         p = self.pipeline
         kind = type(self).evidence
         if kind not in _SIDES_ONLY or not p.deterministic:  # (a dict: looked up by key)
@@ -185,64 +189,103 @@ class _IDMetric(DeterministicPipelineMetric):
         key = (reference_side, retrieved_side)
         sides = memo.get(key)
         if sides is None:
-            sides = memo[key] = [
-                _sides(sample, reference_side, retrieved_side) for sample in samples
-            ]
-        formula = p.formula
-        judged = formula.judged
-        settings = self.settings()
-        evidence = self.evidence
+            sides = memo[key] = _Sides(samples, reference_side, retrieved_side)
         computes = _SIDES_ONLY[kind]
-        made_key = (computes, key, self.k if isinstance(self, _AtK) else None)
+        depth = self.k if isinstance(self, _AtK) else None
+        made_key = (computes, key, depth)
         made = memo.get(made_key)
         if made is None:
-            if computes == "split":
-                made = [_split_of(r, t) for r, t, _, _ in sides]
-            else:
-                made = [
-                    evidence(Judgement(reference=r, retrieved=t, verdicts=(), judged=judged))
-                    for r, t, _, _ in sides
-                ]
-            memo[made_key] = made
+            made = memo[made_key] = sides.evidence(computes, depth)
+        formula, settings = p.formula, self.settings()
         if type(formula).evidence is policy.Formula.evidence:  # it adds nothing
             if not settings:  # (the same dicts as a metric with the same evidence: read-only)
                 return list(made)
             return [{**settings, **e} for e in made]
-        formula_evidence, pairs = formula.evidence, p.pairs
-        out: list[Mapping[str, Any]] = []
-        for (reference, retrieved, reference_given, retrieved_given), these in zip(
-            sides, made, strict=True
-        ):
-            if judged == "reference":
-                items, candidates = pairs(reference, retrieved_given)
-            else:
-                items, candidates = pairs(reference_given, retrieved)
-            among = frozenset(map(str, candidates)).__contains__
-            flags = [among(str(item)) for item in items]
-            out.append({**settings, **formula_evidence(flags), **these})
-        return out
+        flags = sides.flags(formula.judged, formula.depth)
+        formula_evidence = formula.evidence
+        return [
+            {**settings, **formula_evidence(these_flags), **these}
+            for these_flags, these in zip(flags, made, strict=True)
+        ]
 
 
-def _sides(
-    sample: Sample, reference_side: Items, retrieved_side: Items
-) -> tuple[list[str], list[str], Sequence[str], Sequence[str]]:
-    """The two sides of ``sample`` as read (``Items.read``) and as given (``Items.given``)."""
-    reference_given = _given(reference_side, sample)
-    retrieved_given = _given(retrieved_side, sample)
-    return (
-        list(dict.fromkeys(reference_given)) if reference_side.dedupe else list(reference_given),
-        list(dict.fromkeys(retrieved_given)) if retrieved_side.dedupe else list(retrieved_given),
-        reference_given,
-        retrieved_given,
-    )
+class _Sides:
+    """The two ID sides of a chunk's samples, read once for every ID metric of the chunk
+    that reads them (as ``Items.read`` and ``Items.given`` read them), with what the metrics'
+    evidence is made of, each computed once when first asked for: which retrieved IDs are in
+    the reference, which reference IDs were retrieved, the split and the top k."""
+
+    __slots__ = ("_found", "_hits", "reference", "reference_keys", "retrieved", "retrieved_keys")
+
+    def __init__(self, samples: Sequence[Sample], reference_side: Items, retrieved_side: Items):
+        fromkeys = dict.fromkeys
+        reference_given = _given_all(reference_side, samples)
+        retrieved_given = _given_all(retrieved_side, samples)
+        # each sample's IDs in their first order, each once (a set that keeps the order)
+        self.reference_keys: list[dict[str, None]] = list(map(fromkeys, reference_given))
+        self.retrieved_keys: list[dict[str, None]] = list(map(fromkeys, retrieved_given))
+        self.reference: list[list[str]] = list(
+            map(list, self.reference_keys if reference_side.dedupe else reference_given)
+        )
+        self.retrieved: list[list[str]] = list(
+            map(list, self.retrieved_keys if retrieved_side.dedupe else retrieved_given)
+        )
+        self._hits: list[list[bool]] | None = None
+        self._found: list[list[bool]] | None = None
+
+    def hits(self) -> list[list[bool]]:
+        """Per sample, whether each retrieved ID (as read) is among the reference IDs."""
+        if self._hits is None:
+            self._hits = [
+                list(map(among.__contains__, retrieved))
+                for retrieved, among in zip(self.retrieved, self.reference_keys, strict=True)
+            ]
+        return self._hits
+
+    def found(self) -> list[list[bool]]:
+        """Per sample, whether each reference ID (as read) is among the retrieved IDs."""
+        if self._found is None:
+            self._found = [
+                list(map(among.__contains__, reference))
+                for reference, among in zip(self.reference, self.retrieved_keys, strict=True)
+            ]
+        return self._found
+
+    def flags(self, judged: str, depth: int | None) -> list[list[bool]]:
+        """The flags a formula judging ``judged`` down to ``depth`` gets (``Pipeline.pairs``:
+        the judged side's items, the retrieved ones cut to the depth, among the other's)."""
+        if judged == "reference":
+            return self.found()
+        hits = self.hits()
+        return hits if depth is None else [flags[:depth] for flags in hits]
+
+    def evidence(self, computes: str, k: int | None) -> list[dict[str, Any]]:
+        """The metric's own evidence of each sample (see :data:`_SIDES_ONLY`)."""
+        if computes == "split":
+            return [
+                {
+                    "relevant": list(compress(retrieved, flags)),
+                    "irrelevant": list(compress(retrieved, map(not_, flags))),
+                    "missing": sorted(among.keys() - retrieved),
+                }
+                for retrieved, flags, among in zip(
+                    self.retrieved, self.hits(), self.reference_keys, strict=True
+                )
+            ]
+        if computes == "top_k":
+            return [{"top_k": retrieved[:k]} for retrieved in self.retrieved]
+        return [{} for _ in self.retrieved]
 
 
-def _given(side: Items, sample: Sample) -> Sequence[str]:
-    """``side.given(sample)``: a plain tuple of IDs (the usual case) as it is, at once."""
-    value = getattr(sample, side.field)
-    if type(value) is tuple and value and side.min_grade <= 1:  # (not GradedIDs: a subclass)
-        return value
-    return side.given(sample)
+def _given_all(side: Items, samples: Sequence[Sample]) -> list[Sequence[str]]:
+    """``side.given(sample)`` of each of ``samples``: a plain tuple of IDs (the usual case) as
+    it is, the others (graded IDs, a text, a cut at a grade) through ``given``."""
+    values: list[Any] = list(map(attrgetter(side.field), samples))
+    given = side.given
+    for i, value in enumerate(values):
+        if type(value) is not tuple or side.min_grade > 1:  # (GradedIDs: a subclass)
+            values[i] = given(samples[i])
+    return values
 
 
 def _split(judgement: Judgement) -> dict[str, Any]:

@@ -25,10 +25,16 @@ import orjson
 from ctxeval._calls.cache import SQLiteCache
 from ctxeval._data.arrow_columns import arrow_samples
 from ctxeval._errors import ConfigError, DataError
-from ctxeval._output.lines import PlainRow, arrow_row_fields, block_rows, built_row
+from ctxeval._output.lines import (
+    PlainRow,
+    arrow_row_fields,
+    block_rows,
+    built_row,
+    evidence_of,
+)
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.columns import RowBlock, Scores
-from ctxeval._results.results import NO_USAGE, MetricResult
+from ctxeval._results.results import NO_USAGE, MetricResult, json_line
 from ctxeval._run.local import score_locally
 from ctxeval._run.loop_thread import LoopThread
 from ctxeval._run.plan import RunPlan
@@ -383,9 +389,8 @@ def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
     index = pa.array(range(count), pa.int64())
     sample = pc.divide(index, width)  # each row's sample, and its metric's column
     metric = pc.subtract(index, pc.multiply(sample, width))
-    scores = pa.concat_arrays([_scores(column.scores) for column in columns]).take(
-        pc.add(pc.multiply(metric, size), sample)
-    )
+    order = pc.add(pc.multiply(metric, size), sample)  # each row's place, column by column
+    scores = pa.concat_arrays([_scores(column.scores) for column in columns]).take(order)
     whole = {  # the rows kept whole, by row number
         position * width + number: row
         for number, column in enumerate(columns)
@@ -398,12 +403,7 @@ def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
         statuses, reasons, usage, scores = _with_whole(whole, count, zero, scores)
     texts: Any = pa.nulls(count, pa.string())
     if details:
-        texts = [
-            _json(item.to_dict()["details"])
-            if isinstance(item, MetricResult)
-            else _details_of(block, item)
-            for item in block_rows(block)
-        ]
+        texts = _detail_texts(block, order)
     names = pa.array([column.metric for column in columns], pa.string())
     values = (
         pa.array(list(block.sample_ids), pa.string()).take(sample),
@@ -415,6 +415,36 @@ def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
         usage,
     )
     return pa.table(dict(zip(ROW_COLUMNS, values, strict=True)), schema=row_schema())
+
+
+def _detail_texts(block: RowBlock, order: Any) -> Any:
+    """The details of ``block``'s rows as JSON text, in row order (``order``: each row's
+    place in the block's columns laid end to end). A block of plain rows whose columns all
+    have their evidence in bulk (:func:`~ctxeval._output.lines.evidence_of`) is written a
+    column at a time, by orjson at C speed, and put in row order by Arrow; another row by
+    row, as :func:`block_rows` gives them."""
+    import pyarrow as pa
+
+    _, details = evidence_of(block)
+    if any(column.rows for column in block.columns) or None in details:
+        return [
+            _json(item.to_dict()["details"])
+            if isinstance(item, MetricResult)
+            else _details_of(block, item)
+            for item in block_rows(block)
+        ]
+    texts: list[Any] = []
+    for column, evidence in zip(block.columns, details, strict=True):
+        assert evidence is not None
+        try:
+            texts += list(map(orjson.dumps, evidence))  # (bytes of UTF-8: Arrow checks them)
+        except TypeError:  # a detail orjson refuses: as MetricResult.to_json writes it
+            ids = block.sample_ids
+            texts += [
+                _details_of(block, (position, column, ids[position], 0.0, these))
+                for position, these in enumerate(evidence)
+            ]
+    return pa.array(texts, pa.string()).take(order)
 
 
 def _scores(scores: Sequence[float | None]) -> Any:
@@ -501,9 +531,12 @@ def _details_of(block: RowBlock, row: PlainRow) -> str:
 
 
 def _json(details: Any) -> str:
+    """``details`` (a row's ``to_dict()["details"]``) as JSON text, as
+    :meth:`MetricResult.to_json` writes them in ``results.jsonl``: what orjson refuses (a big
+    integer, a plugin's set) by ``json``, what JSON has no word for as its repr."""
     try:
-        return orjson.dumps(details).decode()
-    except (TypeError, orjson.JSONEncodeError) as exc:  # as MetricResult.to_json writes it
+        return json_line(details)
+    except (RecursionError, ValueError) as exc:  # details JSON cannot hold
         return orjson.dumps({"unwritable": f"details could not be written as JSON: {exc}"}).decode()
 
 
