@@ -361,3 +361,27 @@ def test_context_relevance_grades_a_document_as_its_best_chunk(server: FakeOpenA
     assert (document.metric, document.score) == ("context_relevance@document", 0.5)  # A 3, B 0
     assert document.details["qrels"] == [["A", 3], ["B", 0]]
     assert server.count == 3  # the judgements are shared by the two levels
+
+
+def test_the_written_rows_show_the_unit_as_the_rows_do(tmp_path: Path) -> None:
+    """The ID metrics' details in results.jsonl (built a chunk at a time) are the rows'
+    details (built a row at a time): the unit options included. They were left out of the
+    file at document level."""
+    samples = [
+        {
+            "id": f"s{i}",
+            "retrieved_context_ids": [f"d{i}#1", f"d{i}#2", "x#1", "x#1"],
+            "reference_context_ids": [f"d{i}#3", f"d{i}#1"],
+        }
+        for i in range(6)
+    ]
+    names = ["id_based_context_precision", "id_based_context_recall", "id_ndcg_at_k", "id_mrr"]
+    metrics = [ctxeval.get_metric(n, unit="document", doc_id_separator="#") for n in names]
+    evaluation = ctxeval.evaluate(samples, metrics)
+    evaluation.write(tmp_path / "run")
+    lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == len(evaluation.results)
+    for row, line in zip(evaluation.results, lines, strict=True):
+        written = json.loads(line)["details"]
+        assert written == row.details, row.metric
+        assert written["unit"] == "document", row.metric

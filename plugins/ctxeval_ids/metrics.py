@@ -196,7 +196,7 @@ class _IDMetric(DeterministicPipelineMetric):
         made = memo.get(made_key)
         if made is None:
             made = memo[made_key] = sides.evidence(computes, depth)
-        formula, settings = p.formula, self.settings()
+        formula, settings = p.formula, {**self.settings(), **self.units.settings()}
         if type(formula).evidence is policy.Formula.evidence:  # it adds nothing
             if not settings:  # (the same dicts as a metric with the same evidence: read-only)
                 return list(made)
