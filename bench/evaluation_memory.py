@@ -75,7 +75,8 @@ def columnar_bytes(ev):
             total += len(sources._buffer) + 8 * len(sources)
         for column in part.columns:
             if isinstance(column.scores, Scores):
-                total += column.scores.values.nbytes
+                values = column.scores.values  # (an array("d"))
+                total += len(values) * values.itemsize
     return total
 
 samples = generated(n) if kind == "generated" else ctxeval.load_samples(path)
