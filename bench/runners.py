@@ -20,6 +20,7 @@ in the driving process and in each worker, about 0.1 s of CPU each here.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import random
@@ -29,9 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from peer_env import compile_ours
+HERE = Path(__file__).resolve().parent
+COMPILE = f"import sys; sys.path.insert(0, {str(HERE)!r}); import peer_env; peer_env.compile_ours()"
 
 METRICS = ["id_based_context_precision", "id_ndcg_at_k"]
 
@@ -92,7 +92,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    compile_ours()
+    # (in a process of its own: a child's peak RSS starts from its parent's, kept across exec)
+    subprocess.run([sys.executable, "-c", COMPILE], check=True)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "samples.jsonl"
         write_jsonl(path, args.samples)
@@ -106,9 +107,10 @@ def main() -> None:
                 one(path, args.workers, str(Path(folder) / "spread.jsonl") if first else "-")
             )
             if first:
-                same = (Path(folder) / "local.jsonl").read_bytes() == (
-                    Path(folder) / "spread.jsonl"
-                ).read_bytes()
+                # (read a block at a time: the next children's peak RSS starts from ours)
+                same = filecmp.cmp(
+                    Path(folder) / "local.jsonl", Path(folder) / "spread.jsonl", shallow=False
+                )
                 assert same, "the processes runner's rows differ from the local runner's"
     n = args.samples
     cores = os.cpu_count()
