@@ -140,6 +140,7 @@ def main() -> None:
     parser.add_argument("--check-samples", type=int, default=100_000)
     parser.add_argument("--compare", help="another interpreter to run side by side")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--inputs", default="generated,runners", help="of generated,runners")
     parser.add_argument(
         "--steps",
         default="summary,pandas,arrow",
@@ -158,7 +159,7 @@ def main() -> None:
         )
         print("|---|---|---|---:|---:|---:|---:|")
         for _ in range(args.repeat):
-            for kind in ("generated", "runners"):
+            for kind in args.inputs.split(","):
                 for step in args.steps.split(","):
                     mine = step == "arrow" or step.startswith("pandas-")  # (this checkout's)
                     for python in pythons[:1] if mine else pythons:  # (alternating)
