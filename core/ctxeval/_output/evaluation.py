@@ -95,7 +95,8 @@ class Evaluation(RunResults):
                 :meth:`to_arrow`'s table, its text columns Arrow-backed
                 (``pd.ArrowDtype(pa.string())``), ``metric`` and ``status`` categorical. A
                 details dict takes about 1 kB a row (a million samples of two ID metrics:
-                2.7 GB with dicts, about a sixth with JSON text; see docs/benchmarks.md).
+                the process peaks at 2.7 GB with dicts, 1.1 GB with JSON text, 0.75 GB
+                without details; see docs/benchmarks.md).
 
         Raises:
             ConfigError: ``details`` is none of those three.
