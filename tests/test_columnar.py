@@ -173,3 +173,23 @@ def test_texts_pickle_as_one_string_and_cut_the_same() -> None:
     again = pickle.loads(pickle.dumps(ids))
     assert list(again) == ["a", "", "\u00e9t\u00e9", "q10"] == [again[i] for i in range(4)]
     assert ids.__reduce__()[1][0] == "a\u00e9t\u00e9q10"  # (the string travels, not a list)
+
+
+def test_a_processes_worker_sends_its_blocks_compact(tmp_path) -> None:
+    from ctxeval._results.columns import Lines
+    from ctxeval._run.plan import RunPlan
+    from ctxeval._run.processes import _score_part
+
+    path = tmp_path / "s.jsonl"
+    lines = [f'{{"id": "q{i}", "retrieved_context_ids": ["a"], "reference_context_ids": ["a"]}}\n'
+             for i in range(5)]  # fmt: skip
+    path.write_text("".join(lines))
+    plan = RunPlan.build(METRICS[:2]).for_workers()
+    parts, _, error = _score_part(plan, 0, ("lines", (str(path), 1, path.read_bytes())), False)
+    assert error is None
+    (block,) = pickle.loads(pickle.dumps(parts))  # (as it travels to the driving process)
+    assert isinstance(block.sample_ids, Texts)  # the ids in one string, not a list
+    assert isinstance(block.sources, Lines)
+    assert all(isinstance(column.scores, Scores) for column in block.columns)
+    assert list(block.sample_ids) == [f"q{i}" for i in range(5)]
+    assert [row.score for row in block] == [1.0] * 10
