@@ -9,9 +9,11 @@ Two inputs of N samples (``--samples``, 1 000 000 by default), scored by two ID 
   in three without an id), read with ``load_samples``.
 
 Each step runs in a fresh process under ``/usr/bin/time -v`` (its peak RSS): ``evaluate``
-then ``summary()``; then the same and ``to_pandas()``; then the same and ``to_arrow()`` (this
-checkout only). "columns" is what the kept columns hold (ids, scores, the samples' lines; 0
-for a checkout without them: read through private names, for this bench only); "frame" is the
+then ``summary()``; then the same and ``to_pandas()`` (``pandas``),
+``to_pandas(details="json")`` (``pandas-json``) or ``to_pandas(details="none")``
+(``pandas-none``); then the same and ``to_arrow()`` (these last three this checkout only).
+"columns" is what the kept columns hold (ids, scores, the samples' lines; 0 for a checkout
+without them: read through private names, for this bench only); "frame" is the
 frame's own count (``memory_usage(deep=True)``, which counts a details dict shallowly, or the
 table's ``nbytes``). With ``--compare PYTHON`` (another
 checkout's interpreter, main's, say) both interpreters also write, on ``--check-samples``
@@ -73,7 +75,8 @@ def columnar_bytes(ev):
             total += len(sources._buffer) + 8 * len(sources)
         for column in part.columns:
             if isinstance(column.scores, Scores):
-                total += column.scores.values.nbytes
+                values = column.scores.values  # (an array("d"))
+                total += len(values) * values.itemsize
     return total
 
 samples = generated(n) if kind == "generated" else ctxeval.load_samples(path)
@@ -82,8 +85,9 @@ ev = ctxeval.evaluate(samples, metrics)
 summary = ev.summary()
 seconds = time.perf_counter() - start
 report = {"seconds": seconds, "rows": len(ev), "columnar_mb": columnar_bytes(ev) / 1e6}
-if step == "pandas":
-    frame = ev.to_pandas()
+if step.startswith("pandas"):  # pandas, pandas-json, pandas-none: to_pandas(details=...)
+    form = step.partition("-")[2]
+    frame = ev.to_pandas(details=form) if form else ev.to_pandas()
     report["frame_mb"] = frame.memory_usage(deep=True).sum() / 1e6
     del frame
 if step == "arrow":
@@ -136,7 +140,13 @@ def main() -> None:
     parser.add_argument("--check-samples", type=int, default=100_000)
     parser.add_argument("--compare", help="another interpreter to run side by side")
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--steps", default="summary,pandas,arrow", help="of summary,pandas,arrow")
+    parser.add_argument("--inputs", default="generated,runners", help="of generated,runners")
+    parser.add_argument(
+        "--steps",
+        default="summary,pandas,arrow",
+        help="of summary,pandas,pandas-json,pandas-none,arrow (pandas-*: to_pandas(details=*),"
+        " this checkout only)",
+    )
     args = parser.parse_args()
     pythons = [sys.executable] + ([args.compare] if args.compare else [])
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,9 +159,10 @@ def main() -> None:
         )
         print("|---|---|---|---:|---:|---:|---:|")
         for _ in range(args.repeat):
-            for kind in ("generated", "runners"):
+            for kind in args.inputs.split(","):
                 for step in args.steps.split(","):
-                    for python in pythons if step != "arrow" else pythons[:1]:  # (alternating)
+                    mine = step == "arrow" or step.startswith("pandas-")  # (this checkout's)
+                    for python in pythons[:1] if mine else pythons:  # (alternating)
                         r = run(python, kind, args.samples, path, step, folder)
                         frame = f"{r['frame_mb']:.0f}" if "frame_mb" in r else ""
                         print(

@@ -131,3 +131,65 @@ def test_to_arrow_reads_the_columns_and_holds_what_results_parquet_holds(tmp_pat
     whole = ctxeval.evaluate(samples(), METRICS).results
     assert table.column("score").to_pylist() == [r.score for r in whole]
     assert table.num_rows == len(whole)
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["pyarrow", "no-pyarrow"])
+def test_the_compact_frame_holds_the_default_frames_values(arrow: bool, monkeypatch) -> None:
+    import json
+
+    pd = pytest.importorskip("pandas")
+    if arrow:
+        pytest.importorskip("pyarrow")
+    else:  # (the frame made without pyarrow: plain objects)
+        from ctxeval._output import frames
+
+        monkeypatch.setattr(frames, "is_installed", lambda module: False)
+    evaluation = ctxeval.evaluate(generated(), METRICS)
+    default = evaluation.to_pandas()
+    as_json = evaluation.to_pandas(details="json")
+    without = evaluation.to_pandas(details="none")
+    assert evaluation._results is None  # no row kept to make them
+    assert list(as_json.columns) == list(default.columns)
+    assert list(without.columns) == [c for c in default.columns if c != "details"]
+    assert [json.loads(text) for text in as_json["details"]] == default["details"].tolist()
+    for frame in (as_json, without):
+        assert isinstance(frame["metric"].dtype, pd.CategoricalDtype)
+        assert isinstance(frame["sample_id"].dtype, pd.ArrowDtype) is arrow
+        for name in without.columns:  # equal values, a missing one NA (Arrow) or None
+            given = [None if pd.isna(v) else v for v in frame[name].astype(object)]
+            expected = [None if pd.isna(v) else v for v in default[name]]
+            assert given == expected, name
+
+
+def test_to_pandas_refuses_an_unknown_details_form() -> None:
+    pytest.importorskip("pandas")
+    evaluation = ctxeval.evaluate(generated(), METRICS)
+    with pytest.raises(ctxeval.ConfigError, match=r"'dicts'.*'json'.*'none'"):
+        evaluation.to_pandas(details="lazy")
+
+
+def test_texts_pickle_as_one_string_and_cut_the_same() -> None:
+    ids = Texts(iter(["a", "", "\u00e9t\u00e9", "q10"]))  # (any iterable)
+    again = pickle.loads(pickle.dumps(ids))
+    assert list(again) == ["a", "", "\u00e9t\u00e9", "q10"] == [again[i] for i in range(4)]
+    assert ids.__reduce__()[1][0] == "a\u00e9t\u00e9q10"  # (the string travels, not a list)
+
+
+def test_a_processes_worker_sends_its_blocks_compact(tmp_path) -> None:
+    from ctxeval._results.columns import Lines
+    from ctxeval._run.plan import RunPlan
+    from ctxeval._run.processes import _score_part
+
+    path = tmp_path / "s.jsonl"
+    lines = [f'{{"id": "q{i}", "retrieved_context_ids": ["a"], "reference_context_ids": ["a"]}}\n'
+             for i in range(5)]  # fmt: skip
+    path.write_text("".join(lines))
+    plan = RunPlan.build(METRICS[:2]).for_workers()
+    parts, _, error = _score_part(plan, 0, ("lines", (str(path), 1, path.read_bytes())), False)
+    assert error is None
+    (block,) = pickle.loads(pickle.dumps(parts))  # (as it travels to the driving process)
+    assert isinstance(block.sample_ids, Texts)  # the ids in one string, not a list
+    assert isinstance(block.sources, Lines)
+    assert all(isinstance(column.scores, Scores) for column in block.columns)
+    assert list(block.sample_ids) == [f"q{i}" for i in range(5)]
+    assert [row.score for row in block] == [1.0] * 10

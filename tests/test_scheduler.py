@@ -696,3 +696,23 @@ async def test_a_call_cancelled_just_after_a_slot_was_handed_to_it_gives_it_back
         scope.cancel()  # ...which is cancelled before it runs again
     assert cancelled
     assert (slots.held, slots.waiting) == (0, 0)
+
+
+def test_a_scheduler_without_a_registry_reads_the_default_one_only_when_asked(
+    monkeypatch,
+) -> None:
+    from ctxeval._calls import scheduler as module
+
+    asked: list[int] = []
+
+    def counted() -> Any:
+        asked.append(1)
+        return ctxeval.default_registry()
+
+    monkeypatch.setattr(module, "default_registry", counted)
+    scheduler = module.Scheduler(None)  # (a worker's plan carries no registry)
+    context = scheduler.context()
+    assert asked == []  # no plugin discovery until a plugin asks
+    assert context.registry is ctxeval.default_registry()
+    assert scheduler.registry is context.registry
+    assert asked == [1]  # read once, then kept

@@ -30,10 +30,12 @@ class CallServices(Protocol):
     """What a :class:`RowContext` asks of the run: the services of
     :class:`~ctxeval._calls.scheduler.Scheduler`, which passes itself in."""
 
-    registry: Registry
     llm: Any
     cache: Any
     run_folder: Path | None
+
+    @property
+    def registry(self) -> Registry: ...
 
     async def call(
         self,

@@ -33,7 +33,7 @@ from ctxeval._errors import (
     UnusableLLMError,
 )
 from ctxeval._plugins.hooks import AsyncCloseable
-from ctxeval._plugins.registry import Registry
+from ctxeval._plugins.registry import Registry, default_registry
 from ctxeval._run.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -109,7 +109,9 @@ class Scheduler:
     """The run-wide services: gates per resource, retries, timeouts, cost budget, threads.
 
     Args:
-        registry: where plugin names are resolved.
+        registry: where plugin names are resolved (None: the default registry, read when a
+            plugin first asks for it, so that a run whose plugins never do, such as a worker
+            of the ``processes`` runner scoring ID metrics, does not discover the plugins).
         settings: the run's settings (limits, retry policy, timeout, cache, cost cap).
         llm: the LLM configuration of the run, for the plugins that need one.
         cpu_workers: blocking jobs at once in worker threads.
@@ -117,7 +119,7 @@ class Scheduler:
 
     def __init__(
         self,
-        registry: Registry,
+        registry: Registry | None,
         settings: RunSettings | None = None,
         *,
         llm: Any = None,
@@ -125,7 +127,7 @@ class Scheduler:
     ) -> None:
         settings = settings or RunSettings()
         self._limits: Mapping[str, Limits] = settings.resource_limits
-        self.registry = registry
+        self._registry = registry
         self.retry = settings.retry
         self.timeout = settings.timeout
         self.llm = llm
@@ -146,6 +148,13 @@ class Scheduler:
         self._random = random.Random()
         self.deadlines = Deadlines()
         """The one timer on the loop that keeps every attempt's deadline (asyncio)."""
+
+    @property
+    def registry(self) -> Registry:
+        """Where plugin names are resolved."""
+        if self._registry is None:
+            self._registry = default_registry()
+        return self._registry
 
     # --- the cost budget -------------------------------------------------------------------
 

@@ -284,20 +284,48 @@ def arrow_schema() -> Any:
     )
 
 
-def arrow_table(parts: Iterable[Sequence[MetricResult]]) -> Any:
+def arrow_table(parts: Iterable[Sequence[MetricResult]], *, details: bool = True) -> Any:
     """The rows of ``parts`` as one ``pyarrow.Table`` of :func:`arrow_schema` (needs pyarrow),
-    a record batch per part: the rows a run keeps as columns are read from them, not built."""
+    a record batch per part: the rows a run keeps as columns are read from them, not built.
+    ``details=False``: without the ``details`` column (the rows' evidence not computed)."""
     import pyarrow as pa
 
     schema = arrow_schema()
+    names: tuple[str, ...] = _COLUMNS
+    if not details:
+        schema = schema.remove(schema.get_field_index("details"))
+        names = tuple(c for c in _COLUMNS if c != "details")
     batches = []
     for part in parts:
-        held = list(_records(part))
+        held = list(_records(part) if details else _records_without_details(part))
         forget_evidence(part)  # (the block's samples and details: not kept past its batch)
         if held:
-            columns = {c: [r[i] for r in held] for i, c in enumerate(_COLUMNS)}
+            columns = {c: [r[i] for r in held] for i, c in enumerate(names)}
             batches.append(pa.RecordBatch.from_pydict(columns, schema=schema))
     return pa.Table.from_batches(batches, schema=schema)
+
+
+_DETAILS_AT = _COLUMNS.index("details")
+
+
+def _records_without_details(rows: Sequence[MetricResult]) -> Iterator[tuple[Any, ...]]:
+    """Each row as :func:`_records` gives it, without its details (a block's plain rows
+    without building them or computing their evidence)."""
+
+    def cut(record: tuple[Any, ...]) -> tuple[Any, ...]:
+        return record[:_DETAILS_AT] + record[_DETAILS_AT + 1 :]
+
+    if not isinstance(rows, RowBlock):
+        yield from (cut(_in_order(_flat(row))) for row in rows)
+        return
+    zero = tuple(_ZERO[key] for key in _USAGE)
+    for position, sample_id in enumerate(rows.sample_ids):
+        for column in rows.columns:
+            score = column.scores[position]
+            if score is None:  # a row kept whole
+                yield cut(_in_order(_flat(column.rows[position])))
+            else:
+                yield (sample_id, column.metric, "ok", score, None, *zero)
 
 
 class _ParquetFile(_PartialFile):

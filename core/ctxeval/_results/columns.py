@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any, Final, overload
 
 import orjson
@@ -273,9 +273,9 @@ class Texts(Sequence[str]):
     __slots__ = ("_ends", "_text")
 
     def __init__(self, texts: Iterable[str]) -> None:
-        items = list(texts)
+        items = texts if isinstance(texts, list) else list(texts)
         self._text = "".join(items)
-        self._ends = array("Q", accumulate(len(t) for t in items))
+        self._ends = array("Q", accumulate(map(len, items)))  # (measured at C speed)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -295,14 +295,21 @@ class Texts(Sequence[str]):
         return self._text[start : self._ends[index]]
 
     def __iter__(self) -> Iterator[str]:
-        text = self._text
-        start = 0
-        for end in self._ends:
-            yield text[start:end]
-            start = end
+        ends = self._ends  # (cut at C speed: no Python frame per string)
+        return map(self._text.__getitem__, map(slice, chain((0,), ends), ends))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Texts, (list(self),))
+        # the string and its ends as they are (two objects, not one string per item): what
+        # a worker of the ``processes`` runner sends its block's ids as
+        return (_texts_of, (self._text, self._ends))
+
+
+def _texts_of(text: str, ends: array[int]) -> Texts:
+    """The :class:`Texts` of ``text`` cut at ``ends`` (how a pickled one is made again)."""
+    texts = Texts.__new__(Texts)
+    texts._text = text
+    texts._ends = ends
+    return texts
 
 
 def _line_of(source: Source) -> Source:

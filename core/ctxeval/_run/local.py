@@ -69,7 +69,7 @@ async def score_locally(
     (a malformed sample, two samples with one id) stops the run. The rows finished before the
     failure are handed to the sink first, then the failure is raised.
     """
-    scheduler = Scheduler(plan.resolved_registry, plan.settings, llm=plan.llm)
+    scheduler = Scheduler(plan.registry, plan.settings, llm=plan.llm)  # (None: read if asked)
     emitter = Emitter(sink.send_in_order, plan.settings.samples_in_flight)
     run = Run(plan, scheduler, sink, emitter, first_index=first_index)
     if not run.all_deterministic:  # plugin coroutines run in the loop: watch for one holding it

@@ -313,8 +313,8 @@ class RowSink:
         """``rows`` and their digests, checked for an id an earlier part had: refused, or, in a
         lenient run, the later sample's rows made error rows under an id of their own (as a
         local run makes them)."""
-        if isinstance(rows, RowBlock):
-            ids: Sequence[str | None] | set[str | None] = rows.sample_ids  # one per sample
+        if isinstance(rows, RowBlock):  # one id per sample (made once, for both passes)
+            ids: Sequence[str | None] | set[str | None] = list(rows.sample_ids)
         else:
             ids = {r.sample_id for r in rows}
         seen = self._seen
