@@ -327,7 +327,8 @@ def test_the_scorer_digest_mlflow_stores_with_each_feedback_reads_no_source(
     strict = scorers(["id_mrr"], threshold=0.5)
     monkeypatch.setattr(inspect, "getsource", no_source)
     digest = get_scorer_definition_digest(made[0])
-    assert digest is not None and digest.startswith("sha256:")
+    assert digest is not None
+    assert digest.startswith("sha256:")
     assert get_scorer_definition_digest(made[0]) == digest  # the same definition, the same hash
     assert get_scorer_definition_digest(again[0]) == digest  # a new session of the same scorer
     assert get_scorer_definition_digest(made[1]) != digest  # another metric
