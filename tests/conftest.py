@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if group is None or item.nodeid.endswith(f"@{group}") or structured is None:
             continue
         item._id = type(structured).parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
+
+
+RAY_CLUSTER_GROUP = "ray"
+"""The tests that share the worker's one local Ray cluster (``ray_cluster``)."""
+
+
+@pytest.fixture
+def ray_cluster() -> str:
+    """The worker's one local Ray cluster (2 CPUs), for the ``xdist_group("ray")`` tests: started
+    by the first of them that asks for it (a cluster start and Ray Data's first run cost tens of
+    seconds on a loaded machine), shut down after the group's last test (a test of another group
+    next: ``pytest_runtest_teardown``). Its address (GCS ``host:port``), for a command the test
+    starts to join it (``RAY_ADDRESS``) instead of starting one more cluster."""
+    import ray
+
+    from ctxeval_ray import ray_init
+
+    ray_init(None, num_cpus=2)  # (nothing when it runs already)
+    return str(ray.get_runtime_context().gcs_address)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the test's own teardown: the Ray cluster of ``ray_cluster`` shut down, unless the
+    next test is of its group too (with ``-n``, the group's tests run one after the other)."""
+    yield
+    if xdist_group_of(item) != RAY_CLUSTER_GROUP or (
+        nextitem is not None and xdist_group_of(nextitem) == RAY_CLUSTER_GROUP
+    ):
+        return
+    ray = sys.modules.get("ray")  # (not imported here: a test that never used Ray)
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture(scope="session")
