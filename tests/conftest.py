@@ -32,8 +32,9 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -101,19 +102,32 @@ RAY_CLUSTER_GROUP = "ray"
 """The tests that share the worker's one local Ray cluster (``ray_cluster``)."""
 
 
+class RayCluster(NamedTuple):
+    address: str
+    """Its GCS ``host:port``: a command a test starts joins it through ``RAY_ADDRESS``."""
+
+    def joined(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for a command that joins the cluster: its address, and the file of the token
+        Ray's authentication asks for (Ray's default, under this ``HOME``). Its workers run in
+        the environment and the folder of the test worker, not the command's: a command whose
+        workers need its own (relative paths, an ``OPENAI_BASE_URL``) starts a cluster of its
+        own."""
+        token = os.environ.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
+        return {**env, "RAY_ADDRESS": self.address, "RAY_AUTH_TOKEN_PATH": token}
+
+
 @pytest.fixture
-def ray_cluster() -> str:
+def ray_cluster() -> RayCluster:
     """The worker's one local Ray cluster (2 CPUs), for the ``xdist_group("ray")`` tests: started
     by the first of them that asks for it (a cluster start and Ray Data's first run cost tens of
     seconds on a loaded machine), shut down after the group's last test (a test of another group
-    next: ``pytest_runtest_teardown``). Its address (GCS ``host:port``), for a command the test
-    starts to join it (``RAY_ADDRESS``) instead of starting one more cluster."""
+    next: ``pytest_runtest_teardown``)."""
     import ray
 
     from ctxeval_ray import ray_init
 
     ray_init(None, num_cpus=2)  # (nothing when it runs already)
-    return str(ray.get_runtime_context().gcs_address)
+    return RayCluster(str(ray.get_runtime_context().gcs_address))
 
 
 @pytest.hookimpl(hookwrapper=True)

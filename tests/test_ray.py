@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("ray", reason="the ray extra is not installed")
 
 import ctxeval
+from conftest import RayCluster
 from ctxeval import Limits
 from ctxeval.runners import get_runner
 from ctxeval_llm import LLMConfig
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture
-def cluster(ray_cluster: str) -> None:
+def cluster(ray_cluster: RayCluster) -> None:
     """The local Ray cluster of the group's tests (``conftest.py``'s ``ray_cluster``)."""
 
 
@@ -521,7 +522,7 @@ def test_a_budget_actor_gone_for_good_leaves_per_worker_limits(
     assert "unavailable" in budget.stats()
 
 
-def test_the_command_line_runs_on_ray(ray_cluster: str, tmp_path: Path) -> None:
+def test_the_command_line_runs_on_ray(ray_cluster: RayCluster, tmp_path: Path) -> None:
     """``--runner ray`` joins the cluster of ``RAY_ADDRESS`` (the group's: paths are absolute)
     and gives the rows of the local run."""
     import subprocess
@@ -554,7 +555,7 @@ def test_the_command_line_runs_on_ray(ray_cluster: str, tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             timeout=300,
-            env={**os.environ, "RAY_ADDRESS": ray_cluster},
+            env=ray_cluster.joined(os.environ),
         )
         assert done.returncode == 0, done.stderr
         assert (out / "report.html").exists()
