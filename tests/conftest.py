@@ -30,9 +30,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -94,6 +96,52 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if group is None or item.nodeid.endswith(f"@{group}") or structured is None:
             continue
         item._id = type(structured).parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
+
+
+RAY_CLUSTER_GROUP = "ray"
+"""The tests that share the worker's one local Ray cluster (``ray_cluster``)."""
+
+
+class RayCluster(NamedTuple):
+    address: str
+    """Its GCS ``host:port``: a command a test starts joins it through ``RAY_ADDRESS``."""
+
+    def joined(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for a command that joins the cluster: its address, and the file of the token
+        Ray's authentication asks for (Ray's default, under this ``HOME``). Its workers run in
+        the environment and the folder of the test worker, not the command's: a command whose
+        workers need its own (relative paths, an ``OPENAI_BASE_URL``) starts a cluster of its
+        own."""
+        token = os.environ.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
+        return {**env, "RAY_ADDRESS": self.address, "RAY_AUTH_TOKEN_PATH": token}
+
+
+@pytest.fixture
+def ray_cluster() -> RayCluster:
+    """The worker's one local Ray cluster (2 CPUs), for the ``xdist_group("ray")`` tests: started
+    by the first of them that asks for it (a cluster start and Ray Data's first run cost tens of
+    seconds on a loaded machine), shut down after the group's last test (a test of another group
+    next: ``pytest_runtest_teardown``)."""
+    import ray
+
+    from ctxeval_ray import ray_init
+
+    ray_init(None, num_cpus=2)  # (nothing when it runs already)
+    return RayCluster(str(ray.get_runtime_context().gcs_address))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the test's own teardown: the Ray cluster of ``ray_cluster`` shut down, unless the
+    next test is of its group too (with ``-n``, the group's tests run one after the other)."""
+    yield
+    if xdist_group_of(item) != RAY_CLUSTER_GROUP or (
+        nextitem is not None and xdist_group_of(nextitem) == RAY_CLUSTER_GROUP
+    ):
+        return
+    ray = sys.modules.get("ray")  # (not imported here: a test that never used Ray)
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture(scope="session")

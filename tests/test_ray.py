@@ -10,7 +10,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 pytest.importorskip("ray", reason="the ray extra is not installed")
 
 import ctxeval
+from conftest import RayCluster
 from ctxeval import Limits
 from ctxeval.runners import get_runner
 from ctxeval_llm import LLMConfig
@@ -31,15 +31,9 @@ from llm_judge import Judge
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    import ray
-
-    from ctxeval_ray import ray_init
-
-    ray_init(None, num_cpus=2)
-    yield
-    ray.shutdown()
+@pytest.fixture
+def cluster(ray_cluster: RayCluster) -> None:
+    """The local Ray cluster of the group's tests (``conftest.py``'s ``ray_cluster``)."""
 
 
 def llm_samples(n: int) -> list[dict[str, Any]]:
@@ -528,7 +522,9 @@ def test_a_budget_actor_gone_for_good_leaves_per_worker_limits(
     assert "unavailable" in budget.stats()
 
 
-def test_the_command_line_runs_on_ray(tmp_path: Path) -> None:
+def test_the_command_line_runs_on_ray(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    """``--runner ray`` joins the cluster of ``RAY_ADDRESS`` (the group's: paths are absolute)
+    and gives the rows of the local run."""
     import subprocess
     import sys
 
@@ -559,6 +555,7 @@ def test_the_command_line_runs_on_ray(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             timeout=300,
+            env=ray_cluster.joined(os.environ),
         )
         assert done.returncode == 0, done.stderr
         assert (out / "report.html").exists()

@@ -219,7 +219,7 @@ def kappa_ci(
     kappas: list[Any] = []
     for start in range(0, resamples, _CHUNK):
         count = min(_CHUNK, resamples - start)
-        sums = table[rng.integers(0, n, size=(count, n))].sum(axis=1)
+        sums = _times_drawn(rng.integers(0, n, size=(count, n)), n) @ table
         tp, fp, fn, tn = sums.T
         total = sums.sum(axis=1)
         observed = (tp + tn) / total
@@ -227,6 +227,17 @@ def kappa_ci(
         defined = chance < 1.0
         kappas.append((observed[defined] - chance[defined]) / (1.0 - chance[defined]))
     return percentile_interval(np.concatenate(kappas), confidence)
+
+
+def _times_drawn(index: Any, n: int) -> Any:
+    """How many times each of ``n`` rows is drawn in each resample (a row of ``index``): the
+    resamples' sums are then one matrix product with the table, the very sums of the rows
+    drawn (whole counts add up exactly in float64), without a copy of each row drawn."""
+    import numpy as np
+
+    count = index.shape[0]
+    flat = (index + np.arange(count)[:, None] * n).ravel()
+    return np.bincount(flat, minlength=count * n).reshape(count, n).astype(np.float64)
 
 
 def percentile_interval(values: Any, confidence: float = 0.95) -> tuple[float, float] | None:
