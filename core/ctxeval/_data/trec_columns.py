@@ -61,10 +61,7 @@ class _LazySamples(Sequence[Sample]):
     def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("sample index out of range")
+        index = _position(index, len(self))
         sample = self._built.get(index)
         if sample is None:
             sample = self._built[index] = self._source.sample(self._start + index)
@@ -118,11 +115,7 @@ class TrecSource(Sequence[Sample]):
     def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
             return [self.sample(i) for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("sample index out of range")
-        return self.sample(index)
+        return self.sample(_position(index, len(self)))
 
     def __iter__(self) -> Iterator[Sample]:
         for start in range(0, len(self), _SAMPLES_AT_ONCE):
@@ -240,3 +233,13 @@ def _size(path: Any) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+def _position(index: int, length: int) -> int:
+    """``index`` of a sequence of ``length`` samples as a position from 0 (negative from the
+    end, as a list's); IndexError outside it."""
+    if index < 0:
+        index += length
+    if not 0 <= index < length:
+        raise IndexError("sample index out of range")
+    return index
