@@ -17,6 +17,7 @@ line reader, which refuses them with their line.
 
 from __future__ import annotations
 
+import mmap
 from typing import Any, Final
 
 import numpy as np
@@ -24,9 +25,12 @@ import numpy.typing as npt
 
 from ctxeval._data.sample import MAX_ID_LENGTH
 
-__all__ = ["arrow_table", "regular"]
+__all__ = ["Data", "arrow_table", "regular"]
 
 IntArray = npt.NDArray[np.int64]
+Data = bytes | mmap.mmap
+"""A file's bytes: read, or mapped into memory (searched with ``find``: a map's ``in`` looks
+for one byte's value only)."""
 Table = tuple[tuple[IntArray, list[str]], tuple[IntArray, list[str]], npt.NDArray[Any]]
 
 _ODD: Final = (b"\t", b"\r", b"\v", b"\f")
@@ -35,13 +39,15 @@ _PART: Final = 1 << 18
 """Bytes checked at a time for runs of white space."""
 
 
-def regular(data: bytes) -> bool:
+def regular(data: Data) -> bool:
     """Whether ``data`` (a whole file) is regular (see the module)."""
-    if not data or data[:1] in (b" ", b"\n", b"#") or data.endswith(b" "):
+    if not data or data[:1] in (b" ", b"\n", b"#") or data[-1:] == b" ":
         return False
-    if data.startswith(b"\xef\xbb\xbf"):  # (Arrow would skip a byte order mark)
+    if data[:3] == b"\xef\xbb\xbf":  # (Arrow would skip a byte order mark)
         return False
-    if any(odd in data for odd in _ODD) or (b"#" in data and b"\n#" in data):
+    if any(data.find(odd) >= 0 for odd in _ODD):
+        return False
+    if data.find(b"#") >= 0 and data.find(b"\n#") >= 0:
         return False
     raw = np.frombuffer(data, dtype=np.uint8)
     for start in range(0, len(raw), _PART):  # (a part at a time: little memory, in cache)
@@ -52,7 +58,7 @@ def regular(data: bytes) -> bool:
 
 
 def arrow_table(
-    data: bytes, wanted: tuple[int, int, int], width: int, kind: type[int] | type[float]
+    data: Data, wanted: tuple[int, int, int], width: int, kind: type[int] | type[float]
 ) -> Table | None:
     """The rows of a regular file of ``width`` columns each: the query and document columns
     (``wanted[0]``, ``wanted[1]``) numbered with their texts, and the values of column

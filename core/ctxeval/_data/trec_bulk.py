@@ -22,8 +22,12 @@ no-break space, U+2028 or U+3000.
 
 from __future__ import annotations
 
+import codecs
+import importlib
 import itertools
-from collections.abc import Iterator, Sequence
+import mmap
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ctxeval._data.sample import MAX_ID_LENGTH
-from ctxeval._data.trec_arrow import arrow_table, regular
+from ctxeval._data.trec_arrow import Data, arrow_table, regular
 
 __all__ = [
     "Qrels",
@@ -43,6 +47,7 @@ __all__ = [
     "read_qrels_columns",
     "read_run_bulk",
     "read_run_columns",
+    "small_pages",
 ]
 
 BLOCK: Final = 1 << 20
@@ -73,6 +78,42 @@ _WIDE_ID: Final = 64
 """Bytes of the longest ID numbered with numpy (as 64-bit words); longer ones by a dict."""
 
 
+@contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy's large arrays made on ordinary pages for the ``with`` block (its setting as it
+    was afterwards).
+
+    numpy asks the kernel for transparent huge pages for every array of 4 MiB or more. The
+    readers make and drop such arrays by the dozen, most of them used once: each huge page is
+    2 MiB zeroed (and, when memory is fragmented, compacted) at its first touch, which cost
+    0.1-0.4 s of system time per 100 000 queries here, most on a loaded machine. Ordinary
+    pages are faulted 4 KiB at a time, only where written.
+    """
+    setter = _hugepage_setter()
+    if setter is None:
+        yield
+        return
+    was = setter(False)
+    try:
+        yield
+    finally:
+        setter(was)
+
+
+def _hugepage_setter() -> Callable[[bool], bool] | None:
+    """numpy's switch of its huge page advice (``_set_madvise_hugepage``: it returns the
+    setting it replaces), where this numpy has one."""
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # (numpy 2, numpy 1)
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        setter: Callable[[bool], bool] | None = getattr(module, "_set_madvise_hugepage", None)
+        if setter is not None:
+            return setter
+    return None
+
+
 class _Codes:
     """Tokens numbered in the order they first appear (through a dict: the path of long IDs)."""
 
@@ -97,7 +138,7 @@ def _texts(tokens: list[bytes]) -> list[str]:
     return b"\n".join(tokens).decode("utf-8").split("\n") if tokens else []
 
 
-def _blocks(data: bytes) -> Iterator[tuple[int, int]]:
+def _blocks(data: Data) -> Iterator[tuple[int, int]]:
     """``(start, stop)`` of blocks of about :data:`BLOCK` bytes of ``data``, each ending after
     a line break (the last one wherever the file ends)."""
     start = 0
@@ -139,25 +180,51 @@ def _offsets(
     return starts[tokens], ends[tokens]
 
 
-def _data(path: Path) -> bytes | None:
-    """The bytes of ``path`` when the bulk reader may read them (see the module), else None."""
+def _data(path: Path) -> Data | None:
+    """The bytes of ``path`` when the bulk reader may read them (see the module), else None:
+    the file mapped into memory (read where the page cache holds it, not copied), or read
+    whole where it cannot be mapped (empty, a pipe)."""
     try:
-        data = path.read_bytes()
+        data = _mapped(path)
     except OSError:
         return None  # (the line reader says what is wrong)
-    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
-        return None  # a lone carriage return ends a line for the line reader
-    if b"\0" in data:
+    if data.find(b"\r") >= 0:
+        whole = data[:]  # (rare: the counts of a copy)
+        if whole.count(b"\r") != whole.count(b"\r\n"):
+            return None  # a lone carriage return ends a line for the line reader
+    if data.find(b"\0") >= 0:
         return None  # (IDs are compared as bytes padded with NUL)
-    if not data.isascii():
+    if not _ascii(data):
         try:
-            data.decode("utf-8")  # every byte of the file, the columns not kept too
+            codecs.utf_8_decode(data, "strict", True)  # every byte, the columns not kept too
         except UnicodeDecodeError:
             return None
     return data
 
 
-def _eights(data: bytes) -> npt.NDArray[Any]:
+def _mapped(path: Path) -> Data:
+    """The bytes of ``path``, mapped read-only where the file can be mapped, else read."""
+    with path.open("rb") as handle:
+        try:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # (an empty file, a pipe, a file system without maps)
+            return handle.read()
+
+
+def _ascii(data: Data) -> bool:
+    """Whether every byte of ``data`` is ASCII."""
+    if isinstance(data, bytes):
+        return data.isascii()
+    raw = np.frombuffer(data, dtype=np.uint8)
+    words = raw[: len(raw) // 8 * 8].view(np.uint64)
+    high = np.uint64(0x8080808080808080)
+    for start in range(0, len(words), _ROWS):  # (a part at a time: little memory)
+        if (words[start : start + _ROWS] & high).any():
+            return False
+    return not (raw[len(words) * 8 :] & np.uint8(0x80)).any()
+
+
+def _eights(data: Data) -> npt.NDArray[Any]:
     """The 8 bytes from each byte of ``data`` on, as big-endian words (a view, no copy)."""
     words: npt.NDArray[Any] = np.ndarray(
         (max(0, len(data) - 7),), dtype=">u8", buffer=data, strides=(1,)
@@ -170,7 +237,7 @@ class _File:
 
     __slots__ = ("data", "ends", "starts", "tail", "tail_words", "words")
 
-    def __init__(self, data: bytes, starts: Offsets, ends: Offsets) -> None:
+    def __init__(self, data: Data, starts: Offsets, ends: Offsets) -> None:
         self.data = data
         self.starts, self.ends = starts, ends
         self.tail = max(0, len(data) - 16)
@@ -197,7 +264,7 @@ class _File:
         return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
-def _file(data: bytes, wanted: Sequence[int], width: int, *, exact: bool) -> _File | None:
+def _file(data: Data, wanted: Sequence[int], width: int, *, exact: bool) -> _File | None:
     """The rows of the file of ``data`` (the offsets of the columns ``wanted``), or None
     (see the module)."""
     raw = np.frombuffer(data, dtype=np.uint8)

@@ -30,6 +30,7 @@ from ctxeval._data.trec_bulk import (
     pair_keys,
     read_qrels_columns,
     read_run_columns,
+    small_pages,
 )
 
 __all__ = ["TrecSource", "open_trec"]
@@ -211,7 +212,7 @@ def open_trec(
     if _size(qrels) + _size(run) >= BULK_FROM:
         from ctxeval._data.collector import collector_paused
 
-        with collector_paused():
+        with collector_paused(), small_pages():
             source = _columns(Path(qrels), Path(run), complete=complete)
         if source is not None:
             return source
