@@ -13,6 +13,7 @@ the same rows: the scores go to the same functions in the same order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -141,11 +142,12 @@ class RunTotals:
                 target = self._column(column.metric)
                 rows = column.rows
                 if rows:
-                    target.extend(
-                        [s if s is not None else rows[i].score for i, s in enumerate(column.scores)]
-                    )
-                    for row in rows.values():
+                    scores = list(column.scores)
+                    for i, row in rows.items():  # (rows whole where the column has no score)
+                        if scores[i] is None:
+                            scores[i] = math.nan if row.score is None else row.score
                         self._count(target, row)
+                    target.extend(scores)
                 else:
                     target.extend(column.scores)
             return

@@ -323,8 +323,8 @@ class ProgressView:
     def __init__(self, *, quiet: bool, total: int | None) -> None:
         self.quiet = quiet
         self.total = total
-        self.console = console(stderr=True)
-        self.live = not quiet and _interactive(self.console)
+        self.console: Any = None if quiet else console(stderr=True)  # (quiet: rich unloaded)
+        self.live = self.console is not None and _interactive(self.console)
         self.rates = RateWindow()
         self.schedule = PlainSchedule(total)
         self._origin = time.monotonic()  # the run's start, on this process's monotonic clock
