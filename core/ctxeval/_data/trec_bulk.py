@@ -468,8 +468,11 @@ def read_qrels_columns(path: Path) -> QrelsColumns | None:
         return None
     (q, queries), (d, names), grades = found
     judged = np.flatnonzero(grades >= 0)
-    judged = judged[np.argsort(q[judged], kind="stable")]  # by query, in file order within
-    bounds = np.asarray(_bounds(q[judged], len(queries)), dtype=np.int64)
+    by_query = q[judged]
+    if not bool((by_query[1:] >= by_query[:-1]).all()):  # (grouped already: the usual case)
+        judged = judged[np.argsort(by_query, kind="stable")]  # by query, in file order within
+        by_query = q[judged]
+    bounds = np.asarray(_bounds(by_query, len(queries)), dtype=np.int64)
     return QrelsColumns(queries, names, d[judged], grades[judged], bounds)
 
 

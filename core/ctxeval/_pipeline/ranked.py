@@ -53,6 +53,9 @@ RANKED_FORMULAS: Final = frozenset(
 _EXACT: Final = 1 << 53
 """Integers below this are exact in a double."""
 
+_FEW_GRADES: Final = 16
+"""The highest grade up to which an ideal ranking is counted grade by grade, not sorted."""
+
 
 @functools.lru_cache(maxsize=8)
 def _lcms(most: int) -> tuple[int, ...]:
@@ -194,7 +197,10 @@ def _ideal(k: int, columns: RankedColumns, log2s: Floats) -> Floats:
     query = np.repeat(np.arange(size), np.diff(offsets))
     kept = grades > 0
     grades, query = grades[kept], query[kept]
-    order = np.argsort(query * (int(grades.max()) + 1 if len(grades) else 1) - grades)
+    highest = int(grades.max()) if len(grades) else 0
+    if highest <= _FEW_GRADES:
+        return _ideal_counted(k, grades, query, highest, size, log2s)
+    order = np.argsort(query * (highest + 1) - grades)
     grades, query = grades[order], query[order]
     starts = np.searchsorted(query, np.arange(size))
     rank = np.arange(len(query)) - starts[query] + 1
@@ -204,4 +210,22 @@ def _ideal(k: int, columns: RankedColumns, log2s: Floats) -> Floats:
     ideal = np.zeros(size)
     for place in range(k):
         ideal += terms[place]
+    return ideal
+
+
+def _ideal_counted(
+    k: int, grades: Ints, query: Ints, highest: int, size: int, log2s: Floats
+) -> Floats:
+    """:func:`_ideal` of grades from 1 to ``highest`` (``query``: each grade's query), without
+    a sort: the grade at place ``p`` (from 0) of a query's ideal ranking is the number of
+    grades ``g >= 1`` of which it has more than ``p`` judged documents graded ``g`` or above.
+    The terms and their order of addition are :func:`_ideal`'s (a place past a query's last
+    relevant document adds 0.0, which changes no sum)."""
+    counts = np.bincount(grades * size + query, minlength=(highest + 1) * size)
+    at_least = np.cumsum(counts.reshape(highest + 1, size)[::-1], axis=0)[::-1][1:]
+    ideal = np.zeros(size)
+    deepest = int(at_least[0].max()) if highest and size else 0
+    for place in range(min(k, deepest)):
+        grade = (at_least > place).sum(axis=0)
+        ideal += grade / log2s[place + 1]
     return ideal
