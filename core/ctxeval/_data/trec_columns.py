@@ -16,7 +16,7 @@ import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -85,10 +85,8 @@ class TrecSource(Sequence[Sample]):
         run_to_qrels = _numbers_in(run.queries, qrels.queries)
         kept = np.flatnonzero(run_to_qrels >= 0)  # trec_eval leaves out a query without qrels
         sizes = np.diff(run.bounds)
-        row_query = np.repeat(run_to_qrels, sizes)  # (the qrels' number of each row's query)
         if len(kept) < len(run.queries):
-            rows = row_query >= 0
-            self._docs, row_query = run.doc[rows], row_query[rows]
+            self._docs = run.doc[np.repeat(run_to_qrels >= 0, sizes)]
         else:  # (every query of the run is judged: the usual case)
             self._docs = run.doc
         qrels_of = run_to_qrels[kept]
@@ -102,7 +100,7 @@ class TrecSource(Sequence[Sample]):
         self._offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         self._ref_start = qrels.bounds[qrels_of]
         self._ref_stop = qrels.bounds[qrels_of + 1]
-        self._gains = _gains(qrels, run, row_query, self._docs)
+        self._gains = _grades(qrels, run, run_to_qrels[kept], sizes[kept], self._docs)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -175,12 +173,66 @@ def _numbers_in(texts: list[str], known: list[str]) -> IntArray:
     return np.array(list(map(place.get, texts, itertools.repeat(-1, len(texts)))), np.int64)
 
 
+def _grades(
+    qrels: QrelsColumns, run: RunColumns, queries: IntArray, counts: IntArray, docs: IntArray
+) -> IntArray:
+    """Each run row's grade in the qrels of its query, -1 where it is not judged (``docs``:
+    the rows' documents, grouped by query: ``counts[i]`` rows of the query whose qrels'
+    number is ``queries[i]``, in turn).
+
+    A block of queries at a time through a table of their judged grades (a row of the
+    table's cells per query, a cell per qrels document; :data:`_TABLE_CELLS` at most): each
+    row's grade is one read of its cell. Where the table would take more than
+    :data:`_MOST_BLOCKS` blocks (many distinct judged documents) or a grade does not fit a
+    cell, a search of the sorted judged pairs."""
+    doc_map = _numbers_in(run.names, qrels.names)
+    width = max(len(qrels.names), 1)
+    block = _TABLE_CELLS // width
+    if (
+        not len(qrels.grade)
+        or not block
+        or -(-len(queries) // block) > _MOST_BLOCKS
+        or int(qrels.grade.max()) >= np.iinfo(np.int8).max
+    ):
+        return _gains(qrels, doc_map, np.repeat(queries, counts), docs)
+    table = np.zeros(min(block, len(queries)) * width, np.int8)  # a judged grade + 1, or 0
+    out = np.empty(len(docs), np.int64)
+    row_docs = doc_map[docs]
+    offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
+    for start in range(0, len(queries), block):
+        stop = min(start + block, len(queries))
+        first, last = qrels.bounds[queries[start:stop]], qrels.bounds[queries[start:stop] + 1]
+        judged = _spans(first, last - first)
+        cells = np.repeat(np.arange(stop - start), last - first) * width + qrels.doc[judged]
+        table[cells] = qrels.grade[judged] + 1
+        a, b = offsets[start], offsets[stop]
+        found = row_docs[a:b]
+        wanted = np.repeat(np.arange(stop - start), counts[start:stop]) * width + found
+        out[a:b] = np.where(found >= 0, table[np.where(found >= 0, wanted, 0)], 0)
+        table[cells] = 0
+    out -= 1
+    return out
+
+
+_TABLE_CELLS: Final = 1 << 24
+"""The most cells (bytes) of the table of a block of queries' judged grades."""
+_MOST_BLOCKS: Final = 64
+"""The most blocks of queries the table is filled for (beyond: the search)."""
+
+
+def _spans(starts: IntArray, sizes: IntArray) -> IntArray:
+    """The positions ``starts[i]`` to ``starts[i] + sizes[i]`` (excluded), for each ``i`` in
+    turn."""
+    ends = np.cumsum(sizes)
+    return np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(starts - ends + sizes, sizes)
+
+
 def _gains(
-    qrels: QrelsColumns, run: RunColumns, row_queries: IntArray, row_docs: IntArray
+    qrels: QrelsColumns, doc_map: IntArray, row_queries: IntArray, row_docs: IntArray
 ) -> IntArray:
     """Each run row's grade in the qrels of its query (``row_queries``: the qrels' number of
-    the row's query), -1 where it is not judged."""
-    doc_map = _numbers_in(run.names, qrels.names)
+    the row's query; ``doc_map``: each run document's qrels number, -1 for none), -1 where it
+    is not judged: a binary search of the sorted judged pairs."""
     width = max(len(qrels.names), 1)
     judged_query = np.repeat(np.arange(len(qrels.queries)), np.diff(qrels.bounds))
     if not len(judged_query):
