@@ -211,6 +211,15 @@ def test_plain_lines_come_every_tenth_at_most_every_5_s() -> None:
     assert [t for t in range(1, 70) if unknown.due(float(t), t)] == [5, 35, 65]
 
 
+def test_a_quiet_view_makes_no_console() -> None:
+    """``--quiet`` prints nothing: no rich console is made (nor rich imported, #58)."""
+    view = ProgressView(quiet=True, total=10)
+    assert view.console is None
+    assert not view.live
+    with view:
+        view(Progress(10, 10, 0, 0, 0, Usage(), 1.0, finished=True))
+
+
 def plain_view(total: int | None) -> tuple[ProgressView, io.StringIO]:
     view = ProgressView(quiet=False, total=total)
     out = io.StringIO()

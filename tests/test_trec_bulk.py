@@ -4,13 +4,14 @@ prove so to that reader (which then names the file and line that is wrong)."""
 
 from __future__ import annotations
 
+import mmap
 import random
 from pathlib import Path
 
 import pytest
 
 import ctxeval
-from ctxeval._data import trec, trec_bulk
+from ctxeval._data import trec, trec_arrow, trec_bulk
 from ctxeval._data.trec import read_qrels, read_run, samples_from_dicts
 
 
@@ -227,3 +228,48 @@ def test_decimals_read_with_numpy_are_what_float_reads() -> None:
     assert values is not None
     expected = [float(t) for t in tokens]
     assert [v.hex() for v in values.tolist()] == [v.hex() for v in expected]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"q 0 d 1\n",
+        b"q 0 d 1\n#c\n",
+        b"q 0 d#1\n",
+        b"q\t0 d 1\n",
+        b"q 0 d 1\r\n",
+        b"q 0 d 1\x0b\n",
+        b"q  0 d 1\n",
+        b"q 0 d 1\n\nq 0 e 1\n",
+        b"q 0 d 1 \n",
+        b" q 0 d 1\n",
+        b"\xef\xbb\xbfq 0 d 1\n",
+    ],
+)
+def test_a_mapped_file_is_regular_as_its_bytes_are(tmp_path: Path, text: bytes) -> None:
+    """Files are mapped into memory, not copied, and read as their bytes would be (a map's
+    ``in`` looks for one byte's value: the checks search)."""
+    path = tmp_path / "file.txt"
+    path.write_bytes(text)
+    mapped = trec_bulk._mapped(path)
+    assert isinstance(mapped, mmap.mmap)
+    assert trec_arrow.regular(mapped) == trec_arrow.regular(text)
+    assert (trec_bulk._data(path) is None) == (b"\r" in text and b"\r\n" not in text)
+
+
+def test_an_empty_file_is_read_not_mapped(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert trec_bulk._data(tmp_path / "empty.txt") == b""
+
+
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 23])
+def test_a_byte_past_ascii_is_found_anywhere_in_a_mapped_file(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "file.txt"
+    path.write_bytes(b"a" * size)
+    assert trec_bulk._ascii(trec_bulk._mapped(path))
+    for at in range(size):
+        raw = bytearray(b"a" * size)
+        raw[at] = 0xE9
+        path.write_bytes(bytes(raw))
+        assert not trec_bulk._ascii(trec_bulk._mapped(path))
+        assert trec_bulk._data(path) is None  # (no UTF-8: the line reader's)

@@ -21,9 +21,11 @@ from hypothesis import strategies as st
 
 import ctxeval
 from ctxeval import policy
-from ctxeval._data import trec_columns
+from ctxeval._data import trec_bulk, trec_columns
 from ctxeval._data.ranked import RankedColumns
+from ctxeval._data.sample import GradedIDs
 from ctxeval._data.trec_columns import TrecSource, open_trec
+from ctxeval._pipeline import ranked as ranked_module
 from ctxeval._pipeline.ranked import ranked_scores
 from ctxeval._run import columnar, fastpath
 from ctxeval.cli import main
@@ -193,6 +195,85 @@ def test_files_the_bulk_reader_leaves_are_read_line_by_line(tmp_path: Path) -> N
     assert type(read) is list
     assert read == ctxeval.load_trec(tmp_path / "qrels.txt", tmp_path / "run.txt")
     assert read[0].reference_context_ids.grades == (1, 0)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("cells", [1, 73, 1 << 24])  # the search; a query a block; one block
+@pytest.mark.parametrize("seed", range(3))
+def test_each_retrieved_document_has_its_judged_grade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, cells: int
+) -> None:
+    """The table of a block of queries' grades (the search of the judged pairs where the
+    table would take too many blocks) gives each retrieved document its grade in the qrels of
+    its query, -1 where the qrels do not judge it."""
+    monkeypatch.setattr(trec_columns, "_TABLE_CELLS", cells)
+    qrels, run = write_files(tmp_path, seed)
+    for complete in (False, True):
+        source = open_trec(qrels, run, complete=complete)
+        assert isinstance(source, TrecSource)
+        expected = []
+        for sample in ctxeval.load_trec(qrels, run, complete=complete):
+            judged = sample.reference_context_ids
+            assert isinstance(judged, GradedIDs)
+            grade = dict(zip(judged, judged.grades, strict=True))
+            expected += [grade.get(doc, -1) for doc in sample.retrieved_context_ids or ()]
+        assert source.ranked(0, len(source)).gains.tolist() == expected
+
+
+def test_grades_past_a_cell_of_the_table_are_searched(tmp_path: Path) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 a 200\nq1 0 b 1\nq2 0 a 0\nq3 0 c 2\n")
+    (tmp_path / "run.txt").write_text(
+        "q2 Q0 b 1 2 r\nq2 Q0 a 2 1 r\nq9 Q0 a 1 1 r\nq1 Q0 c 1 3 r\nq1 Q0 a 2 2 r\n"
+    )
+    source = open_trec(tmp_path / "qrels.txt", tmp_path / "run.txt")
+    assert isinstance(source, TrecSource)
+    assert source.ids == ["q2", "q1"]  # (q9: no qrels)
+    assert source.ranked(0, 2).gains.tolist() == [-1, 0, -1, 200]
+
+
+def test_numpy_makes_no_huge_pages_while_the_files_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numpy's huge page advice is off while the files are read and as it was afterwards."""
+    setter = trec_bulk._hugepage_setter()
+    assert setter is not None
+    seen: list[bool] = []
+    read = trec_columns._columns
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        now = setter(False)
+        setter(now)
+        seen.append(now)
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(trec_columns, "_columns", spy)
+    qrels, run = write_files(tmp_path, 0)
+    original = setter(True)
+    try:
+        for advice in (True, False):
+            setter(advice)
+            assert isinstance(open_trec(qrels, run), TrecSource)
+            assert setter(advice) is advice  # (restored)
+    finally:
+        setter(original)
+    assert seen == [False, False]
+
+
+def test_the_ideal_ranking_counted_is_the_sorted_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nDCG's ideal DCG counted grade by grade is the one of the sorted grades, bit for bit."""
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        sizes = rng.integers(0, 25, int(rng.integers(0, 40)))
+        ref_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        grades = rng.integers(-1, int(rng.integers(1, 9)), int(ref_offsets[-1])).astype(np.int64)
+        ids = [str(i) for i in range(len(sizes))]
+        nothing = np.zeros(len(sizes) + 1, np.int64)  # (nothing retrieved: the ideal alone)
+        columns = RankedColumns(ids, nothing, np.zeros(0, np.int64), ref_offsets, grades, [])
+        for k in (1, 3, 10, 30):
+            counted = ranked_module._ideal(k, columns, ranked_module._log2s(k))
+            with monkeypatch.context() as patched:
+                patched.setattr(ranked_module, "_FEW_GRADES", -1)
+                sorted_ = ranked_module._ideal(k, columns, ranked_module._log2s(k))
+            assert counted.tobytes() == sorted_.tobytes()
 
 
 ranked = st.lists(st.integers(-1, 3), min_size=1, max_size=45)
