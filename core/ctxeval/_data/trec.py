@@ -212,13 +212,12 @@ def load_trec(
 
 def _load_in_bulk(qrels: Path, run: Path, *, complete: bool) -> list[Sample] | None:
     """:func:`load_trec` through the bulk reader, or None when it does not take a file."""
-    from ctxeval._data.trec_bulk import read_qrels_bulk, read_run_bulk
+    from ctxeval._data.trec_bulk import read_qrels_bulk, read_run_bulk, small_pages
 
-    judged = read_qrels_bulk(qrels)
-    if judged is None:
-        return None
-    ranked = read_run_bulk(run)
-    if ranked is None:
+    with small_pages():
+        judged = read_qrels_bulk(qrels)
+        ranked = None if judged is None else read_run_bulk(run)
+    if judged is None or ranked is None:
         return None
     references = {
         query: GradedIDs(docs, grades)
