@@ -43,7 +43,7 @@ measures rest on few judgements (unjudged documents count as not relevant).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from itertools import compress
 from operator import attrgetter, not_
 from typing import Any, ClassVar
@@ -167,6 +167,18 @@ class _IDMetric(DeterministicPipelineMetric):
 
     def evidence(self, judgement: Judgement) -> dict[str, Any]:
         return {}
+
+    def ranked_edges_shared(self, known: Mapping[str, Collection[object]] | None = None) -> bool:
+        """As the base class says, with the ID metrics' own :meth:`score` (its reason reads
+        the grades: :meth:`none_relevant`) and evidence (none, or the top k: nothing when
+        nothing is retrieved)."""
+        if type(self).none_relevant not in _EDGE_REASONS:
+            return False
+        mine: dict[str, Collection[object]] = {
+            "score": (_IDMetric.score,),
+            "evidence": _EDGE_EVIDENCE,
+        }
+        return super().ranked_edges_shared({**mine, **(known or {})})
 
     def details_batch(
         self, samples: Sequence[Sample], memo: dict[Any, Any] | None = None
@@ -354,6 +366,10 @@ _SIDES_ONLY: dict[Any, str] = {
 verdicts), by what they compute (equal names, equal evidence of equal sides):
 :meth:`_IDMetric.details_batch` may give them a judgement without verdicts."""
 
+_EDGE_EVIDENCE: frozenset[Any] = frozenset((_IDMetric.evidence, _AtK.evidence))
+"""The :meth:`~_IDMetric.evidence` methods that read no ID of a judgement with nothing
+retrieved (:meth:`_IDMetric.ranked_edges_shared`)."""
+
 
 @attrs.frozen(kw_only=True)
 class IDPrecisionAtK(_AtK):
@@ -507,3 +523,7 @@ class IDJudgedAtK(_AtK):
         if grades is None or any(grade >= 0 for grade in grades):
             return None
         return "no judgements: every reference ID has a negative grade (in the pool, not judged)"
+
+
+_EDGE_REASONS: frozenset[Any] = frozenset((_IDMetric.none_relevant, IDJudgedAtK.none_relevant))
+"""The :meth:`~_IDMetric.none_relevant` methods that read the judged grades only."""

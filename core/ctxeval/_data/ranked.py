@@ -40,9 +40,21 @@ class RankedColumns:
         samples: the queries as samples (each built when first read), equal to the samples
             :func:`~ctxeval.load_trec` reads.
         memo: what the measures scoring the chunk share (each computed once for all).
+        graded: whether every query's judged documents carry their grades in its sample
+            (:class:`~ctxeval._data.sample.GradedIDs`, as a qrels file's do); False when
+            some may be a plain list (read as grade 1).
     """
 
-    __slots__ = ("gains", "ids", "memo", "offsets", "ref_grades", "ref_offsets", "samples")
+    __slots__ = (
+        "gains",
+        "graded",
+        "ids",
+        "memo",
+        "offsets",
+        "ref_grades",
+        "ref_offsets",
+        "samples",
+    )
 
     def __init__(
         self,
@@ -52,8 +64,11 @@ class RankedColumns:
         ref_offsets: IntArray,
         ref_grades: IntArray,
         samples: Sequence[Sample],
+        *,
+        graded: bool = False,
     ) -> None:
         self.ids = ids
+        self.graded = graded
         self.offsets, self.gains = offsets, gains
         self.ref_offsets, self.ref_grades = ref_offsets, ref_grades
         self.samples = samples

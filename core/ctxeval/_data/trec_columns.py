@@ -162,6 +162,7 @@ class TrecSource(Sequence[Sample]):
             ref_offsets,
             self._qrels.grade[rows],
             _LazySamples(self, start, stop),
+            graded=True,
         )
 
 

@@ -22,6 +22,7 @@ from ctxeval._pipeline.batch import (
     judgeable,
 )
 from ctxeval._pipeline.metric import PipelineMetric
+from ctxeval._pipeline.parts import Pipeline
 from ctxeval._pipeline.sources import Items
 from ctxeval._plugins.hooks import is_itemwise, is_membership
 from ctxeval._plugins.protocols import DeterministicMatcher, RunContext
@@ -32,7 +33,11 @@ from ctxeval.policy import Side
 if TYPE_CHECKING:
     from ctxeval._data.ranked import RankedColumns
 
-__all__ = ["DeterministicPipelineMetric"]
+__all__ = ["EDGE_ROW_METHODS", "DeterministicPipelineMetric"]
+
+EDGE_ROW_METHODS = ("score", "prepared", "result_of", "details_of", "evidence")
+"""The methods that make the row of a query :meth:`DeterministicPipelineMetric.
+score_ranked_columns` leaves (see :meth:`~DeterministicPipelineMetric.ranked_edges_shared`)."""
 
 _NOTHING = Sample()
 """What a batch judges in the place of a sample its units cannot prepare: nothing (an edge
@@ -133,6 +138,46 @@ class DeterministicPipelineMetric(PipelineMetric):
     ) -> Sequence[Mapping[str, Any]]:
         """:meth:`ranked_details` of many samples (:meth:`details_batch`)."""
         return self.details_batch(samples, memo)
+
+    def ranked_edges_shared(self, known: Mapping[str, Collection[object]] | None = None) -> bool:
+        """Whether the row :meth:`score` gives a query that :meth:`score_ranked_columns`
+        leaves (nothing retrieved, or nothing relevant) reads nothing of its sample but
+        whether something was retrieved and its judged grades, so that such queries share one
+        row per class (:meth:`ranked_edge_rows`). True of this class's own methods that make
+        the row (:data:`EDGE_ROW_METHODS`): with nothing relevant its details are the
+        settings, and with nothing retrieved the evidence of no retrieved item (a ranked
+        formula judges the retrieved side). A subclass that overrides some of them and knows
+        its own forms still read nothing else names them in ``known`` (by method name)."""
+        kind, known = type(self), known or {}
+        return type(self.pipeline) is Pipeline and all(
+            (method := getattr(kind, name)) is getattr(DeterministicPipelineMetric, name)
+            or method in known.get(name, ())
+            for name in EDGE_ROW_METHODS
+        )
+
+    def ranked_edge_rows(
+        self, columns: RankedColumns, positions: Sequence[int]
+    ) -> dict[int, MetricResult] | None:
+        """The rows of the queries at ``positions`` of ``columns`` that
+        :meth:`score_ranked_columns` left, unlabelled, without a sample per query
+        (:class:`~ctxeval.plugin.hooks.ScoresRankedEdges`): :meth:`score` of the first query
+        of each class of equal ones (:func:`~ctxeval._pipeline.ranked_edges.edge_classes`),
+        shared by the class; None unless :meth:`ranked_edges_shared` (and unless every query's
+        judged documents carry their grades: a plain list's reason differs)."""
+        if not columns.graded or not self.takes_ranked_columns() or not self.ranked_edges_shared():
+            return None
+        from ctxeval._pipeline.ranked_edges import edge_classes
+
+        reference = self.pipeline.reference
+        assert isinstance(reference, Items)
+        rows: dict[int, MetricResult] = {}
+        made: dict[Any, MetricResult] = {}
+        for i, kind in edge_classes(columns, positions, reference.min_grade).items():
+            row = made.get(kind)
+            if row is None:
+                row = made[kind] = self.score(columns.samples[i])
+            rows[i] = row
+        return rows
 
     def _as_judged(self, samples: Sequence[Sample]) -> Sequence[Sample]:
         """``samples`` as :meth:`judge_batch` judged them (prepared by :attr:`units`; one that

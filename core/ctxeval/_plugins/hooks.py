@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ctxeval._data.sample import Sample
     from ctxeval._plugins.base import Dependency
     from ctxeval._plugins.protocols import RunContext
-    from ctxeval._results.results import Usage
+    from ctxeval._results.results import MetricResult, Usage
 
 __all__ = [
     "AsyncCloseable",
@@ -63,6 +63,7 @@ __all__ = [
     "ScoresColumn",
     "ScoresColumnsTogether",
     "ScoresRankedColumns",
+    "ScoresRankedEdges",
     "SharesCalls",
     "SpendsResource",
     "TrecEvalAveraging",
@@ -402,6 +403,23 @@ class ScoresRankedColumns(Protocol):
     ) -> Sequence[Mapping[str, Any]]: ...
 
 
+@runtime_checkable
+class ScoresRankedEdges(Protocol):
+    """A :class:`ScoresRankedColumns` metric that also gives the rows of the queries its
+    ``score_ranked_columns`` leaves (NaN: nothing retrieved, nothing relevant) without a
+    sample per query: ``ranked_edge_rows(columns, positions)`` gives, by position in the
+    chunk, the row ``score`` gives that query's sample (unlabelled: the run labels it), for
+    the positions it can; the run builds the samples of the others (and of every position,
+    when the call fails or gives None) and scores them as any sample. The rows must be
+    those ``score`` gives, byte for byte (:class:`~ctxeval.plugin.DeterministicPipelineMetric`
+    has it: one row per class of equal queries, when its rows of such queries read nothing
+    else of the sample)."""
+
+    def ranked_edge_rows(
+        self, columns: RankedColumns, positions: Sequence[int]
+    ) -> Mapping[int, MetricResult] | None: ...
+
+
 def ranked_column_scorer(metric: object) -> ScoresRankedColumns | None:
     """``metric`` when it scores ranked columns (:class:`ScoresRankedColumns`) and says it
     takes them, else None."""
@@ -537,6 +555,7 @@ CALLED_HOOKS: Final[Mapping[str, tuple[type, ...]]] = {
         ScoresColumn,
         ScoresColumnsTogether,
         ScoresRankedColumns,
+        ScoresRankedEdges,
     ),
     "ctxeval.matchers": (
         Fingerprinted,

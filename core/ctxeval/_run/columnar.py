@@ -13,14 +13,17 @@ path.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ctxeval._data.collector import collector_paused
 from ctxeval._data.ranked import RankedColumns, RankedSource
-from ctxeval._plugins.hooks import ScoresRankedColumns, ranked_column_scorer
+from ctxeval._plugins.hooks import ScoresRankedColumns, ScoresRankedEdges, ranked_column_scorer
 from ctxeval._results.columns import Column, RowBlock
+from ctxeval._results.results import MetricResult
 from ctxeval._run.fastpath import Pace, call_sync_of, chunk_columns, score_chunk
 
 if TYPE_CHECKING:
@@ -90,6 +93,8 @@ async def _ranked_block(
     left = _left(scores, size).nonzero()[0].tolist()
     columns = [_column(scorer, run.metrics[p].name, scores[p]) for p, scorer in enumerate(scorers)]
     if left:
+        left = await _edge_rows(call_sync, scorers, chunk, scores, columns, left)
+    if left:
         samples = [chunk.samples[i] for i in left]
         ids = [chunk.ids[i] for i in left]
         scored = await chunk_columns(run, samples, ids, pace=pace)
@@ -98,6 +103,39 @@ async def _ranked_block(
     block = RowBlock(chunk.ids, chunk.samples, columns)
     run.finish_rows(block, chunk.samples)  # type: ignore[arg-type]
     return block
+
+
+async def _edge_rows(
+    call_sync: Any,
+    scorers: list[ScoresRankedColumns],
+    chunk: RankedColumns,
+    scores: list[_Values],
+    columns: list[Column],
+    left: list[int],
+) -> list[int]:
+    """Put in ``columns`` the rows of the queries each metric left that it gives without a
+    sample (:class:`~ctxeval.plugin.hooks.ScoresRankedEdges`), labelled; the positions of
+    ``left`` some metric's row of is still missing (for the sample path)."""
+    import numpy as np
+
+    todo = [
+        (p, scorer, np.flatnonzero(~plain).tolist())
+        for p, (scorer, (_, plain)) in enumerate(zip(scorers, scores, strict=True))
+        if isinstance(scorer, ScoresRankedEdges)
+    ]
+    todo = [(p, scorer, mine) for p, scorer, mine in todo if mine]
+    calls = [functools.partial(scorer.ranked_edge_rows, chunk) for _, scorer, _ in todo]
+    made = await call_sync(calls, [mine for _, _, mine in todo])
+    ids = chunk.ids
+    for (p, _, mine), outcome in zip(todo, made, strict=True):
+        if not isinstance(outcome, Mapping):  # (None, or the call failed: the sample path)
+            continue
+        rows, name = columns[p].rows, columns[p].metric
+        for i in mine:
+            row = outcome.get(i)
+            if isinstance(row, MetricResult):
+                rows[i] = row.labelled(ids[i], name)
+    return [i for i in left if any(c.scores[i] is None and i not in c.rows for c in columns)]
 
 
 def _left(scores: list[_Values], size: int) -> npt.NDArray[np.bool_]:
@@ -152,7 +190,7 @@ def _fill(column: Column, whole: Column, left: list[int]) -> None:
     scores = column.scores
     assert isinstance(scores, list)
     for j, i in enumerate(left):
-        if scores[i] is not None:
+        if scores[i] is not None or i in column.rows:
             continue
         score = whole.scores[j]
         if score is not None and not math.isnan(score):
