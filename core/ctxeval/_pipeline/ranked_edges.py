@@ -6,8 +6,7 @@ queries, so that one sample per class is scored and its row shared by the class
 Two such queries are in one class when both or neither retrieved something and their judged
 grades are equal as a multiset: the row ``score`` gives such a query reads nothing else of its
 sample when the metric says so (its reasons read the grades; its details are its settings, or,
-with nothing retrieved, the evidence of no retrieved item). No numpy here beyond the columns'
-``tolist``.
+with nothing retrieved, the evidence of no retrieved item).
 """
 
 from __future__ import annotations

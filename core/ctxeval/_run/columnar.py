@@ -4,11 +4,12 @@ metrics that score such columns (:class:`~ctxeval.plugin.hooks.ScoresRankedColum
 chunk at a time, without a :class:`~ctxeval.Sample` per query.
 
 The rows are those of the sample path (:mod:`ctxeval._run.fastpath`), row by row: the metrics
-give the scores of the plain ``ok`` rows, and the queries any metric leaves (nothing
-retrieved, nothing relevant) are built as samples and scored through the sample path, which
-gives their rows whole (reasons, details). A row block keeps the chunk's samples lazily (each
-built when its evidence is read). A metric call that fails sends its chunk through the sample
-path.
+give the scores of the plain ``ok`` rows, and the rows of the queries a metric leaves (nothing
+retrieved, nothing relevant) whole (reasons, details) when it can without a sample per query
+(:class:`~ctxeval.plugin.hooks.ScoresRankedEdges`: one row per class of equal queries); the
+queries some row of is still missing are built as samples and scored through the sample path.
+A row block keeps the chunk's samples lazily (each built when its evidence is read). A metric
+call that fails sends its chunk (or its left queries) through the sample path.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ says who calls the hook and when.
 * metrics: :class:`HasPipeline` with its :class:`PipelineView`, :class:`TrecEvalAveraging`,
   :class:`ScoresColumn` (a deterministic metric's scores as a column, on the fast path) and
   :class:`ScoresColumnsTogether` (several such metrics in one pass), :class:`ScoresRankedColumns`
-  (a ranked measure scored from a chunk of queries' columns, without a sample per query);
+  (a ranked measure scored from a chunk of queries' columns, without a sample per query) and
+  :class:`ScoresRankedEdges` (the rows of the queries it leaves, without a sample either);
 * transports and run-wide objects: :class:`ChecksReady`, :class:`AsyncCloseable`.
 
 ``from ctxeval.plugin.hooks import NeedsLLM``; the same names stay importable from
