@@ -125,11 +125,15 @@ async def _edge_rows(
         if isinstance(scorer, ScoresRankedEdges)
     ]
     todo = [(p, scorer, mine) for p, scorer, mine in todo if mine]
+    if not todo:
+        return left
     calls = [functools.partial(scorer.ranked_edge_rows, chunk) for _, scorer, _ in todo]
     made = await call_sync(calls, [mine for _, _, mine in todo])
     ids = chunk.ids
-    for (p, _, mine), outcome in zip(todo, made, strict=True):
+    for (p, scorer, mine), outcome in zip(todo, made, strict=True):
         if not isinstance(outcome, Mapping):  # (None, or the call failed: the sample path)
+            if isinstance(outcome, BaseException):
+                logger.debug("%r: ranked_edge_rows() failed (%r); the sample path", scorer, outcome)
             continue
         rows, name = columns[p].rows, columns[p].metric
         for i in mine:
