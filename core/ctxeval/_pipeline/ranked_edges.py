@@ -29,20 +29,27 @@ def edge_classes(
     """The class of each query at ``positions`` of ``columns`` that is an edge case at
     relevance ``level`` (nothing retrieved, or no judged grade ``>= level``), by position;
     the other positions are left out (their rows read more of the sample). The grades of the
-    chunk are read once for every measure of it (``columns.memo``)."""
+    chunk are read, and each query's class found, once for every measure of it
+    (``columns.memo``)."""
     memo = columns.memo
-    read = memo.get("edge_columns")
-    if read is None:
-        read = memo["edge_columns"] = (
+    known: dict[int, EdgeClass] | None = memo.get("edge_classes")
+    if known is None:
+        known = memo["edge_classes"] = {}
+        memo["edge_columns"] = (
             columns.offsets.tolist(),
             columns.ref_offsets.tolist(),
             columns.ref_grades.tolist(),
         )
-    offsets, ref_offsets, grades = read
+    offsets, ref_offsets, grades = memo["edge_columns"]
     out: dict[int, EdgeClass] = {}
     for i in positions:
-        judged = tuple(sorted(grades[ref_offsets[i] : ref_offsets[i + 1]]))
-        empty = offsets[i] == offsets[i + 1]
+        kind = known.get(i)
+        if kind is None:
+            kind = known[i] = (
+                offsets[i] == offsets[i + 1],
+                tuple(sorted(grades[ref_offsets[i] : ref_offsets[i + 1]])),
+            )
+        empty, judged = kind
         if empty or not judged or judged[-1] < level:
-            out[i] = (empty, judged)
+            out[i] = kind
     return out

@@ -24,7 +24,7 @@ from ctxeval._data.collector import collector_paused
 from ctxeval._data.ranked import RankedColumns, RankedSource
 from ctxeval._plugins.hooks import ScoresRankedColumns, ScoresRankedEdges, ranked_column_scorer
 from ctxeval._results.columns import Column, RowBlock
-from ctxeval._results.results import MetricResult
+from ctxeval._results.results import MetricResult, _make
 from ctxeval._run.fastpath import Pace, call_sync_of, chunk_columns, score_chunk
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ async def _ranked_block(
     left = _left(scores, size).nonzero()[0].tolist()
     columns = [_column(scorer, run.metrics[p].name, scores[p]) for p, scorer in enumerate(scorers)]
     if left:
-        left = await _edge_rows(call_sync, scorers, chunk, scores, columns, left)
+        left = await _edge_rows(call_sync, scorers, chunk, scores, columns)
     if left:
         samples = [chunk.samples[i] for i in left]
         ids = [chunk.ids[i] for i in left]
@@ -112,35 +112,39 @@ async def _edge_rows(
     chunk: RankedColumns,
     scores: list[_Values],
     columns: list[Column],
-    left: list[int],
 ) -> list[int]:
     """Put in ``columns`` the rows of the queries each metric left that it gives without a
-    sample (:class:`~ctxeval.plugin.hooks.ScoresRankedEdges`), labelled; the positions of
-    ``left`` some metric's row of is still missing (for the sample path)."""
+    sample (:class:`~ctxeval.plugin.hooks.ScoresRankedEdges`), labelled; the positions some
+    metric's row of is still missing, in order (for the sample path)."""
     import numpy as np
 
+    nans = [np.flatnonzero(~plain).tolist() for _, plain in scores]
     todo = [
-        (p, scorer, np.flatnonzero(~plain).tolist())
-        for p, (scorer, (_, plain)) in enumerate(zip(scorers, scores, strict=True))
-        if isinstance(scorer, ScoresRankedEdges)
+        (p, scorer, mine)
+        for p, (scorer, mine) in enumerate(zip(scorers, nans, strict=True))
+        if mine and isinstance(scorer, ScoresRankedEdges)
     ]
-    todo = [(p, scorer, mine) for p, scorer, mine in todo if mine]
-    if not todo:
-        return left
+    hooked = {p for p, _, _ in todo}
+    still = {i for p, mine in enumerate(nans) if p not in hooked for i in mine}
     calls = [functools.partial(scorer.ranked_edge_rows, chunk) for _, scorer, _ in todo]
-    made = await call_sync(calls, [mine for _, _, mine in todo])
+    made = await call_sync(calls, [mine for _, _, mine in todo]) if todo else []
     ids = chunk.ids
     for (p, scorer, mine), outcome in zip(todo, made, strict=True):
         if not isinstance(outcome, Mapping):  # (None, or the call failed: the sample path)
             if isinstance(outcome, BaseException):
                 logger.debug("%r: ranked_edge_rows() failed (%r); the sample path", scorer, outcome)
+            still.update(mine)
             continue
         rows, name = columns[p].rows, columns[p].metric
         for i in mine:
             row = outcome.get(i)
-            if isinstance(row, MetricResult):
-                rows[i] = row.labelled(ids[i], name)
-    return [i for i in left if any(c.scores[i] is None and i not in c.rows for c in columns)]
+            if isinstance(row, MetricResult):  # (labelled: ``row.labelled`` inlined)
+                rows[i] = _make(
+                    row.status, row.score, row.reason, row.details, row.usage, ids[i], name
+                )
+            else:
+                still.add(i)
+    return sorted(still)
 
 
 def _left(scores: list[_Values], size: int) -> npt.NDArray[np.bool_]:
