@@ -99,6 +99,7 @@ class SampleStream(Iterator[Sample]):
         self.bad_rows = 0
         self.rows_read = 0
         self._rows = _READERS[format](path) if rows is None else rows
+        self._whole_file = rows is None  # (read as the file's reader reads it: see `_ranked`)
         # the ids given so far (lenient mode: a repeat is skipped; strict: the run refuses it)
         self._ids: set[str] | None = None if strict else set()
         self._set_aside = False  # (a lenient run reads it: a repeated id is an error row)
@@ -257,6 +258,22 @@ class SampleStream(Iterator[Sample]):
         finally:
             self.rows_read += read
         return read
+
+    def _ranked(self) -> Any:
+        """The stream's samples as a :class:`~ctxeval._data.jsonl_columns.JsonlSource`
+        (ranked columns, see :mod:`ctxeval._run.columnar`) when it is a whole JSONL file not
+        read yet whose every line is a plain ID sample: the file is then read in bulk, and the
+        stream is done. None otherwise (nothing read from the stream)."""
+        if not self._whole_file or self.format != "jsonl" or self.rows_read:
+            return None
+        from ctxeval._data.jsonl_columns import read_plain
+
+        source = read_plain(self.path)
+        if source is not None:
+            self.close()
+            self._rows = iter(())
+            self.rows_read = source.rows
+        return source
 
     def close(self) -> None:
         """Stop reading and release the file."""

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 else:
     _Values = Any
 
-__all__ = ["ranked_scorers", "score_ranked_in_chunks"]
+__all__ = ["ranked_file", "ranked_scorers", "score_ranked_in_chunks"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,24 @@ def ranked_scorers(run: Run, samples: object) -> list[ScoresRankedColumns] | Non
     and every metric scores them (then the run takes the columnar path), else None."""
     if not isinstance(samples, RankedSource) or run.journaled:
         return None
+    return _scorers(run)
+
+
+def ranked_file(run: Run, samples: object) -> RankedSource | None:
+    """``samples``, a JSONL file's stream not read yet, as ranked columns when every metric
+    of ``run`` scores them and every line of the file is a plain ID sample (read in bulk:
+    :mod:`ctxeval._data.jsonl_columns`), else None (the stream untouched)."""
+    from ctxeval._data.loading import SampleStream
+
+    if not isinstance(samples, SampleStream) or run.journaled or run.first_index:
+        return None
+    if _scorers(run) is None:
+        return None
+    source: RankedSource | None = samples._ranked()
+    return source
+
+
+def _scorers(run: Run) -> list[ScoresRankedColumns] | None:
     scorers = [ranked_column_scorer(metric) for metric in run.metrics]
     if not scorers or any(s is None for s in scorers):
         return None
