@@ -149,7 +149,7 @@ class JsonlSource(Sequence[Sample]):
         size = stop - start
         given = self._given[start:stop].tolist()
         ids = [i if g else None for i, g in zip(self.ids[start:stop], given, strict=True)]
-        columns = {
+        columns: dict[str, Sequence[Any]] = {
             "id": ids,
             _RETRIEVED: self._retrieved.tuples(start, stop, self._names),
             _REFERENCE: self._reference.tuples(start, stop, self._names),
@@ -189,7 +189,7 @@ class _Flat:
         first = int(bounds[0])
         flat = list(map(names.__getitem__, self.values[first : int(bounds[-1])].tolist()))
         ends = (bounds - first).tolist()
-        return [tuple(flat[a:b]) for a, b in zip(ends[:-1], ends[1:], strict=True)]
+        return [tuple(flat[a:b]) for a, b in itertools.pairwise(ends)]
 
 
 class _Parts:
@@ -214,20 +214,18 @@ class _Parts:
         count = len(rows)
         if not count:
             return True
-        if set(map(type, rows)) != {dict}:
-            return False
-        try:
+        try:  # (a row that is no object: TypeError)
             retrieved = list(map(_get_retrieved, rows))
             reference = list(map(_get_reference, rows))
-        except KeyError:
+            named = sum(map(dict.__contains__, rows, itertools.repeat("id")))
+        except (KeyError, TypeError):
             return False
-        named = sum(map(dict.__contains__, rows, itertools.repeat("id")))
         if sum(map(len, rows)) != 2 * count + named:  # (another field)
             return False
         ids = list(map(dict.get, rows, itertools.repeat("id")))
         if set(map(type, retrieved)) | set(map(type, reference)) != {list}:
             return False
-        if not _checked([i for i in ids if i is not None]):
+        if not _checked(ids if None not in ids else [i for i in ids if i is not None]):
             return False
         retrieved_sizes = np.fromiter(map(len, retrieved), np.int64, count)
         reference_sizes = np.fromiter(map(len, reference), np.int64, count)
