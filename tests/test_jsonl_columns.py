@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxeval
-from ctxeval._data import jsonl_columns
+from ctxeval._data import jsonl_columns, loading
 from ctxeval._data.jsonl_columns import JsonlSource, read_plain
 from ctxeval._run import columnar
 from ctxeval.cli import main
@@ -28,6 +28,7 @@ FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthChe
 @pytest.fixture(autouse=True)
 def _small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Small files read in several batches of lines, scored in chunks of a few samples."""
+    monkeypatch.setattr(loading, "COLUMNS_FROM", 0)
     monkeypatch.setattr(jsonl_columns, "_BYTES_AT_ONCE", 300)
     monkeypatch.setattr(jsonl_columns, "_WINDOW", 3)
     monkeypatch.setattr(columnar, "RANKED_CHUNK", 7)
@@ -251,6 +252,24 @@ def test_a_metric_without_the_hook_sends_the_run_through_samples(
     chosen = [ctxeval.get_metric("id_based_context_precision"), ctxeval.get_metric("id_bpref")]
     ctxeval.evaluate(ctxeval.load_samples(path), chosen)
     assert not read  # (the file is not read as columns for nothing)
+
+
+def test_a_small_file_is_read_sample_by_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below ``COLUMNS_FROM`` bytes (an eighth of it once numpy is imported), reading the
+    samples is faster than importing numpy: the file is not read as columns."""
+    path = write(tmp_path / "odd.jsonl", odd_rows(10))
+    size = path.stat().st_size
+    read: list[int] = []
+    original = jsonl_columns.read_plain
+    monkeypatch.setattr(jsonl_columns, "read_plain", lambda path: read.append(1) or original(path))
+    monkeypatch.setattr(loading, "COLUMNS_FROM", 8 * size + 8)
+    ctxeval.evaluate(ctxeval.load_samples(path), metrics()[:2])
+    assert not read
+    monkeypatch.setattr(loading, "COLUMNS_FROM", 8 * size)  # (numpy is imported here)
+    ctxeval.evaluate(ctxeval.load_samples(path), metrics()[:2])
+    assert read
 
 
 def test_the_command_line_writes_the_same_files(

@@ -93,23 +93,33 @@ class JsonlSource(Sequence[Sample]):
     for a run that scores columns.
 
     Attributes:
-        ids: each sample's id as a run labels its rows (its position when it has none).
         rows: the file's rows (its lines that are not blank).
     """
 
     def __init__(self, parts: _Parts) -> None:
-        self.ids: list[str] = parts.ids
-        self.rows = len(self.ids)
-        self._given = np.concatenate(parts.given) if parts.given else np.zeros(0, bool)
+        self.rows = parts.count
+        self._id_text = "".join(parts.id_texts)  # (the ids in one string: see `ids`)
+        self._id_ends = _joined(parts.id_ends, np.int64)
+        self._given = _joined(parts.given, np.bool_)
         self._names = parts.names
-        self._retrieved = _Flat(parts.retrieved_sizes, parts.retrieved)
-        self._reference = _Flat(parts.reference_sizes, parts.reference)
-        self._ranked = _Flat(parts.ranked_sizes, parts.gains)
-        self._judged = np.concatenate(([0], np.cumsum(np.concatenate(parts.judged_sizes))))
+        code = np.min_scalar_type(max(len(parts.names) - 1, 0))
+        self._retrieved = _Flat(parts.retrieved_sizes, parts.retrieved, code)
+        self._reference = _Flat(parts.reference_sizes, parts.reference, code)
+        self._ranked = _Flat(parts.ranked_sizes, parts.gains, np.dtype(np.int8))
+        self._judged = _offsets(parts.judged_sizes)
         self._window: tuple[int, list[Sample]] = (0, [])
 
     def __len__(self) -> int:
         return self.rows
+
+    def ids(self, start: int, stop: int) -> list[str]:
+        """The ids of the samples at positions ``start:stop`` as a run labels their rows (a
+        sample without one: its position)."""
+        ends = self._id_ends[max(start - 1, 0) : stop].tolist()
+        if start == 0:
+            ends.insert(0, 0)
+        text = self._id_text
+        return [text[a:b] for a, b in itertools.pairwise(ends)]
 
     @overload
     def __getitem__(self, index: int) -> Sample: ...
@@ -148,7 +158,7 @@ class JsonlSource(Sequence[Sample]):
         :meth:`~ctxeval.Sample.from_dict` gives of its line)."""
         size = stop - start
         given = self._given[start:stop].tolist()
-        ids = [i if g else None for i, g in zip(self.ids[start:stop], given, strict=True)]
+        ids = [i if g else None for i, g in zip(self.ids(start, stop), given, strict=True)]
         columns: dict[str, Sequence[Any]] = {
             "id": ids,
             _RETRIEVED: self._retrieved.tuples(start, stop, self._names),
@@ -165,7 +175,7 @@ class JsonlSource(Sequence[Sample]):
         gains = self._ranked.values[offsets[0] : offsets[-1]].astype(np.int64)
         judged = self._judged[start : stop + 1]
         return RankedColumns(
-            self.ids[start:stop],
+            self.ids(start, stop),
             offsets - offsets[0],
             gains,
             judged - judged[0],
@@ -179,9 +189,11 @@ class _Flat:
 
     __slots__ = ("offsets", "values")
 
-    def __init__(self, sizes: list[IntArray], values: list[npt.NDArray[Any]]) -> None:
-        self.offsets: IntArray = np.concatenate(([0], np.cumsum(np.concatenate(sizes))))
-        self.values = np.concatenate(values)
+    def __init__(
+        self, sizes: list[IntArray], values: list[npt.NDArray[Any]], dtype: np.dtype[Any]
+    ) -> None:
+        self.offsets = _offsets(sizes)
+        self.values = _joined(values, dtype)
 
     def tuples(self, start: int, stop: int, names: list[str]) -> list[tuple[str, ...]]:
         """The values of samples ``start:stop`` as tuples of the names they code."""
@@ -196,7 +208,10 @@ class _Parts:
     """What :func:`read_plain` has read so far, a batch of lines at a time."""
 
     def __init__(self) -> None:
-        self.ids: list[str] = []
+        self.count = 0
+        self.id_texts: list[str] = []  # (per batch, its ids joined)
+        self.id_ends: list[IntArray] = []  # (where each id ends in the file's ids joined)
+        self.id_hashes: list[IntArray] = []
         self.given: list[npt.NDArray[np.bool_]] = []
         self.codes: dict[str, int] = {}
         self.names: list[str] = []
@@ -246,14 +261,37 @@ class _Parts:
         return True
 
     def _add_ids(self, ids: list[str | None]) -> None:
-        """The batch's sample ids (a sample without one: its position, as a run labels it)."""
-        first = len(self.ids)
+        """The batch's sample ids (a sample without one: its position, as a run labels it),
+        held as one string, where each ends, and each one's hash (to find a repeat)."""
+        first = self.count
         if None in ids:
             self.given.append(np.array([i is not None for i in ids], bool))
             ids = [str(first + n) if i is None else i for n, i in enumerate(ids)]
         else:
             self.given.append(np.ones(len(ids), bool))
-        self.ids += ids  # type: ignore[arg-type]
+        self.count += len(ids)
+        size = len(ids)
+        ends = np.fromiter(map(len, ids), np.int64, size)  # type: ignore[arg-type]
+        total = int(self.id_ends[-1][-1]) if self.id_ends and len(self.id_ends[-1]) else 0
+        self.id_ends.append(np.cumsum(ends) + total)
+        self.id_texts.append("".join(ids))  # type: ignore[arg-type]
+        self.id_hashes.append(np.fromiter(map(hash, ids), np.int64, size))
+
+    def repeated_id(self) -> bool:
+        """Whether two samples have one id (their hashes first, then the ids of equal
+        hashes)."""
+        hashes = np.sort(_joined(self.id_hashes, np.int64))
+        equal = hashes[1:] == hashes[:-1]
+        if not equal.any():
+            return False
+        alike = set(hashes[1:][equal].tolist())
+        same: list[str] = []
+        base = 0
+        for text, ends in zip(self.id_texts, self.id_ends, strict=True):
+            bounds = [0, *(ends - base).tolist()]
+            same += (i for a, b in itertools.pairwise(bounds) if hash(i := text[a:b]) in alike)
+            base = int(ends[-1]) if len(ends) else base
+        return len(set(same)) != len(same)
 
     def _coded(self, names: list[str]) -> npt.NDArray[np.int32] | None:
         """``names`` coded (each distinct name a number of its own, across the file); None
@@ -379,7 +417,7 @@ def read_plain(path: Path) -> JsonlSource | None:
                 return None
             first = False
             lines = handle.readlines(_BYTES_AT_ONCE)
-    if not parts.ids or len(set(parts.ids)) != len(parts.ids):
+    if not parts.count or parts.repeated_id():
         return None  # (a repeated id: the sample path refuses it, or sets it aside)
     return JsonlSource(parts)
 
@@ -417,3 +455,21 @@ def _position(index: int, length: int) -> int:
     if not 0 <= position < length:
         raise IndexError("sample index out of range")
     return position
+
+
+def _joined(parts: list[Any], dtype: Any) -> Any:
+    """The arrays of ``parts`` as one array of ``dtype`` (each part freed once copied)."""
+    out = np.empty(sum(map(len, parts)), dtype)
+    at = 0
+    while parts:
+        part = parts.pop(0)
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
+
+
+def _offsets(sizes: list[IntArray]) -> IntArray:
+    """Where each sample's run of values starts and ends, of the samples' sizes."""
+    out: IntArray = np.zeros(sum(map(len, sizes)) + 1, np.int64)
+    np.cumsum(_joined(sizes, np.int64), out=out[1:])
+    return out

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import logging
 import math
+from array import array
 from typing import TYPE_CHECKING, Any
 
 from ctxeval._data.collector import collector_paused
 from ctxeval._data.ranked import RankedColumns, RankedSource
 from ctxeval._plugins.hooks import ScoresRankedColumns, ranked_column_scorer
-from ctxeval._results.columns import Column, RowBlock
+from ctxeval._results.columns import Column, RowBlock, Scores
 from ctxeval._run.fastpath import Pace, call_sync_of, chunk_columns, score_chunk
 
 if TYPE_CHECKING:
@@ -97,7 +98,9 @@ async def _ranked_block(
     run: Run, scorers: list[ScoresRankedColumns], chunk: RankedColumns, pace: Pace
 ) -> RowBlock:
     """The rows of a chunk, journaled and counted (as :func:`~ctxeval._run.fastpath.
-    score_chunk` makes them)."""
+    score_chunk` makes them), each column's scores in one array from the start."""
+    import numpy as np
+
     call_sync = call_sync_of(run, pace)
     made = await call_sync([s.score_ranked_columns for s in scorers], [chunk] * len(scorers))
     size = len(chunk.ids)
@@ -106,13 +109,16 @@ async def _ranked_block(
         return await score_chunk(run, list(chunk.samples), chunk.ids, pace=pace)
     scores = [v for v in values if v is not None]
     left = _left(scores, size).nonzero()[0].tolist()
-    columns = [_column(scorer, run.metrics[p].name, scores[p]) for p, scorer in enumerate(scorers)]
+    columns = [_column(scorer, run.metrics[p].name) for p, scorer in enumerate(scorers)]
+    finals = [np.where(plain, values, np.nan) for values, plain in scores]  # (NaN: left)
     if left:
         samples = [chunk.samples[i] for i in left]
         ids = [chunk.ids[i] for i in left]
         scored = await chunk_columns(run, samples, ids, pace=pace)
-        for column, whole in zip(columns, scored, strict=True):
-            _fill(column, whole, left)
+        for column, final, whole in zip(columns, finals, scored, strict=True):
+            _fill(column, final, whole, left)
+    for column, final in zip(columns, finals, strict=True):
+        column.scores = Scores(array("d", final.tobytes()))
     block = RowBlock(chunk.ids, chunk.samples, columns)
     run.finish_rows(block, chunk.samples)  # type: ignore[arg-type]
     return block
@@ -149,28 +155,19 @@ def _values(outcome: object, size: int, scorer: ScoresRankedColumns) -> _Values 
     return values, plain
 
 
-def _column(scorer: ScoresRankedColumns, name: str, scores: _Values) -> Column:
-    """A metric's column of a chunk: its plain scores (None where it left the row)."""
-    import numpy as np
-
-    values, plain = scores
-    listed: list[float | None] = values.tolist()
-    for i in np.flatnonzero(~plain).tolist():
-        listed[i] = None
+def _column(scorer: ScoresRankedColumns, name: str) -> Column:
+    """A metric's column of a chunk (its scores set when the chunk is scored)."""
     column = Column(name, 0, evidence=scorer.ranked_details)
     column.evidence_batch = scorer.ranked_details_batch
-    column.scores = listed
     return column
 
 
-def _fill(column: Column, whole: Column, left: list[int]) -> None:
-    """Put in ``column`` the rows the sample path scored (``whole``: the column of the
-    samples at positions ``left``) where the metric left them: a plain ``ok`` row as its
-    score, any other whole."""
-    scores = column.scores
-    assert isinstance(scores, list)
+def _fill(column: Column, scores: Any, whole: Column, left: list[int]) -> None:
+    """Put in ``column`` and its ``scores`` (an array, NaN where the metric left the row)
+    the rows the sample path scored (``whole``: the column of the samples at positions
+    ``left``): a plain ``ok`` row as its score, any other whole."""
     for j, i in enumerate(left):
-        if scores[i] is not None:
+        if scores[i] == scores[i]:  # (not NaN: the metric scored it)
             continue
         score = whole.scores[j]
         if score is not None and not math.isnan(score):
