@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -230,12 +232,14 @@ def test_a_bad_line_is_named_as_the_sample_path_names_it(tmp_path: Path) -> None
         ctxeval.evaluate(ctxeval.load_samples(path), ["id_based_context_precision"])
 
 
-def test_a_byte_order_mark_and_a_lenient_stream(
+def test_a_byte_order_mark_line_feeds_and_a_lenient_stream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write(tmp_path / "bom.jsonl", odd_rows(7, 15))
-    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
-    assert list(read_plain(path) or []) == list(ctxeval.load_samples(path))
+    path = write(tmp_path / "bom.jsonl", odd_rows(7, 15), blank=True)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    source = read_plain(path)
+    assert isinstance(source, JsonlSource)
+    assert list(source) == list(ctxeval.load_samples(path))
     both_paths(path, metrics()[:2], monkeypatch)
     calls = columnar_calls(monkeypatch)
     evaluation = ctxeval.evaluate(ctxeval.load_samples(path, strict=False), metrics()[:2])
@@ -270,6 +274,18 @@ def test_a_small_file_is_read_sample_by_sample(
     monkeypatch.setattr(loading, "COLUMNS_FROM", 8 * size)  # (numpy is imported here)
     ctxeval.evaluate(ctxeval.load_samples(path), metrics()[:2])
     assert read
+
+
+def test_a_small_run_does_not_import_numpy(tmp_path: Path) -> None:
+    """A small file's run imports nothing for the columns it does not read as such."""
+    path = write(tmp_path / "small.jsonl", odd_rows(11, 10))
+    code = (
+        "import sys, ctxeval\n"
+        f"ctxeval.evaluate(ctxeval.load_samples({str(path)!r}), "
+        "['id_based_context_precision', 'id_mrr'])\n"
+        "assert 'numpy' not in sys.modules, 'numpy imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def test_the_command_line_writes_the_same_files(

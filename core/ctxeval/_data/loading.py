@@ -263,19 +263,25 @@ class SampleStream(Iterator[Sample]):
             self.rows_read += read
         return read
 
-    def _ranked(self) -> Any:
-        """The stream's samples as a :class:`~ctxeval._data.jsonl_columns.JsonlSource`
-        (ranked columns, see :mod:`ctxeval._run.columnar`) when it is a whole JSONL file not
-        read yet whose every line is a plain ID sample: the file is then read in bulk, and the
-        stream is done. None otherwise (nothing read from the stream)."""
+    def _may_be_ranked(self) -> bool:
+        """Whether :meth:`_ranked` may read the stream as ranked columns: a whole JSONL file
+        not read yet, of at least :data:`COLUMNS_FROM` bytes (checked before anything
+        imports numpy)."""
         if not self._whole_file or self.format != "jsonl" or self.rows_read:
-            return None
+            return False
         least = COLUMNS_FROM // 8 if "numpy" in sys.modules else COLUMNS_FROM
         try:
-            if self.path.stat().st_size < least:
-                return None
+            return self.path.stat().st_size >= least
         except OSError:
-            return None  # (the sample path says what is wrong)
+            return False  # (the sample path says what is wrong)
+
+    def _ranked(self) -> Any:
+        """The stream's samples as a :class:`~ctxeval._data.jsonl_columns.JsonlSource`
+        (ranked columns, see :mod:`ctxeval._run.columnar`) when :meth:`_may_be_ranked` and
+        every line of the file is a plain ID sample: the file is then read in bulk, and the
+        stream is done. None otherwise (nothing read from the stream)."""
+        if not self._may_be_ranked():
+            return None
         from ctxeval._data.jsonl_columns import read_plain
 
         source = read_plain(self.path)

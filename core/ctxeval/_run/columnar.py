@@ -61,7 +61,7 @@ def ranked_file(run: Run, samples: object) -> RankedSource | None:
 
     if not isinstance(samples, SampleStream) or run.journaled or run.first_index:
         return None
-    if _scorers(run) is None:
+    if not samples._may_be_ranked() or _scorers(run) is None:
         return None
     source: RankedSource | None = samples._ranked()
     return source
