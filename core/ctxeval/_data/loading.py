@@ -69,6 +69,10 @@ _LIST_FIELDS: Final = frozenset(
 )
 
 
+COLUMNS_FROM: Final = 1 << 21
+"""The least size (bytes) of a JSONL file a run of ranked ID metrics reads as columns
+(:meth:`SampleStream._ranked`); an eighth of it when numpy is imported already. A smaller
+file is read faster sample by sample than numpy is imported."""
 KEPT_ERRORS: Final = 1_000
 """The bad rows a lenient :class:`SampleStream` keeps in ``errors`` (all are counted)."""
 LOGGED_ERRORS: Final = 20
@@ -99,6 +103,7 @@ class SampleStream(Iterator[Sample]):
         self.bad_rows = 0
         self.rows_read = 0
         self._rows = _READERS[format](path) if rows is None else rows
+        self._whole_file = rows is None  # (read as the file's reader reads it: see `_ranked`)
         # the ids given so far (lenient mode: a repeat is skipped; strict: the run refuses it)
         self._ids: set[str] | None = None if strict else set()
         self._set_aside = False  # (a lenient run reads it: a repeated id is an error row)
@@ -257,6 +262,34 @@ class SampleStream(Iterator[Sample]):
         finally:
             self.rows_read += read
         return read
+
+    def _may_be_ranked(self) -> bool:
+        """Whether :meth:`_ranked` may read the stream as ranked columns: a whole JSONL file
+        not read yet, of at least :data:`COLUMNS_FROM` bytes (checked before anything
+        imports numpy)."""
+        if not self._whole_file or self.format != "jsonl" or self.rows_read:
+            return False
+        least = COLUMNS_FROM // 8 if "numpy" in sys.modules else COLUMNS_FROM
+        try:
+            return self.path.stat().st_size >= least
+        except OSError:
+            return False  # (the sample path says what is wrong)
+
+    def _ranked(self) -> Any:
+        """The stream's samples as a :class:`~ctxeval._data.jsonl_columns.JsonlSource`
+        (ranked columns, see :mod:`ctxeval._run.columnar`) when :meth:`_may_be_ranked` and
+        every line of the file is a plain ID sample: the file is then read in bulk, and the
+        stream is done. None otherwise (nothing read from the stream)."""
+        if not self._may_be_ranked():
+            return None
+        from ctxeval._data.jsonl_columns import read_plain
+
+        source = read_plain(self.path)
+        if source is not None:
+            self.close()
+            self._rows = iter(())
+            self.rows_read = source.rows
+        return source
 
     def close(self) -> None:
         """Stop reading and release the file."""

@@ -438,10 +438,12 @@ class RowBlock(Sequence[MetricResult]):
     def compact(self) -> RowBlock:
         """The same rows held in a few objects per block (what an evaluation keeps): the ids as
         :class:`Texts`, the scores as :class:`Scores`, the sources as :class:`Lines` (a sample
-        as the JSON line it reads back from, equal; see :func:`_line_of`). Its rows equal this
+        as the JSON line it reads back from, equal; see :func:`_line_of`), or as they are when
+        they say they are held compactly already (``held_compactly``: a columnar source's
+        samples, built from its columns when read). Its rows equal this
         block's, row by row."""
         sources = self.sources
-        if not isinstance(sources, Lines):
+        if not isinstance(sources, Lines) and not getattr(sources, "held_compactly", False):
             sources = Lines([_line_of(source) for source in sources])
         ids = self.sample_ids
         return RowBlock(

@@ -17,13 +17,14 @@ from __future__ import annotations
 import functools
 import logging
 import math
+from array import array
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ctxeval._data.collector import collector_paused
 from ctxeval._data.ranked import RankedColumns, RankedSource
 from ctxeval._plugins.hooks import ScoresRankedColumns, ScoresRankedEdges, ranked_column_scorer
-from ctxeval._results.columns import Column, RowBlock
+from ctxeval._results.columns import Column, RowBlock, Scores
 from ctxeval._results.results import MetricResult, _make
 from ctxeval._run.fastpath import Pace, call_sync_of, chunk_columns, score_chunk
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 else:
     _Values = Any
 
-__all__ = ["ranked_scorers", "score_ranked_in_chunks"]
+__all__ = ["ranked_file", "ranked_scorers", "score_ranked_in_chunks"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,24 @@ def ranked_scorers(run: Run, samples: object) -> list[ScoresRankedColumns] | Non
     and every metric scores them (then the run takes the columnar path), else None."""
     if not isinstance(samples, RankedSource) or run.journaled:
         return None
+    return _scorers(run)
+
+
+def ranked_file(run: Run, samples: object) -> RankedSource | None:
+    """``samples``, a JSONL file's stream not read yet, as ranked columns when every metric
+    of ``run`` scores them and every line of the file is a plain ID sample (read in bulk:
+    :mod:`ctxeval._data.jsonl_columns`), else None (the stream untouched)."""
+    from ctxeval._data.loading import SampleStream
+
+    if not isinstance(samples, SampleStream) or run.journaled or run.first_index:
+        return None
+    if not samples._may_be_ranked() or _scorers(run) is None:
+        return None
+    source: RankedSource | None = samples._ranked()
+    return source
+
+
+def _scorers(run: Run) -> list[ScoresRankedColumns] | None:
     scorers = [ranked_column_scorer(metric) for metric in run.metrics]
     if not scorers or any(s is None for s in scorers):
         return None
@@ -83,7 +102,9 @@ async def _ranked_block(
     run: Run, scorers: list[ScoresRankedColumns], chunk: RankedColumns, pace: Pace
 ) -> RowBlock:
     """The rows of a chunk, journaled and counted (as :func:`~ctxeval._run.fastpath.
-    score_chunk` makes them)."""
+    score_chunk` makes them), each column's scores in one array from the start."""
+    import numpy as np
+
     call_sync = call_sync_of(run, pace)
     made = await call_sync([s.score_ranked_columns for s in scorers], [chunk] * len(scorers))
     size = len(chunk.ids)
@@ -92,15 +113,18 @@ async def _ranked_block(
         return await score_chunk(run, list(chunk.samples), chunk.ids, pace=pace)
     scores = [v for v in values if v is not None]
     left = _left(scores, size).nonzero()[0].tolist()
-    columns = [_column(scorer, run.metrics[p].name, scores[p]) for p, scorer in enumerate(scorers)]
+    columns = [_column(scorer, run.metrics[p].name) for p, scorer in enumerate(scorers)]
+    finals = [np.where(plain, values, np.nan) for values, plain in scores]  # (NaN: left)
     if left:
         left = await _edge_rows(call_sync, scorers, chunk, scores, columns)
     if left:
         samples = [chunk.samples[i] for i in left]
         ids = [chunk.ids[i] for i in left]
         scored = await chunk_columns(run, samples, ids, pace=pace)
-        for column, whole in zip(columns, scored, strict=True):
-            _fill(column, whole, left)
+        for column, final, whole in zip(columns, finals, scored, strict=True):
+            _fill(column, final, whole, left)
+    for column, final in zip(columns, finals, strict=True):
+        column.scores = Scores(array("d", final.tobytes()))
     block = RowBlock(chunk.ids, chunk.samples, columns)
     run.finish_rows(block, chunk.samples)  # type: ignore[arg-type]
     return block
@@ -178,28 +202,19 @@ def _values(outcome: object, size: int, scorer: ScoresRankedColumns) -> _Values 
     return values, plain
 
 
-def _column(scorer: ScoresRankedColumns, name: str, scores: _Values) -> Column:
-    """A metric's column of a chunk: its plain scores (None where it left the row)."""
-    import numpy as np
-
-    values, plain = scores
-    listed: list[float | None] = values.tolist()
-    for i in np.flatnonzero(~plain).tolist():
-        listed[i] = None
+def _column(scorer: ScoresRankedColumns, name: str) -> Column:
+    """A metric's column of a chunk (its scores set when the chunk is scored)."""
     column = Column(name, 0, evidence=scorer.ranked_details)
     column.evidence_batch = scorer.ranked_details_batch
-    column.scores = listed
     return column
 
 
-def _fill(column: Column, whole: Column, left: list[int]) -> None:
-    """Put in ``column`` the rows the sample path scored (``whole``: the column of the
-    samples at positions ``left``) where the metric left them: a plain ``ok`` row as its
-    score, any other whole."""
-    scores = column.scores
-    assert isinstance(scores, list)
+def _fill(column: Column, scores: Any, whole: Column, left: list[int]) -> None:
+    """Put in ``column`` and its ``scores`` (an array, NaN where the metric left the row)
+    the rows the sample path scored (``whole``: the column of the samples at positions
+    ``left``): a plain ``ok`` row as its score, any other whole."""
     for j, i in enumerate(left):
-        if scores[i] is not None or i in column.rows:
+        if scores[i] == scores[i] or i in column.rows:  # (scored, or its row given whole)
             continue
         score = whole.scores[j]
         if score is not None and not math.isnan(score):

@@ -31,7 +31,7 @@ from anyio.abc import TaskGroup
 from ctxeval._calls.scheduler import Scheduler
 from ctxeval._data.loading import SampleStream
 from ctxeval._errors import BudgetExceededError, DataError
-from ctxeval._run.columnar import ranked_scorers, score_ranked_in_chunks
+from ctxeval._run.columnar import ranked_file, ranked_scorers, score_ranked_in_chunks
 from ctxeval._run.emission import Emitter
 from ctxeval._run.fastpath import score_in_chunks
 from ctxeval._run.plan import RunPlan
@@ -109,6 +109,9 @@ async def _produce(run: Run, samples: Iterable[SampleInput] | Any) -> None:
 
 async def _read_samples(run: Run, samples: Any, group: TaskGroup) -> None:
     if run.all_deterministic and not run.previous and not hasattr(samples, "__aiter__"):
+        source = ranked_file(run, samples)  # (a JSONL file of plain ID samples: columns)
+        if source is not None:
+            samples = source
         scorers = ranked_scorers(run, samples)
         if scorers is not None:  # columns the run's metrics all score: no sample per query
             await score_ranked_in_chunks(run, samples, scorers)
