@@ -288,6 +288,22 @@ def test_a_small_run_does_not_import_numpy(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+def test_a_large_file_of_other_metrics_does_not_import_numpy(tmp_path: Path) -> None:
+    """A run of metrics that score no ranked columns reads a large file as before, without
+    importing numpy to find that out."""
+    row = {"retrieved_contexts": ["the tower is in paris"], "reference_contexts": ["paris"]}
+    path = write(tmp_path / "texts.jsonl", [row] * 200)
+    code = (
+        "import sys, ctxeval\n"
+        "from ctxeval._data import loading\n"
+        "loading.COLUMNS_FROM = 0\n"
+        f"ctxeval.evaluate(ctxeval.load_samples({str(path)!r}), "
+        "['non_llm_context_precision_with_reference', 'non_llm_context_recall'])\n"
+        "assert 'numpy' not in sys.modules, 'numpy imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
 def test_the_command_line_writes_the_same_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

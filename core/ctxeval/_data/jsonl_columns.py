@@ -40,10 +40,6 @@ IntArray = npt.NDArray[np.int64]
 
 _RETRIEVED: Final = "retrieved_context_ids"
 _REFERENCE: Final = "reference_context_ids"
-_SHAPES: Final = frozenset(
-    {frozenset({_RETRIEVED, _REFERENCE}), frozenset({"id", _RETRIEVED, _REFERENCE})}
-)
-"""The key sets of a plain line."""
 _BYTES_AT_ONCE: Final = 1 << 22
 """Bytes of lines read (and held as rows) at a time."""
 _LINES_AT_ONCE: Final = 16_384

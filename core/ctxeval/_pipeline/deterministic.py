@@ -99,13 +99,10 @@ class DeterministicPipelineMetric(PipelineMetric):
         context IDs as they are (each side deduplicated), matched by membership,
         into a ranked formula scored over columns (:data:`~ctxeval._pipeline.ranked.
         RANKED_FORMULAS`), with no retrieval units."""
-        from ctxeval._pipeline.ranked import RANKED_FORMULAS
-
         p = self.pipeline
         reference, retrieved = p.reference, p.retrieved
-        return (
+        if not (
             not self.units.active
-            and type(p.formula) in RANKED_FORMULAS
             and is_membership(p.matcher)
             and type(reference) is Items
             and reference.field == "reference_context_ids"
@@ -114,7 +111,11 @@ class DeterministicPipelineMetric(PipelineMetric):
             and retrieved.field == "retrieved_context_ids"
             and retrieved.dedupe
             and retrieved.min_grade <= 1
-        )
+        ):
+            return False  # (said before numpy is imported: most metrics are not ranked)
+        from ctxeval._pipeline.ranked import RANKED_FORMULAS
+
+        return type(p.formula) in RANKED_FORMULAS
 
     def score_ranked_columns(self, columns: RankedColumns) -> Any:
         """The scores of the plain ``ok`` rows of a chunk of queries given as columns, NaN
