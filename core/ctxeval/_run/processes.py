@@ -28,6 +28,7 @@ import itertools
 import multiprocessing
 import os
 import re
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -339,8 +340,10 @@ def _ready(metrics: object) -> None:
 def _plain_part(plan: RunPlan, lines: list[bytes], first_line: int, first: int) -> Any:
     """The lines of a part as ranked columns (:mod:`ctxeval._data.jsonl_columns`), read in
     bulk as the local runner reads a whole file of plain ID samples, when the part is large
-    enough to pay numpy's import and every metric scores such columns; else None."""
-    if sum(map(len, lines)) < COLUMNS_FROM // 8:
+    enough to pay numpy's import (a worker pays it once: then the file's last, smaller parts
+    too) and every metric scores such columns; else None."""
+    least = COLUMNS_FROM // 32 if "numpy" in sys.modules else COLUMNS_FROM // 8
+    if sum(map(len, lines)) < least:
         return None
     if any(ranked_column_scorer(metric) is None for metric in plan.metrics):
         return None
