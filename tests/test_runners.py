@@ -37,6 +37,8 @@ from llm_judge import Judge
 
 IDS = ["id_based_context_precision", "id_ndcg_at_k", "id_bpref"]
 TEXTS = ["non_llm_context_recall", "non_llm_context_precision_with_reference"]
+RANKED = ["id_based_context_precision", "id_ndcg_at_k", "id_based_context_recall", "id_mrr"]
+"""Metrics that all score ranked columns (a file of plain ID samples is read as columns)."""
 SMALL = 2  # part_size: parts of 2 x 256 bytes, so a few hundred samples make many parts
 
 
@@ -438,3 +440,70 @@ def test_error_rows_are_read_from_columns_without_building_the_others() -> None:
 def test_a_runner_option_given_to_evaluate_says_where_it_goes() -> None:
     with pytest.raises(ctxeval.ConfigError, match=r"option of the runner.*get_runner"):
         ctxeval.evaluate([_sample(0, with_id=True)], IDS, runner="processes", workers=2)
+
+
+# --- a part of plain ID lines is read as ranked columns in the worker (#58) -----------------
+
+
+def _plain_lines(n: int, first: int = 0) -> list[bytes]:
+    """Plain ID samples (ids and the two ID lists only), one in three without an id, a blank
+    line now and then: what a worker reads as ranked columns."""
+    lines = []
+    for i in range(first, first + n):
+        row: dict[str, Any] = {
+            "retrieved_context_ids": [f"d{(i * 7 + k) % 23}" for k in range(8)],
+            "reference_context_ids": [f"d{(i * 5 + k) % 19}" for k in range(i % 4)],
+        }
+        if i % 3:
+            row["id"] = f"q{i}"
+        lines.append(json.dumps(row).encode() + b"\n")
+        if i % 500 == 7:
+            lines.append(b"\n")
+    return lines
+
+
+def test_a_worker_reads_a_part_of_plain_id_lines_as_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its rows are the sample path's, row by row (positions of samples without an id
+    counted from the part's first sample), and its blocks go back as lines."""
+    from ctxeval._data import jsonl_columns
+    from ctxeval._results.columns import Lines
+    from ctxeval._run import processes as module
+
+    lines = _plain_lines(4000, first=1000)
+    blob = b"".join(lines)
+    assert len(blob) >= module.COLUMNS_FROM // 8  # (large enough to be read as columns)
+    plan = RunPlan.build(RANKED).for_workers()
+    payload = ("lines", ("data.jsonl", 1201, blob))
+    read: list[int] = []
+    original = jsonl_columns.read_plain_lines
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        source = original(*args, **kwargs)
+        read.append(len(source) if source is not None else -1)
+        return source
+
+    monkeypatch.setattr(jsonl_columns, "read_plain_lines", spied)
+    parts, _, error = module._score_part(plan, 1000, payload, False)
+    assert error is None
+    assert read == [4000]
+    assert all(isinstance(rows.sources, Lines) for rows in parts)
+    monkeypatch.setattr(module, "_plain_part", lambda *args: None)  # the sample path
+    expected, _, _ = module._score_part(plan, 1000, payload, False)
+    back = pickle.loads(pickle.dumps(parts))
+    got = [r.to_dict() for rows in back for r in rows]
+    assert got == [r.to_dict() for rows in expected for r in rows]
+    assert {"1002", "q1001", "4998"} <= {row["sample_id"] for row in got}
+
+
+def test_processes_rows_equal_local_rows_on_a_file_of_plain_ids(tmp_path: Path) -> None:
+    path = tmp_path / "plain.jsonl"
+    path.write_bytes(b"".join(_plain_lines(9000)))
+    local = ctxeval.evaluate(ctxeval.load_samples(path), RANKED)
+    spread = ctxeval.evaluate(ctxeval.load_samples(path), RANKED, runner=ProcessesRunner(workers=2))
+    assert _rows(spread) == _rows(local)
+    assert (
+        spread.to_jsonl(tmp_path / "a.jsonl").read_bytes()
+        == local.to_jsonl(tmp_path / "b.jsonl").read_bytes()
+    )

@@ -18,6 +18,7 @@ refusing a value.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Iterator, Sequence
@@ -33,7 +34,7 @@ from ctxeval._data.collector import collector_paused
 from ctxeval._data.ranked import RankedColumns
 from ctxeval._data.sample import MAX_ID_LENGTH, Sample, checked_samples
 
-__all__ = ["JsonlSource", "read_plain"]
+__all__ = ["JsonlSource", "read_plain", "read_plain_lines"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -41,6 +42,8 @@ _RETRIEVED: Final = "retrieved_context_ids"
 _REFERENCE: Final = "reference_context_ids"
 _BYTES_AT_ONCE: Final = 1 << 22
 """Bytes of lines read (and held as rows) at a time."""
+_LINES_AT_ONCE: Final = 16_384
+"""Lines read (and held as rows) at a time from lines given (:func:`read_plain_lines`)."""
 _SAMPLES_AT_ONCE: Final = 4096
 """Samples built at a time when the source is read as samples."""
 _WINDOW: Final = 256
@@ -203,7 +206,8 @@ class _Flat:
 class _Parts:
     """What :func:`read_plain` has read so far, a batch of lines at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0) -> None:
+        self.start = start  # (the position in the file of the first sample read)
         self.count = 0
         self.id_texts: list[str] = []  # (per batch, its ids joined)
         self.id_ends: list[IntArray] = []  # (where each id ends in the file's ids joined)
@@ -259,7 +263,7 @@ class _Parts:
     def _add_ids(self, ids: list[str | None]) -> None:
         """The batch's sample ids (a sample without one: its position, as a run labels it),
         held as one string, where each ends, and each one's hash (to find a repeat)."""
-        first = self.count
+        first = self.start + self.count
         if None in ids:
             self.given.append(np.array([i is not None for i in ids], bool))
             ids = [str(first + n) if i is None else i for n, i in enumerate(ids)]
@@ -403,16 +407,33 @@ def _checked(texts: list[Any]) -> bool:
 def read_plain(path: Path) -> JsonlSource | None:
     """The samples of the JSONL file ``path`` as a :class:`JsonlSource` when every line is a
     plain ID sample (see the module), else None (the file is left to the sample path)."""
-    parts = _Parts()
-    with collector_paused(), path.open("rb") as handle:  # (no cycles: rows of lists)
-        lines = handle.readlines(_BYTES_AT_ONCE)
-        first = True
-        while lines:
-            rows = _rows(lines, first)
+    with path.open("rb") as handle:
+        return _read(iter(functools.partial(handle.readlines, _BYTES_AT_ONCE), []), _Parts())
+
+
+def read_plain_lines(
+    lines: Sequence[bytes], *, first_line: int, first_index: int
+) -> JsonlSource | None:
+    """Some lines of a JSONL file (from its line number ``first_line`` on; the first sample
+    among them the file's sample number ``first_index``, which names a sample without
+    ``id``) as :func:`read_plain` reads the whole file: how a worker of the ``processes``
+    runner reads its part of one. None when one is no plain ID sample."""
+    step = _LINES_AT_ONCE
+    batches = (lines[start : start + step] for start in range(0, len(lines), step))
+    return _read(batches, _Parts(first_index), first=first_line == 1)
+
+
+def _read(
+    batches: Iterator[Sequence[bytes]], parts: _Parts, *, first: bool = True
+) -> JsonlSource | None:
+    """The rows of ``batches`` of lines (the file's first among them when ``first``) added
+    to ``parts``, as a source (None: see :func:`read_plain`)."""
+    with collector_paused():  # (no cycles: rows of lists)
+        for lines in batches:
+            rows = _rows(list(lines), first)
             if rows is None or not parts.add(rows):
                 return None
             first = False
-            lines = handle.readlines(_BYTES_AT_ONCE)
     if not parts.count or parts.repeated_id():
         return None  # (a repeated id: the sample path refuses it, or sets it aside)
     return JsonlSource(parts)

@@ -28,6 +28,7 @@ import itertools
 import multiprocessing
 import os
 import re
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -40,9 +41,10 @@ import anyio.to_thread
 import attrs
 
 from ctxeval._calls.limits import Limits
-from ctxeval._data.loading import SampleStream
+from ctxeval._data.loading import COLUMNS_FROM, SampleStream
 from ctxeval._data.sample import Sample
 from ctxeval._errors import ConfigError, CtxevalError
+from ctxeval._plugins.hooks import ranked_column_scorer
 from ctxeval._results.columns import Lines, RowBlock, Texts
 from ctxeval._results.results import MetricResult
 from ctxeval._run.checks import check_runner_options
@@ -335,14 +337,34 @@ def _ready(metrics: object) -> None:
     runner and the metrics' plugins), so the worker is ready when its first part comes."""
 
 
+def _plain_part(plan: RunPlan, lines: list[bytes], first_line: int, first: int) -> Any:
+    """The lines of a part as ranked columns (:mod:`ctxeval._data.jsonl_columns`), read in
+    bulk as the local runner reads a whole file of plain ID samples, when the part is large
+    enough to pay numpy's import (a worker pays it once: then the file's last, smaller parts
+    too) and every metric scores such columns; else None."""
+    least = COLUMNS_FROM // 32 if "numpy" in sys.modules else COLUMNS_FROM // 8
+    if sum(map(len, lines)) < least:
+        return None
+    if any(ranked_column_scorer(metric) is None for metric in plan.metrics):
+        return None
+    from ctxeval._data.jsonl_columns import read_plain_lines
+
+    return read_plain_lines(lines, first_line=first_line, first_index=first)
+
+
 def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> _Done:
     """In a worker process: score one part of the input with the local runner."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     kind, data = payload
+    kept: list[bytes] | None = None  # (the part's rows' lines, when read as columns)
     if kind == "lines":
         path, first_line, blob = data
-        lines = io.BytesIO(blob)  # split as iterating the file splits it
-        samples: Any = SampleStream.of_lines(Path(path), lines, first_line=first_line)
+        lines = io.BytesIO(blob).readlines()  # split as iterating the file splits it
+        samples: Any = None if digests else _plain_part(plan, lines, first_line, first)
+        if samples is not None:
+            kept = [line for line in lines if line.strip()]
+        else:
+            samples = SampleStream.of_lines(Path(path), lines, first_line=first_line)
     else:
         samples = data
     collected = GatheredParts()
@@ -354,8 +376,12 @@ def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> 
     except Exception as exc:  # raised by the driving process once these rows are in
         error = exc
     per_part = None if log is None else [log.per_row(rows) for rows in collected.parts]
+    done = 0  # (the part's rows before this block's: a columnar run's blocks come in order)
     for rows in collected.parts:
         if isinstance(rows, RowBlock):
+            if kept is not None:  # its samples as their lines: the columns stay here
+                rows.sources = kept[done : done + len(rows.sources)]
+            done += len(rows.sources)
             # the parsed samples stay here: unpickling them cost the driving process more
             # than the whole local run (89 ms against 1.7 ms a part of 5 000 samples); the
             # rows' evidence is read from their lines, as from any kept block
