@@ -562,3 +562,15 @@ def test_the_command_line_runs_on_ray(ray_cluster: RayCluster, tmp_path: Path) -
         return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
     assert run("--runner", "ray", "--workers", "2") == run()
+
+
+def test_a_stream_with_a_column_map_is_read_by_ctxeval_not_by_ray(tmp_path: Path) -> None:
+    """Ray reads a file's rows as they are: a stream that renames its columns is read by
+    ctxeval (a run of it once scored every row as an error: fields missing)."""
+    from ctxeval_ray.run import _file_ray_reads
+
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps({"got": ["a", "b"], "want": ["b"]}) + "\n", encoding="utf-8")
+    renamed = {"retrieved_context_ids": "got", "reference_context_ids": "want"}
+    assert _file_ray_reads(ctxeval.load_samples(path))
+    assert not _file_ray_reads(ctxeval.load_samples(path, column_map=renamed))

@@ -507,3 +507,20 @@ def test_processes_rows_equal_local_rows_on_a_file_of_plain_ids(tmp_path: Path) 
         spread.to_jsonl(tmp_path / "a.jsonl").read_bytes()
         == local.to_jsonl(tmp_path / "b.jsonl").read_bytes()
     )
+
+
+def test_processes_read_a_file_with_a_column_map_as_mapped(
+    tmp_path: Path, processes: ProcessesRunner
+) -> None:
+    """The workers read lines as they are: a stream that renames its columns goes to them as
+    samples (its rows were once all errors: the fields missing)."""
+    path = tmp_path / "renamed.jsonl"
+    rows = ({"id": f"q{i}", "got": [f"d{i % 7}", "d1"], "want": ["d1"]} for i in range(400))
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    renamed = {"retrieved_context_ids": "got", "reference_context_ids": "want"}
+    local = ctxeval.evaluate(ctxeval.load_samples(path, column_map=renamed), ["id_mrr"])
+    spread = ctxeval.evaluate(
+        ctxeval.load_samples(path, column_map=renamed), ["id_mrr"], runner=processes
+    )
+    assert {r.status.value for r in local.results} == {"ok"}
+    assert _rows(spread) == _rows(local)

@@ -350,10 +350,11 @@ def _dataset_of(samples: Any, batch_size: int) -> Any:
 
 def _file_ray_reads(samples: Any) -> bool:
     """Whether ``samples`` is a :func:`ctxeval.load_samples` stream of a file Ray reads itself
-    (JSONL or Parquet, strict, not yet read)."""
+    (JSONL or Parquet, strict, read as it is: no column map, not yet read)."""
     return (
         isinstance(samples, ctxeval.SampleStream)
         and samples.strict
+        and samples.as_read  # (a column map renames the fields of each row it reads)
         and samples.rows_read == 0
         and samples.format in ("jsonl", "parquet")
     )

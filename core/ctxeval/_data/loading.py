@@ -103,7 +103,11 @@ class SampleStream(Iterator[Sample]):
         self.bad_rows = 0
         self.rows_read = 0
         self._rows = _READERS[format](path) if rows is None else rows
-        self._whole_file = rows is None  # (read as the file's reader reads it: see `_ranked`)
+        self.as_read = rows is None
+        """Whether the stream's samples are the file's rows as its reader reads them (no
+        ``column_map``, not some lines of it): another reader of the file's lines, such as a
+        worker of the ``processes`` runner or the columnar path (:meth:`_ranked`), gets the
+        same samples."""
         # the ids given so far (lenient mode: a repeat is skipped; strict: the run refuses it)
         self._ids: set[str] | None = None if strict else set()
         self._set_aside = False  # (a lenient run reads it: a repeated id is an error row)
@@ -267,7 +271,7 @@ class SampleStream(Iterator[Sample]):
         """Whether :meth:`_ranked` may read the stream as ranked columns: a whole JSONL file
         not read yet, of at least :data:`COLUMNS_FROM` bytes (checked before anything
         imports numpy)."""
-        if not self._whole_file or self.format != "jsonl" or self.rows_read:
+        if not self.as_read or self.format != "jsonl" or self.rows_read:
             return False
         least = COLUMNS_FROM // 8 if "numpy" in sys.modules else COLUMNS_FROM
         try:

@@ -223,6 +223,7 @@ def _parts(
         by_lines
         and isinstance(samples, SampleStream)
         and samples.format == "jsonl"
+        and samples.as_read  # (a column map renames the fields of each row it reads)
         and samples.strict
         and samples.rows_read == 0
     ):
