@@ -327,3 +327,23 @@ def test_deep_average_precision_is_exact() -> None:
     got = ranked_scores(policy.RankedAveragePrecision(), 1, columns)[0]
     exact = sum(Fraction(i, r) for i, r in enumerate((37, 41, 43, 47), start=1)) / 5
     assert got == float(exact)
+
+
+def test_an_ndcg_whose_reference_drops_low_grades_keeps_the_sample_path(tmp_path: Path) -> None:
+    """nDCG on the columns takes every grade above 0 as a gain; a metric whose reference side
+    keeps only grades >= 2 computes otherwise, and is not scored from columns."""
+    import attrs
+
+    from ctxeval_ids.metrics import IDNDCGAtK
+
+    @attrs.frozen(kw_only=True)
+    class _HighOnly(IDNDCGAtK):
+        def reference_level(self, formula: Any) -> int:
+            return 2
+
+    metric = _HighOnly(k=5, name="ndcg_high")
+    assert not metric.takes_ranked_columns()
+    assert ctxeval.get_metric("id_ndcg_at_k", k=5).takes_ranked_columns()
+    qrels, run = write_files(tmp_path, 3)
+    expected = rows_of(ctxeval.load_trec(qrels, run), [metric])
+    assert rows_of(open_trec(qrels, run), [metric]) == expected

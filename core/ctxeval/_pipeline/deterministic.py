@@ -28,7 +28,7 @@ from ctxeval._plugins.hooks import is_itemwise, is_membership
 from ctxeval._plugins.protocols import DeterministicMatcher, RunContext
 from ctxeval._results.columns import Column
 from ctxeval._results.results import LazyDetails, MetricResult, ok_row
-from ctxeval.policy import Side
+from ctxeval.policy import NDCGAtK, Side
 
 if TYPE_CHECKING:
     from ctxeval._data.ranked import RankedColumns
@@ -120,6 +120,8 @@ class DeterministicPipelineMetric(PipelineMetric):
             return False  # (said before numpy is imported: most metrics are not ranked)
         from ctxeval._pipeline.ranked import RANKED_FORMULAS
 
+        if type(p.formula) is NDCGAtK and reference.min_grade > 1:
+            return False  # (its gains on the columns: every grade above 0)
         return type(p.formula) in RANKED_FORMULAS
 
     def score_ranked_columns(self, columns: RankedColumns) -> Any:
