@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from typing import Any, Final, overload
 
 import orjson
@@ -56,17 +56,24 @@ def sample_of(source: Source) -> Sample:
 
 
 class _Reread:
-    """The sample of one JSON line, read again once for all the rows that ask for it."""
+    """The sample of one JSON line, read again once for all the rows that ask for it; or the
+    sample at ``position`` of a source held compactly (built when first asked for: a row
+    keeps this, not the sample)."""
 
-    __slots__ = ("_line", "_sample")
+    __slots__ = ("_line", "_position", "_sample")
 
-    def __init__(self, line: bytes) -> None:
+    def __init__(self, line: bytes | Sequence[Sample], position: int = -1) -> None:
         self._line = line
+        self._position = position
         self._sample: Sample | None = None
 
     def sample(self) -> Sample:
         if self._sample is None:
-            self._sample = sample_of(self._line)
+            line = self._line
+            if isinstance(line, bytes):
+                self._sample = sample_of(line)
+            else:
+                self._sample = line[self._position]
         return self._sample
 
 
@@ -389,17 +396,18 @@ class RowBlock(Sequence[MetricResult]):
         if not 0 <= index < size:
             raise IndexError("row block index out of range")
         sample, metric = divmod(index, len(self.columns))
-        return self.columns[metric].row(
-            sample, self.sample_ids[sample], _held(self.sources[sample])
-        )
+        return self.columns[metric].row(sample, self.sample_ids[sample], self.held(sample))
 
     def __iter__(self) -> Iterator[MetricResult]:
         columns = self.columns
-        for position, (sample_id, source) in enumerate(
-            zip(self.sample_ids, self.sources, strict=True)
-        ):
-            sample = _held(source)  # one for all of the sample's rows
-            for column in columns:
+        sources = self.sources
+        if getattr(sources, "held_compactly", False):  # (each sample built when asked for)
+            compact: Any = sources  # (its items: samples)
+            held: Iterable[Sample | _Reread] = map(_Reread, repeat(compact), range(len(compact)))
+        else:
+            held = map(_held, sources)
+        for position, (sample_id, sample) in enumerate(zip(self.sample_ids, held, strict=True)):
+            for column in columns:  # (one sample for all of its rows)
                 yield column.row(position, sample_id, sample)
 
     def __repr__(self) -> str:
@@ -425,8 +433,12 @@ class RowBlock(Sequence[MetricResult]):
 
     def held(self, position: int) -> Sample | _Reread:
         """What the rows of the sample at ``position`` read their evidence from: the sample,
-        or its line, read again once for all of them."""
-        return _held(self.sources[position])
+        or its line, read again once for all of them (of a source held compactly: its
+        position there, the sample built when first asked for)."""
+        sources = self.sources
+        if getattr(sources, "held_compactly", False):  # (its items: samples)
+            return _Reread(sources, position)  # type: ignore[arg-type]
+        return _held(sources[position])
 
     def rows_of(self, column: Column) -> list[MetricResult]:
         """The rows of one of the block's columns, in order (built now)."""
