@@ -23,7 +23,7 @@ import attrs
 import orjson
 
 from ctxeval._calls.cache import SQLiteCache
-from ctxeval._data.arrow_columns import arrow_samples
+from ctxeval._data.arrow_columns import arrow_ranked, arrow_samples
 from ctxeval._errors import ConfigError, DataError
 from ctxeval._output.lines import (
     PlainRow,
@@ -32,6 +32,7 @@ from ctxeval._output.lines import (
     built_row,
     evidence_of,
 )
+from ctxeval._plugins.hooks import ranked_column_scorer
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.columns import RowBlock, Scores
 from ctxeval._results.results import NO_USAGE, MetricResult, json_line
@@ -171,6 +172,13 @@ class BatchScorer:
         plan = plan.for_workers(**divided_settings(plan.settings, workers))
         return cls(plan, cache_path=cache_path, details=details)
 
+    def _ranked(self) -> bool:
+        """Whether every metric scores ranked columns (then an Arrow batch of the plain shape
+        is scored as such, without a sample per row: :func:`~ctxeval._data.arrow_columns.
+        arrow_ranked`)."""
+        metrics = self.plan.metrics
+        return bool(metrics) and all(ranked_column_scorer(m) is not None for m in metrics)
+
     @property
     def metrics(self) -> tuple[str, ...]:
         """The metrics' row names, in the order of each sample's rows."""
@@ -189,7 +197,7 @@ class BatchScorer:
     def __call__(self, batch: Any) -> Any:
         """The rows of ``batch`` (a pandas DataFrame, a pyarrow Table or RecordBatch), as a
         table of the same kind."""
-        samples, kind = _samples(batch)
+        samples, kind = _samples(batch, ranked=self._ranked())
         parts = self._parts(samples)
         if kind == "arrow":
             return _arrow_table(parts, details=self.details)
@@ -199,7 +207,7 @@ class BatchScorer:
         """Each sample's rows as one JSON array (the rows as ``results.jsonl`` writes them),
         in the order of ``batch``: for engines whose functions give one value per input row
         (Daft's batch functions, Spark's ``pandas_udf``)."""
-        samples, _ = _samples(batch)
+        samples, _ = _samples(batch, ranked=self._ranked())
         width = len(self.metrics)
         rows = [row for part in self._parts(samples) for row in part]
         return [
@@ -235,7 +243,7 @@ class BatchScorer:
     async def _score_part(self, samples: list[Any], first_index: int) -> ScoredPart:
         return await score_part(self.plan, samples, first_index=first_index)
 
-    def _parts(self, samples: list[Any]) -> list[Sequence[MetricResult]]:
+    def _parts(self, samples: Sequence[Any]) -> list[Sequence[MetricResult]]:
         """The rows of ``samples`` (samples, or dicts of their fields) in the parts the local
         runner gives (row blocks: columns)."""
         if not samples:
@@ -245,7 +253,7 @@ class BatchScorer:
         )
         return parts
 
-    async def _score(self, samples: list[Any]) -> list[Sequence[MetricResult]]:
+    async def _score(self, samples: Sequence[Any]) -> list[Sequence[MetricResult]]:
         parts, error = await _scored(self.plan, samples, None)
         if error is not None:
             raise error
@@ -278,13 +286,17 @@ async def _done() -> None:
     """What the loop cleans up when it stops: nothing."""
 
 
-def _samples(batch: Any) -> tuple[list[Any], str]:
+def _samples(batch: Any, *, ranked: bool = False) -> tuple[Sequence[Any], str]:
     """The samples of ``batch``, and the kind of table it is: an Arrow batch read by columns
-    when it can be (:func:`~ctxeval._data.arrow_columns.arrow_samples`), else each row as a
-    dict of plain Python values (Arrow's cells come plain; pandas' are made plain) that the
-    run reads as it reads any sample."""
+    when it can be (:func:`~ctxeval._data.arrow_columns.arrow_samples`; with ``ranked``, as
+    ranked columns when it is of their plain shape: :func:`~ctxeval._data.arrow_columns.
+    arrow_ranked`), else each row as a dict of plain Python values (Arrow's cells come plain;
+    pandas' are made plain) that the run reads as it reads any sample."""
     module = type(batch).__module__.split(".")[0]
     if module == "pyarrow" and hasattr(batch, "to_pylist"):
+        source = arrow_ranked(batch) if ranked and hasattr(batch, "schema") else None
+        if source is not None:
+            return source, "arrow"
         read = arrow_samples(batch) if hasattr(batch, "schema") else None
         if read is not None:
             return read, "arrow"
