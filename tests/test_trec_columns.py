@@ -79,6 +79,10 @@ def metrics() -> list[Any]:
         get("id_recall_at_k", k=100),
         get("id_recall_at_k", k=4, relevance_level=3, name="r4_3"),
         get("id_hit_rate_at_k", k=2, trec_eval_averaging=True, name="hit2_trec"),
+        get("id_based_context_precision"),
+        get("id_based_context_recall"),
+        get("id_based_context_recall", relevance_level=2, name="recall_2"),
+        get("id_based_context_precision", trec_eval_averaging=True, name="precision_trec"),
     ]
 
 
@@ -215,6 +219,7 @@ def test_the_vectorised_values_are_the_formulas_floats(
     formulas: list[policy.Formula] = [
         policy.NDCGAtK(k=k), policy.RankedAveragePrecision(), policy.PrecisionAtK(k=k),
         policy.RecallAtK(k=k), policy.HitRateAtK(k=k), policy.ReciprocalRank(),
+        policy.Precision(), policy.Recall(),
     ]  # fmt: skip
     for formula in formulas:
         for level in (1, 2):

@@ -96,7 +96,7 @@ class DeterministicPipelineMetric(PipelineMetric):
     def takes_ranked_columns(self) -> bool:
         """Whether :meth:`score_ranked_columns` scores this metric
         (:class:`~ctxeval.plugin.hooks.ScoresRankedColumns`): the reference and retrieved
-        context IDs as they are (the retrieved ones deduplicated), matched by membership,
+        context IDs as they are (each side deduplicated), matched by membership,
         into a ranked formula scored over columns (:data:`~ctxeval._pipeline.ranked.
         RANKED_FORMULAS`), with no retrieval units."""
         from ctxeval._pipeline.ranked import RANKED_FORMULAS
@@ -109,6 +109,7 @@ class DeterministicPipelineMetric(PipelineMetric):
             and is_membership(p.matcher)
             and type(reference) is Items
             and reference.field == "reference_context_ids"
+            and reference.dedupe
             and type(retrieved) is Items
             and retrieved.field == "retrieved_context_ids"
             and retrieved.dedupe

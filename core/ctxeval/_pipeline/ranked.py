@@ -6,8 +6,8 @@ Only the plain ``ok`` rows are scored here (something retrieved and something re
 others (NaN in the scores) are left to the sample path, which gives their reasons and details.
 How each stays bit-for-bit the formula's float:
 
-* counts divided by counts (P@k, R@k, 1/rank) are one IEEE division of two exact integers,
-  as Python's ``int / int`` is: correctly rounded;
+* counts divided by counts (precision, recall, P@k, R@k, 1/rank) are one IEEE division of
+  two exact integers, as Python's ``int / int`` is: correctly rounded;
 * average precision is the exact fraction ``sum(i * (L // rank_i)) / (L * R)`` with ``L`` a
   common multiple of the ranks (``lcm(1..last relevant rank)``), both integers exact in a
   double, then one correctly rounded division, as the formula's (whose common multiple may
@@ -31,8 +31,10 @@ from ctxeval.policy import (
     Formula,
     HitRateAtK,
     NDCGAtK,
+    Precision,
     PrecisionAtK,
     RankedAveragePrecision,
+    Recall,
     RecallAtK,
     ReciprocalRank,
 )
@@ -46,7 +48,16 @@ Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
 RANKED_FORMULAS: Final = frozenset(
-    {PrecisionAtK, RecallAtK, HitRateAtK, ReciprocalRank, RankedAveragePrecision, NDCGAtK}
+    {
+        Precision,
+        Recall,
+        PrecisionAtK,
+        RecallAtK,
+        HitRateAtK,
+        ReciprocalRank,
+        RankedAveragePrecision,
+        NDCGAtK,
+    }
 )
 """The formulas scored here (exactly these classes: a subclass may change the value)."""
 
@@ -132,6 +143,11 @@ def _values(
         first[queries[head]] = chunk.rank[at[head]]
         with np.errstate(divide="ignore"):
             return np.where(first > 0, 1.0 / np.maximum(first, 1), 0.0)
+    if kind is Precision or kind is Recall:  # (every retrieved document: distinct ones)
+        found = _per_query(hits.astype(np.int64), offsets)
+        if kind is Precision:
+            return found / np.maximum(chunk.retrieved, 1)
+        return found / np.maximum(n_reference, 1)
     assert isinstance(formula, (PrecisionAtK, RecallAtK, HitRateAtK, NDCGAtK))
     k = formula.k
     if kind is NDCGAtK:
