@@ -158,13 +158,14 @@ class ArrowRanked(Sequence[Sample]):
     """An Arrow batch of ID samples (an ``id``, the retrieved and the reference context IDs)
     as a :class:`~ctxeval._data.ranked.RankedSource`: its queries as ranked columns, made from
     the ID columns' flat values and offsets (:func:`arrow_ranked`), and its samples (those of
-    :func:`arrow_samples`, all built when one is first read: only a row the columns leave to
-    the sample path, or a row's evidence, reads one)."""
+    :func:`arrow_samples`), built only when read: one at a time for the few rows the columns
+    leave to the sample path, all at once for the rows' evidence."""
 
     def __init__(self, batch: Any, ids: list[str], columns: _IDColumns) -> None:
         self._batch, self.ids = batch, ids
         self._offsets, self._gains, self._ref_offsets = columns
         self._samples: list[Sample] | None = None
+        self._some: dict[int, Sample] = {}
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -183,6 +184,17 @@ class ArrowRanked(Sequence[Sample]):
             self._samples = samples
         return self._samples
 
+    def sample(self, position: int) -> Sample:
+        """The sample at ``position`` (from 0), built alone while few are read."""
+        if self._samples is not None or len(self._some) >= _FEW:
+            return self.built()[position]
+        sample = self._some.get(position)
+        if sample is None:
+            read = arrow_samples(self._batch.slice(position, 1))
+            assert read is not None
+            sample = self._some[position] = read[0]
+        return sample
+
     def ranked(self, start: int, stop: int) -> RankedColumns:
         """The queries at positions ``start:stop`` as ranked columns."""
         import numpy as np
@@ -200,6 +212,10 @@ class ArrowRanked(Sequence[Sample]):
         )
 
 
+_FEW: Final = 32
+"""Samples of an :class:`ArrowRanked` built one at a time before the rest are built at once."""
+
+
 class _Part(Sequence[Sample]):
     """The samples at positions ``start:stop`` of an :class:`ArrowRanked`, built when read."""
 
@@ -212,6 +228,8 @@ class _Part(Sequence[Sample]):
         return self._stop - self._start
 
     def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, int) and -len(self) <= index < len(self):
+            return self._source.sample(self._start + index % len(self))
         return self._source.built()[self._start : self._stop][index]
 
     def __iter__(self) -> Iterator[Sample]:
