@@ -67,6 +67,26 @@ def write_jsonl(path: Path, n: int, *, ids: bool) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
+FLAT_USAGE_SCHEMA = (
+    "sample_id string, metric string, status string, score double, reason string, "
+    "details string, requests long, retries long, prompt_tokens long, "
+    "completion_tokens long, cost_usd double, cache_hits long"
+)
+
+
+def unscored_flat_rows(batches: Any) -> Any:
+    """As :func:`unscored_rows`, the usage in six numeric columns (``FLAT_USAGE_SCHEMA``)
+    rather than one JSON text: what Spark's own part costs with them (``--floor``)."""
+    import pyarrow as pa
+
+    for rows in unscored_rows(batches):
+        count = rows.num_rows
+        zero = pa.repeat(pa.scalar(0, pa.int64()), count)
+        columns = [*rows.columns[:6], zero, zero, zero, zero, pa.repeat(pa.scalar(0.0), count)]
+        names = [field.split()[0] for field in FLAT_USAGE_SCHEMA.split(", ")]
+        yield pa.RecordBatch.from_arrays([*columns, zero], names=names)
+
+
 def unscored_rows(batches: Any) -> Any:
     """Rows of the batch scorer's shape for each Arrow batch of samples, without scoring (a
     sample's id, the metric's name, "ok", 0.5, no reason, no details, zero usage): what
@@ -135,10 +155,12 @@ def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
         )
 
 
-def time_frame(spark: Any, source: str, path: Path, details: bool | None, workers: int) -> float:
+def time_frame(
+    spark: Any, source: str, path: Path, details: bool | str | None, workers: int
+) -> float:
     """Seconds to score the samples at ``path`` (``source``: "json" or "parquet") with
     ``evaluate_frame`` and write its rows as Parquet (``details`` None: not scored, rows of
-    the same shape made by :func:`unscored_rows`)."""
+    the same shape made by :func:`unscored_rows`; "flat": by :func:`unscored_flat_rows`)."""
     from ctxeval_spark import evaluate_frame
     from ctxeval_spark.frames import ROW_SCHEMA
 
@@ -150,6 +172,9 @@ def time_frame(spark: Any, source: str, path: Path, details: bool | None, worker
         frame = spark.read.parquet(str(path))
     if details is None:
         frame.mapInArrow(unscored_rows, ROW_SCHEMA).write.mode("overwrite").parquet(str(out))
+    elif details == "flat":
+        rows = frame.mapInArrow(unscored_flat_rows, FLAT_USAGE_SCHEMA)
+        rows.write.mode("overwrite").parquet(str(out))
     else:
         evaluate_frame(
             frame, METRICS, workers=workers, output=out, mode="overwrite", details=details
@@ -248,7 +273,7 @@ def main() -> None:
     if not args.frame_only:
         runners["processes"] = ProcessesRunner(workers=args.workers)
         runners["spark"] = SparkRunner(workers=args.workers)
-    frames: dict[str, tuple[str, bool | None]] = {
+    frames: dict[str, tuple[str, bool | str | None]] = {
         "frame json": ("json", True),
         "frame json, no details": ("json", False),
         "frame parquet": ("parquet", True),
@@ -256,6 +281,7 @@ def main() -> None:
     }
     if args.floor:
         frames["spark alone (parquet, not scored)"] = ("parquet", None)
+        frames["spark alone, usage flat"] = ("parquet", "flat")
     times: dict[str, list[float]] = {
         name: [] for name in ["local", "local + results.jsonl", *runners, *frames]
     }
