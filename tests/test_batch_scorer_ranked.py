@@ -22,7 +22,16 @@ from ctxeval.runners import BatchScorer
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("numpy")
 
-RANKED = ["id_based_context_precision", "id_ndcg_at_k", "id_based_context_recall", "id_mrr"]
+RANKED = [
+    "id_based_context_precision",
+    "id_ndcg_at_k",
+    "id_based_context_recall",
+    "id_mrr",
+    "id_average_precision",
+    "id_precision_at_k",
+    "id_recall_at_k",
+    "id_hit_rate_at_k",
+]
 
 
 def _rows(table: Any) -> list[dict[str, Any]]:
