@@ -24,11 +24,14 @@ local ones (scores per sample and metric). ``--frame-only`` leaves out the proce
 spark runners; ``--batch-rows`` sets ``spark.sql.execution.arrow.maxRecordsPerBatch`` (the
 samples of one Arrow batch handed to the batch scorer; Spark's default 10 000). ``--floor``
 adds "Spark alone" (the Parquet frame through ``mapInArrow`` with rows of the same shape made
-without scoring: Spark's own part) and, after the Spark runs, the batch scorer alone on the
-same samples in this process (CPU a sample, with and without evidence), with what 1.5x
-``local`` would need of the frame against the two.
+without scoring: Spark's own part; and the same with the usage as one JSON text, the rows'
+shape before #53 flattened it) and, after the Spark runs, the batch scorer alone on the same
+samples in this process (CPU a sample, with and without evidence), with what 1.5x ``local``
+would need of the frame against the two. ``--lean`` leaves out the runs that write each row's
+evidence (``local + results.jsonl`` and the frames with ``details``).
 
     python bench/spark.py [--samples 1000000] [--workers 2] [--repeat 3] [--frame-only]
+        [--floor] [--lean]
 """
 
 from __future__ import annotations
@@ -67,56 +70,64 @@ def write_jsonl(path: Path, n: int, *, ids: bool) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
-FLAT_USAGE_SCHEMA = (
+JSON_USAGE_SCHEMA = (
     "sample_id string, metric string, status string, score double, reason string, "
-    "details string, requests long, retries long, prompt_tokens long, "
-    "completion_tokens long, cost_usd double, cache_hits long"
+    "details string, usage string"
 )
-
-
-def unscored_flat_rows(batches: Any) -> Any:
-    """As :func:`unscored_rows`, the usage in six numeric columns (``FLAT_USAGE_SCHEMA``)
-    rather than one JSON text: what Spark's own part costs with them (``--floor``)."""
-    import pyarrow as pa
-
-    for rows in unscored_rows(batches):
-        count = rows.num_rows
-        zero = pa.repeat(pa.scalar(0, pa.int64()), count)
-        columns = [*rows.columns[:6], zero, zero, zero, zero, pa.repeat(pa.scalar(0.0), count)]
-        names = [field.split()[0] for field in FLAT_USAGE_SCHEMA.split(", ")]
-        yield pa.RecordBatch.from_arrays([*columns, zero], names=names)
+"""The rows' Spark schema before #53 flattened their usage (one JSON text): ``--floor``
+times Spark's own part with it too."""
 
 
 def unscored_rows(batches: Any) -> Any:
     """Rows of the batch scorer's shape for each Arrow batch of samples, without scoring (a
-    sample's id, the metric's name, "ok", 0.5, no reason, no details, zero usage): what
-    Spark's own part of ``evaluate_frame`` costs (``--floor``)."""
+    sample's id, the metric's name, "ok", 0.5, no reason, no details, zero usage in six
+    columns): what Spark's own part of ``evaluate_frame`` costs (``--floor``)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from ctxeval.runners import ROW_COLUMNS
+
+    for batch in batches:
+        count = len(METRICS) * batch.num_rows
+        zero = pa.repeat(pa.scalar(0, pa.int64()), count)
+        usage = [zero] * 4 + [pa.repeat(pa.scalar(0.0), count), zero]
+        yield pa.RecordBatch.from_arrays([*_unscored(batch), *usage], names=list(ROW_COLUMNS))
+
+
+def unscored_json_rows(batches: Any) -> Any:
+    """As :func:`unscored_rows`, the usage as one JSON text (``JSON_USAGE_SCHEMA``, the shape
+    before #53 flattened it)."""
+    import pyarrow as pa
 
     usage = json.dumps(
         {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
         | {"cost_usd": 0.0, "cache_hits": 0},
         separators=(",", ":"),
     )
-    width = len(METRICS)
+    names = [field.split()[0] for field in JSON_USAGE_SCHEMA.split(", ")]
     for batch in batches:
-        count = width * batch.num_rows
-        index = pa.array(range(count), pa.int64())
-        sample = pc.divide(index, width)
-        metric = pc.subtract(index, pc.multiply(sample, width))
-        columns = [
-            batch.column("id").take(sample),
-            pa.array(METRICS).take(metric),
-            pa.repeat(pa.scalar("ok"), count),
-            pa.repeat(pa.scalar(0.5), count),
-            pa.nulls(count, pa.string()),
-            pa.nulls(count, pa.string()),
-            pa.repeat(pa.scalar(usage), count),
-        ]
-        yield pa.RecordBatch.from_arrays(columns, names=list(ROW_COLUMNS))
+        count = len(METRICS) * batch.num_rows
+        columns = [*_unscored(batch), pa.repeat(pa.scalar(usage), count)]
+        yield pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _unscored(batch: Any) -> list[Any]:
+    """The first six columns of the rows of ``batch``, unscored (see :func:`unscored_rows`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    width = len(METRICS)
+    count = width * batch.num_rows
+    index = pa.array(range(count), pa.int64())
+    sample = pc.divide(index, width)
+    metric = pc.subtract(index, pc.multiply(sample, width))
+    return [
+        batch.column("id").take(sample),
+        pa.array(METRICS).take(metric),
+        pa.repeat(pa.scalar("ok"), count),
+        pa.repeat(pa.scalar(0.5), count),
+        pa.nulls(count, pa.string()),
+        pa.nulls(count, pa.string()),
+    ]
 
 
 def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
@@ -160,7 +171,8 @@ def time_frame(
 ) -> float:
     """Seconds to score the samples at ``path`` (``source``: "json" or "parquet") with
     ``evaluate_frame`` and write its rows as Parquet (``details`` None: not scored, rows of
-    the same shape made by :func:`unscored_rows`; "flat": by :func:`unscored_flat_rows`)."""
+    the same shape made by :func:`unscored_rows`; "json usage": by
+    :func:`unscored_json_rows`)."""
     from ctxeval_spark import evaluate_frame
     from ctxeval_spark.frames import ROW_SCHEMA
 
@@ -172,8 +184,8 @@ def time_frame(
         frame = spark.read.parquet(str(path))
     if details is None:
         frame.mapInArrow(unscored_rows, ROW_SCHEMA).write.mode("overwrite").parquet(str(out))
-    elif details == "flat":
-        rows = frame.mapInArrow(unscored_flat_rows, FLAT_USAGE_SCHEMA)
+    elif details == "json usage":
+        rows = frame.mapInArrow(unscored_json_rows, JSON_USAGE_SCHEMA)
         rows.write.mode("overwrite").parquet(str(out))
     else:
         evaluate_frame(
@@ -254,6 +266,9 @@ def main() -> None:
     parser.add_argument(
         "--floor", action="store_true", help="also: the Parquet frame through Spark, not scored"
     )
+    parser.add_argument(
+        "--lean", action="store_true", help="leave out the runs that write the evidence"
+    )
     args = parser.parse_args()
     from ctxeval_spark import SparkRunner, spark_session
 
@@ -279,9 +294,11 @@ def main() -> None:
         "frame parquet": ("parquet", True),
         "frame parquet, no details": ("parquet", False),
     }
+    if args.lean:
+        frames = {label: how for label, how in frames.items() if how[1] is False}
     if args.floor:
         frames["spark alone (parquet, not scored)"] = ("parquet", None)
-        frames["spark alone, usage flat"] = ("parquet", "flat")
+        frames["spark alone, usage as JSON"] = ("parquet", "json usage")
     times: dict[str, list[float]] = {
         name: [] for name in ["local", "local + results.jsonl", *runners, *frames]
     }

@@ -17,6 +17,7 @@ import pytest
 import ctxeval
 from ctxeval._data import arrow_columns
 from ctxeval._data.arrow_columns import arrow_ranked
+from ctxeval._results.table import USAGE_COLUMNS
 from ctxeval.runners import BatchScorer
 
 pa = pytest.importorskip("pyarrow")
@@ -38,7 +39,7 @@ def _rows(table: Any) -> list[dict[str, Any]]:
     rows = table.to_pylist()
     for row in rows:
         row["details"] = None if row["details"] is None else json.loads(row["details"])
-        row["usage"] = json.loads(row["usage"])
+        row["usage"] = {name: row.pop(name) for name in USAGE_COLUMNS}  # (flattened)
     return rows
 
 
