@@ -166,18 +166,42 @@ def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
         )
 
 
+def descendants_cpu() -> float:
+    """CPU seconds (user + system) of this process's descendants: Spark's JVM and its Python
+    workers, with what their finished children spent. On a shared machine the wall time of a
+    two-core run is the load's as much as its own; its CPU is its own."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, tuple[int, int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", encoding="ascii") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(name)] = (int(fields[1]), sum(map(int, fields[11:15])))
+    total, todo = 0, [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, ticks) in parents.items():
+            if ppid == parent:
+                total += ticks
+                todo.append(pid)
+    return total / tick
+
+
 def time_frame(
     spark: Any, source: str, path: Path, details: bool | str | None, workers: int
-) -> float:
+) -> tuple[float, float]:
     """Seconds to score the samples at ``path`` (``source``: "json" or "parquet") with
     ``evaluate_frame`` and write its rows as Parquet (``details`` None: not scored, rows of
     the same shape made by :func:`unscored_rows`; "json usage": by
-    :func:`unscored_json_rows`)."""
+    :func:`unscored_json_rows`), and the CPU seconds it took (this process's and Spark's)."""
     from ctxeval_spark import evaluate_frame
     from ctxeval_spark.frames import ROW_SCHEMA
 
     out = path.parent / "rows.parquet"
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time() + descendants_cpu()
     if source == "json":
         frame = spark.read.json(str(path), schema=SCHEMA)
     else:
@@ -188,10 +212,12 @@ def time_frame(
         rows = frame.mapInArrow(unscored_json_rows, JSON_USAGE_SCHEMA)
         rows.write.mode("overwrite").parquet(str(out))
     else:
+        assert isinstance(details, bool)
         evaluate_frame(
             frame, METRICS, workers=workers, output=out, mode="overwrite", details=details
         )
-    return time.perf_counter() - started
+    spent = time.process_time() + descendants_cpu() - cpu
+    return time.perf_counter() - started, spent
 
 
 def scorer_alone(table_path: Path, repeat: int) -> dict[str, float]:
@@ -238,18 +264,21 @@ def floor_report(times: dict[str, list[float]], per_sample: dict[str, float], ar
         )
 
 
-def report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
-    """Best, median, best against local's best, and the median of the ratios to local in
-    each repeat (runs side by side)."""
+def report(
+    times: dict[str, list[float]], cpu: dict[str, list[float]], args: argparse.Namespace
+) -> None:
+    """Best, median, best against local's best, the median of the ratios to local in each
+    repeat (runs side by side), and the median CPU seconds (every process of the run)."""
     base = min(times["local"])
     print(f"\n{args.samples:,} samples x {len(METRICS)} ID metrics, {args.workers} workers")
-    print(f"{'':26} {'best':>8} {'median':>8} {'local/x':>8} {'same-run':>9}")
+    print(f"{'':34} {'best':>8} {'median':>8} {'local/x':>8} {'same-run':>9} {'CPU':>8}")
     for name, values in times.items():
         best = min(values)
         ratios = [local / x for local, x in zip(times["local"], values, strict=True)]
+        spent = f"{statistics.median(cpu[name]):7.2f}s" if cpu.get(name) else ""
         print(
-            f"{name:26} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x "
-            f"{statistics.median(ratios):8.2f}x"
+            f"{name:34} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x "
+            f"{statistics.median(ratios):8.2f}x {spent:>8}"
         )
 
 
@@ -296,13 +325,17 @@ def main() -> None:
     }
     if args.lean:
         frames = {label: how for label, how in frames.items() if how[1] is False}
+    print(f"load average at the start: {os.getloadavg()}")
     if args.floor:
         frames["spark alone (parquet, not scored)"] = ("parquet", None)
         frames["spark alone, usage as JSON"] = ("parquet", "json usage")
     times: dict[str, list[float]] = {
         name: [] for name in ["local", "local + results.jsonl", *runners, *frames]
     }
+    if args.lean:
+        del times["local + results.jsonl"]
     driver_cpu: dict[str, list[float]] = {name: [] for name in runners}
+    frame_cpu: dict[str, list[float]] = {name: [] for name in frames}
     for repeat in range(args.repeat):
         kept = {}
         for name, runner in runners.items():
@@ -310,7 +343,7 @@ def main() -> None:
             evaluation = ctxeval.evaluate(ctxeval.load_samples(data), METRICS, runner=runner)
             times[name].append(time.perf_counter() - started)
             driver_cpu[name].append(time.process_time() - cpu)
-            if name == "local":  # and its rows written with their evidence, as a frame's are
+            if name == "local" and not args.lean:  # and its rows written with their evidence
                 evaluation.to_jsonl(folder / "rows.jsonl")
                 times["local + results.jsonl"].append(time.perf_counter() - started)
             if repeat == 0 and name in ("local", "spark"):
@@ -321,9 +354,12 @@ def main() -> None:
         del kept
         for label, (source, details) in frames.items():
             path = with_ids if source == "json" else table
-            times[label].append(time_frame(spark, source, path, details, args.workers))
+            wall, spent = time_frame(spark, source, path, details, args.workers)
+            times[label].append(wall)
+            frame_cpu[label].append(spent)
         print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
-    report(times, args)
+    frame_cpu["local"] = driver_cpu["local"]
+    report(times, frame_cpu, args)
     if args.floor:
         floor_report(times, scorer_alone(table, args.repeat), args)
     print("\nthe driving process's own CPU (reading, collecting, ordering the rows) per run:")

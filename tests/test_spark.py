@@ -297,6 +297,13 @@ def test_the_command_line_runs_on_spark(tmp_path: Path, spark: Any) -> None:
     assert [(r["sample_id"], r["score"]) for r in written] == [
         (r.sample_id, r.score) for r in local.results
     ]
+    alone = subprocess.run(
+        [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m", "id_mrr",
+         "--out", str(tmp_path / "local")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    assert (out / "results.jsonl").read_bytes() == (tmp_path / "local/results.jsonl").read_bytes()
     wrong = subprocess.run(
         [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m", "id_mrr",
          "--runner", "processes", "--master", "local[2]"],
