@@ -118,11 +118,20 @@ def test_a_plain_batch_is_read_as_ranked_columns() -> None:
 
 
 @pytest.mark.parametrize("details", [True, False])
-def test_ranked_rows_equal_the_rows_of_evaluate(details: bool) -> None:
-    table = _odd()
+@pytest.mark.parametrize("dense", [True, False], ids=["flags table", "sorted keys"])
+def test_ranked_rows_equal_the_rows_of_evaluate(
+    details: bool, dense: bool, monkeypatch: Any
+) -> None:
+    if not dense:  # (a batch of many distinct IDs: its keys sorted, not looked up)
+        monkeypatch.setattr(arrow_columns, "_DENSE", 0)
+    table = pa.concat_tables([_odd(), _generated(200, seed=5)])
     expected = _evaluated(table, RANKED, details=details)
     assert {row["status"] for row in expected} == {"ok", "undefined", "error"}
     assert _rows(BatchScorer.build(RANKED, details=details)(table)) == expected
+    repeated = pa.table(
+        {"id": ["a"], "retrieved_context_ids": [["x"]], "reference_context_ids": [["y", "y"]]}
+    )
+    assert arrow_ranked(repeated) is None
 
 
 def test_no_sample_is_built_for_plain_rows_without_details(monkeypatch: Any) -> None:

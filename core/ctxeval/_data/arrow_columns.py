@@ -305,22 +305,56 @@ def _id_columns(size: int, retrieved: tuple[Any, Any], reference: tuple[Any, Any
     width = int(codes.max()) + 1 if len(codes) else 1
     queries = np.arange(size, dtype=np.int64)
     ret_keys = np.repeat(queries, ret_lengths) * width + codes[: len(ret_flat)]
-    ref_keys = np.sort(np.repeat(queries, ref_lengths) * width + codes[len(ret_flat) :])
-    if _repeats(ref_keys):
-        return None
-    if _repeats(np.sort(ret_keys)):  # the first of each kept, in rank order
+    ref_keys = np.repeat(queries, ref_lengths) * width + codes[len(ret_flat) :]
+    if size * width <= _DENSE:  # (the usual batch: a flag per query and ID, looked up)
+        member, repeated = _dense(size * width, ret_keys, ref_keys)
+    else:
+        member, repeated = _sorted(ret_keys, ref_keys)
+    if member is None:
+        return None  # (a reference ID repeated)
+    if repeated:  # the first of each kept, in rank order
         _, first = np.unique(ret_keys, return_index=True)
         first.sort()
-        ret_keys = ret_keys[first]
+        ret_keys, member = ret_keys[first], member[first]
         ret_lengths = np.bincount(ret_keys // width, minlength=size)
-    at = np.searchsorted(ref_keys, ret_keys)
-    member = ref_keys[np.minimum(at, len(ref_keys) - 1)] == ret_keys if len(ref_keys) else at < 0
     gains = np.where(member, 1, -1).astype(np.int64)
     return (
         np.concatenate(([0], np.cumsum(ret_lengths))).astype(np.int64),
         gains,
         np.concatenate(([0], np.cumsum(ref_lengths))).astype(np.int64),
     )
+
+
+_DENSE: Final = 1 << 22
+"""The most (query, ID) pairs of a batch looked up in a table of flags rather than by sorting."""
+
+
+def _dense(pairs: int, ret_keys: Any, ref_keys: Any) -> tuple[Any, bool]:
+    """Which retrieved keys are among the reference keys, and whether a retrieved key repeats,
+    by a table of ``pairs`` flags (keys are below ``pairs``); (None, ...) when a reference key
+    repeats."""
+    import numpy as np
+
+    flags = np.zeros(pairs, dtype=bool)
+    flags[ref_keys] = True
+    if int(np.count_nonzero(flags)) != len(ref_keys):
+        return None, False
+    member = flags[ret_keys]
+    flags[:] = False
+    flags[ret_keys] = True
+    return member, int(np.count_nonzero(flags)) != len(ret_keys)
+
+
+def _sorted(ret_keys: Any, ref_keys: Any) -> tuple[Any, bool]:
+    """:func:`_dense` by sorting, for a batch of many distinct IDs."""
+    import numpy as np
+
+    ref_keys = np.sort(ref_keys)
+    if _repeats(ref_keys):
+        return None, False
+    at = np.searchsorted(ref_keys, ret_keys)
+    member = ref_keys[np.minimum(at, len(ref_keys) - 1)] == ret_keys if len(ref_keys) else at < 0
+    return member, _repeats(np.sort(ret_keys))
 
 
 def _repeats(keys: Any) -> bool:
