@@ -24,11 +24,14 @@ local ones (scores per sample and metric). ``--frame-only`` leaves out the proce
 spark runners; ``--batch-rows`` sets ``spark.sql.execution.arrow.maxRecordsPerBatch`` (the
 samples of one Arrow batch handed to the batch scorer; Spark's default 10 000). ``--floor``
 adds "Spark alone" (the Parquet frame through ``mapInArrow`` with rows of the same shape made
-without scoring: Spark's own part) and, after the Spark runs, the batch scorer alone on the
-same samples in this process (CPU a sample, with and without evidence), with what 1.5x
-``local`` would need of the frame against the two.
+without scoring: Spark's own part; and the same with the usage as one JSON text, the rows'
+shape before #53 flattened it) and, after the Spark runs, the batch scorer alone on the same
+samples in this process (CPU a sample, with and without evidence), with what 1.5x ``local``
+would need of the frame against the two. ``--lean`` leaves out the runs that write each row's
+evidence (``local + results.jsonl`` and the frames with ``details``).
 
     python bench/spark.py [--samples 1000000] [--workers 2] [--repeat 3] [--frame-only]
+        [--floor] [--lean]
 """
 
 from __future__ import annotations
@@ -67,36 +70,64 @@ def write_jsonl(path: Path, n: int, *, ids: bool) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
+JSON_USAGE_SCHEMA = (
+    "sample_id string, metric string, status string, score double, reason string, "
+    "details string, usage string"
+)
+"""The rows' Spark schema before #53 flattened their usage (one JSON text): ``--floor``
+times Spark's own part with it too."""
+
+
 def unscored_rows(batches: Any) -> Any:
     """Rows of the batch scorer's shape for each Arrow batch of samples, without scoring (a
-    sample's id, the metric's name, "ok", 0.5, no reason, no details, zero usage): what
-    Spark's own part of ``evaluate_frame`` costs (``--floor``)."""
+    sample's id, the metric's name, "ok", 0.5, no reason, no details, zero usage in six
+    columns): what Spark's own part of ``evaluate_frame`` costs (``--floor``)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from ctxeval.runners import ROW_COLUMNS
+
+    for batch in batches:
+        count = len(METRICS) * batch.num_rows
+        zero = pa.repeat(pa.scalar(0, pa.int64()), count)
+        usage = [zero] * 4 + [pa.repeat(pa.scalar(0.0), count), zero]
+        yield pa.RecordBatch.from_arrays([*_unscored(batch), *usage], names=list(ROW_COLUMNS))
+
+
+def unscored_json_rows(batches: Any) -> Any:
+    """As :func:`unscored_rows`, the usage as one JSON text (``JSON_USAGE_SCHEMA``, the shape
+    before #53 flattened it)."""
+    import pyarrow as pa
 
     usage = json.dumps(
         {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
         | {"cost_usd": 0.0, "cache_hits": 0},
         separators=(",", ":"),
     )
-    width = len(METRICS)
+    names = [field.split()[0] for field in JSON_USAGE_SCHEMA.split(", ")]
     for batch in batches:
-        count = width * batch.num_rows
-        index = pa.array(range(count), pa.int64())
-        sample = pc.divide(index, width)
-        metric = pc.subtract(index, pc.multiply(sample, width))
-        columns = [
-            batch.column("id").take(sample),
-            pa.array(METRICS).take(metric),
-            pa.repeat(pa.scalar("ok"), count),
-            pa.repeat(pa.scalar(0.5), count),
-            pa.nulls(count, pa.string()),
-            pa.nulls(count, pa.string()),
-            pa.repeat(pa.scalar(usage), count),
-        ]
-        yield pa.RecordBatch.from_arrays(columns, names=list(ROW_COLUMNS))
+        count = len(METRICS) * batch.num_rows
+        columns = [*_unscored(batch), pa.repeat(pa.scalar(usage), count)]
+        yield pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _unscored(batch: Any) -> list[Any]:
+    """The first six columns of the rows of ``batch``, unscored (see :func:`unscored_rows`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    width = len(METRICS)
+    count = width * batch.num_rows
+    index = pa.array(range(count), pa.int64())
+    sample = pc.divide(index, width)
+    metric = pc.subtract(index, pc.multiply(sample, width))
+    return [
+        batch.column("id").take(sample),
+        pa.array(METRICS).take(metric),
+        pa.repeat(pa.scalar("ok"), count),
+        pa.repeat(pa.scalar(0.5), count),
+        pa.nulls(count, pa.string()),
+        pa.nulls(count, pa.string()),
+    ]
 
 
 def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
@@ -135,26 +166,58 @@ def ray_side_by_side(path: Path, workers: int, repeat: int) -> None:
         )
 
 
-def time_frame(spark: Any, source: str, path: Path, details: bool | None, workers: int) -> float:
+def descendants_cpu() -> float:
+    """CPU seconds (user + system) of this process's descendants: Spark's JVM and its Python
+    workers, with what their finished children spent. On a shared machine the wall time of a
+    two-core run is the load's as much as its own; its CPU is its own."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, tuple[int, int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", encoding="ascii") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(name)] = (int(fields[1]), sum(map(int, fields[11:15])))
+    total, todo = 0, [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, ticks) in parents.items():
+            if ppid == parent:
+                total += ticks
+                todo.append(pid)
+    return total / tick
+
+
+def time_frame(
+    spark: Any, source: str, path: Path, details: bool | str | None, workers: int
+) -> tuple[float, float]:
     """Seconds to score the samples at ``path`` (``source``: "json" or "parquet") with
     ``evaluate_frame`` and write its rows as Parquet (``details`` None: not scored, rows of
-    the same shape made by :func:`unscored_rows`)."""
+    the same shape made by :func:`unscored_rows`; "json usage": by
+    :func:`unscored_json_rows`), and the CPU seconds it took (this process's and Spark's)."""
     from ctxeval_spark import evaluate_frame
     from ctxeval_spark.frames import ROW_SCHEMA
 
     out = path.parent / "rows.parquet"
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time() + descendants_cpu()
     if source == "json":
         frame = spark.read.json(str(path), schema=SCHEMA)
     else:
         frame = spark.read.parquet(str(path))
     if details is None:
         frame.mapInArrow(unscored_rows, ROW_SCHEMA).write.mode("overwrite").parquet(str(out))
+    elif details == "json usage":
+        rows = frame.mapInArrow(unscored_json_rows, JSON_USAGE_SCHEMA)
+        rows.write.mode("overwrite").parquet(str(out))
     else:
+        assert isinstance(details, bool)
         evaluate_frame(
             frame, METRICS, workers=workers, output=out, mode="overwrite", details=details
         )
-    return time.perf_counter() - started
+    spent = time.process_time() + descendants_cpu() - cpu
+    return time.perf_counter() - started, spent
 
 
 def scorer_alone(table_path: Path, repeat: int) -> dict[str, float]:
@@ -201,18 +264,21 @@ def floor_report(times: dict[str, list[float]], per_sample: dict[str, float], ar
         )
 
 
-def report(times: dict[str, list[float]], args: argparse.Namespace) -> None:
-    """Best, median, best against local's best, and the median of the ratios to local in
-    each repeat (runs side by side)."""
+def report(
+    times: dict[str, list[float]], cpu: dict[str, list[float]], args: argparse.Namespace
+) -> None:
+    """Best, median, best against local's best, the median of the ratios to local in each
+    repeat (runs side by side), and the median CPU seconds (every process of the run)."""
     base = min(times["local"])
     print(f"\n{args.samples:,} samples x {len(METRICS)} ID metrics, {args.workers} workers")
-    print(f"{'':26} {'best':>8} {'median':>8} {'local/x':>8} {'same-run':>9}")
+    print(f"{'':34} {'best':>8} {'median':>8} {'local/x':>8} {'same-run':>9} {'CPU':>8}")
     for name, values in times.items():
         best = min(values)
         ratios = [local / x for local, x in zip(times["local"], values, strict=True)]
+        spent = f"{statistics.median(cpu[name]):7.2f}s" if cpu.get(name) else ""
         print(
-            f"{name:26} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x "
-            f"{statistics.median(ratios):8.2f}x"
+            f"{name:34} {best:8.2f} {statistics.median(values):8.2f} {base / best:8.2f}x "
+            f"{statistics.median(ratios):8.2f}x {spent:>8}"
         )
 
 
@@ -228,6 +294,9 @@ def main() -> None:
     parser.add_argument("--batch-rows", type=int, default=None, help="Arrow batch size in Spark")
     parser.add_argument(
         "--floor", action="store_true", help="also: the Parquet frame through Spark, not scored"
+    )
+    parser.add_argument(
+        "--lean", action="store_true", help="leave out the runs that write the evidence"
     )
     args = parser.parse_args()
     from ctxeval_spark import SparkRunner, spark_session
@@ -248,18 +317,25 @@ def main() -> None:
     if not args.frame_only:
         runners["processes"] = ProcessesRunner(workers=args.workers)
         runners["spark"] = SparkRunner(workers=args.workers)
-    frames: dict[str, tuple[str, bool | None]] = {
+    frames: dict[str, tuple[str, bool | str | None]] = {
         "frame json": ("json", True),
         "frame json, no details": ("json", False),
         "frame parquet": ("parquet", True),
         "frame parquet, no details": ("parquet", False),
     }
+    if args.lean:
+        frames = {label: how for label, how in frames.items() if how[1] is False}
+    print(f"load average at the start: {os.getloadavg()}")
     if args.floor:
         frames["spark alone (parquet, not scored)"] = ("parquet", None)
+        frames["spark alone, usage as JSON"] = ("parquet", "json usage")
     times: dict[str, list[float]] = {
         name: [] for name in ["local", "local + results.jsonl", *runners, *frames]
     }
+    if args.lean:
+        del times["local + results.jsonl"]
     driver_cpu: dict[str, list[float]] = {name: [] for name in runners}
+    frame_cpu: dict[str, list[float]] = {name: [] for name in frames}
     for repeat in range(args.repeat):
         kept = {}
         for name, runner in runners.items():
@@ -267,7 +343,7 @@ def main() -> None:
             evaluation = ctxeval.evaluate(ctxeval.load_samples(data), METRICS, runner=runner)
             times[name].append(time.perf_counter() - started)
             driver_cpu[name].append(time.process_time() - cpu)
-            if name == "local":  # and its rows written with their evidence, as a frame's are
+            if name == "local" and not args.lean:  # and its rows written with their evidence
                 evaluation.to_jsonl(folder / "rows.jsonl")
                 times["local + results.jsonl"].append(time.perf_counter() - started)
             if repeat == 0 and name in ("local", "spark"):
@@ -278,9 +354,12 @@ def main() -> None:
         del kept
         for label, (source, details) in frames.items():
             path = with_ids if source == "json" else table
-            times[label].append(time_frame(spark, source, path, details, args.workers))
+            wall, spent = time_frame(spark, source, path, details, args.workers)
+            times[label].append(wall)
+            frame_cpu[label].append(spent)
         print(f"repeat {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()))
-    report(times, args)
+    frame_cpu["local"] = driver_cpu["local"]
+    report(times, frame_cpu, args)
     if args.floor:
         floor_report(times, scorer_alone(table, args.repeat), args)
     print("\nthe driving process's own CPU (reading, collecting, ordering the rows) per run:")

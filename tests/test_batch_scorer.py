@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import ctxeval
+from ctxeval._results.table import USAGE_COLUMNS
 from ctxeval.runners import ROW_COLUMNS, BatchScorer
 
 pd = pytest.importorskip("pandas")
@@ -45,7 +46,7 @@ def _expected() -> list[dict[str, Any]]:
 def _as_dicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         row["details"] = json.loads(row["details"])
-        row["usage"] = json.loads(row["usage"])
+        row["usage"] = {name: row.pop(name) for name in USAGE_COLUMNS}  # (flattened)
     return rows
 
 
@@ -92,3 +93,38 @@ def test_score_part_gives_what_score_part_gives_on_the_scorers_own_loop() -> Non
         assert [r.sample_id for r in broken.rows] == ["q0", "q0", "q1", "q1"]
     finally:
         scorer.close()
+
+
+def test_llm_rows_carry_their_usage_in_the_columns_of_to_arrow() -> None:
+    """The batch scorer's rows have the one Arrow row schema of ctxeval's tables of rows
+    (``results.parquet``, ``Evaluation.to_arrow``): the usage flattened into six columns, an
+    LLM row's requests, tokens and cost in them (#53); pandas the same columns."""
+    from ctxeval_llm import LLMConfig
+    from fakes.openai_server import FakeOpenAI
+    from llm_judge import Judge
+
+    contexts = ["Paris is in France.", "Bananas are yellow."]
+    samples = [
+        {
+            "id": f"s{i}",
+            "user_input": f"Where is Paris? ({i})",
+            "reference": "Paris is in France.",
+            "retrieved_contexts": contexts[i % 2 :] + contexts[: i % 2],
+        }
+        for i in range(6)
+    ]
+    with FakeOpenAI(Judge(verdicts={contexts[0]: 1, contexts[1]: 0})) as server:
+        llm = LLMConfig(model="openai/fake-judge", api_base=server.url, api_key="sk-test")
+        evaluation = ctxeval.evaluate(samples, ["context_precision"], llm=llm)
+        scorer = BatchScorer.build(["context_precision"], llm=llm)
+        table = scorer(pa.Table.from_pylist(samples))
+        frame = scorer(pd.DataFrame(samples))
+        scorer.close()
+    expected = [row.to_dict() for row in evaluation.results]
+    assert all(row["usage"]["requests"] >= 1 for row in expected)
+    assert table.schema == evaluation.to_arrow().schema
+    got = _as_dicts(table.to_pylist())
+    assert got == expected
+    assert list(frame.columns) == list(ROW_COLUMNS) == table.column_names
+    assert frame["prompt_tokens"].tolist() == table.column("prompt_tokens").to_pylist()
+    assert str(frame["requests"].dtype) == "int64"

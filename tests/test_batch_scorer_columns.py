@@ -13,6 +13,7 @@ import pytest
 
 import ctxeval
 from ctxeval._data.arrow_columns import arrow_samples
+from ctxeval._results.table import USAGE_COLUMNS
 from ctxeval.runners import BatchScorer
 
 pa = pytest.importorskip("pyarrow")
@@ -32,7 +33,7 @@ def _rows(table: Any) -> list[dict[str, Any]]:
     rows = table.to_pylist()
     for row in rows:
         row["details"] = None if row["details"] is None else json.loads(row["details"])
-        row["usage"] = json.loads(row["usage"])
+        row["usage"] = {name: row.pop(name) for name in USAGE_COLUMNS}  # (flattened)
     return rows
 
 

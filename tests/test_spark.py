@@ -224,6 +224,38 @@ def test_evaluate_frame_scores_in_spark_and_writes_parquet(tmp_path: Path, spark
         evaluate_frame(frame.drop("id"), IDS)
 
 
+def test_evaluate_frame_on_ranked_columns_gives_the_local_rows(tmp_path: Path, spark: Any) -> None:
+    """Ranked ID metrics on a frame of just ``id`` and the ID columns: the executors score
+    from the columns (no sample per row), odd rows too (empty and null sides, repeated and
+    non-ASCII IDs); every column of every row is the local runner's, the usage flattened."""
+    from ctxeval._results.table import USAGE_COLUMNS
+    from ctxeval_spark import evaluate_frame
+
+    metrics = ["id_based_context_precision", "id_ndcg_at_k"]
+    samples = [_id_sample(i) for i in range(2_000)]
+    samples[3]["retrieved_context_ids"] = []
+    samples[4]["reference_context_ids"] = None
+    samples[5]["retrieved_context_ids"] = ["d1", "d2", "d1", "d1"]
+    samples[1_500]["retrieved_context_ids"] = ["é1", "d1"]  # (its batch: through samples)
+    schema = "id string, retrieved_context_ids array<string>, reference_context_ids array<string>"
+    frame = spark.createDataFrame(
+        [(s["id"], s["retrieved_context_ids"], s["reference_context_ids"]) for s in samples],
+        schema,
+    ).repartition(3)
+    out = evaluate_frame(frame, metrics, output=tmp_path / "rows.parquet")
+    assert list(out.columns) == list(ctxeval.runners.ROW_COLUMNS)
+    got = {}
+    for row in out.collect():
+        record = row.asDict()
+        record["details"] = json.loads(record["details"])
+        record["usage"] = {name: record.pop(name) for name in USAGE_COLUMNS}
+        got[record["sample_id"], record["metric"]] = record
+    present = [{k: v for k, v in s.items() if v is not None} for s in samples]
+    expected = [row.to_dict() for row in ctxeval.evaluate(present, metrics).results]
+    assert {row["status"] for row in expected} == {"ok", "undefined", "error"}
+    assert [got[row["sample_id"], row["metric"]] for row in expected] == expected
+
+
 def test_the_batch_scorer_takes_pandas_and_arrow_and_pickles() -> None:
     samples = [_id_sample(i) for i in range(50)]
     scorer = pickle.loads(pickle.dumps(BatchScorer.build(IDS)))
@@ -265,6 +297,13 @@ def test_the_command_line_runs_on_spark(tmp_path: Path, spark: Any) -> None:
     assert [(r["sample_id"], r["score"]) for r in written] == [
         (r.sample_id, r.score) for r in local.results
     ]
+    alone = subprocess.run(
+        [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m", "id_mrr",
+         "--out", str(tmp_path / "local")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    assert (out / "results.jsonl").read_bytes() == (tmp_path / "local/results.jsonl").read_bytes()
     wrong = subprocess.run(
         [sys.executable, "-m", "ctxeval", "evaluate", str(data), "-m", "id_mrr",
          "--runner", "processes", "--master", "local[2]"],

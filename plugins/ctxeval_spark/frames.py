@@ -13,10 +13,11 @@ __all__ = ["ROW_SCHEMA", "evaluate_frame"]
 
 ROW_SCHEMA = (
     "sample_id string, metric string, status string, score double, reason string, "
-    "details string, usage string"
+    "details string, requests bigint, retries bigint, prompt_tokens bigint, "
+    "completion_tokens bigint, cost_usd double, cache_hits bigint"
 )
-"""The Spark schema of the rows (:data:`ctxeval.runners.ROW_COLUMNS`; ``details`` and
-``usage`` as JSON text)."""
+"""The Spark schema of the rows (:data:`ctxeval.runners.ROW_COLUMNS`: those of
+``results.parquet``, ``details`` as JSON text, the usage flattened)."""
 
 
 def evaluate_frame(
@@ -38,7 +39,8 @@ def evaluate_frame(
     ... as :func:`ctxeval.evaluate` takes them) and an ``id`` column (a task does not know a
     row's position in the whole frame; ``pyspark.sql.functions.monotonically_increasing_id``
     makes one). The result is a lazy DataFrame with one row per sample and metric and the
-    columns of ``results.jsonl`` (:data:`ROW_SCHEMA`), in the order of ``frame``'s
+    columns of ``results.parquet`` (:data:`ROW_SCHEMA`: a row's fields, ``details`` as JSON
+    text, the usage in six numeric columns), in the order of ``frame``'s
     partitions; with ``output=`` the executors write it as Parquet there (``mode``: Spark's
     save mode) and the DataFrame read back from it is returned.
 

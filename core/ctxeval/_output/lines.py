@@ -149,9 +149,8 @@ def _line(row: MetricResult) -> bytes:
 
 def arrow_row_fields(pa: Any) -> list[tuple[str, Any]]:
     """A row's own fields as ``pyarrow`` types (``pa`` is the pyarrow module): what each
-    table of rows starts with, the run folder's Parquet file and ``to_arrow``
-    (:func:`~ctxeval._output.writers.arrow_schema`: then the usage, flattened) and the batch
-    scorer's (then the usage as JSON text)."""
+    table of rows starts with (:func:`~ctxeval._output.writers.arrow_schema`: then the usage,
+    flattened), the run folder's Parquet file, ``to_arrow`` and the batch scorer's."""
     return [
         ("sample_id", pa.string()),
         ("metric", pa.string()),

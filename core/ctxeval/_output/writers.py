@@ -266,9 +266,9 @@ PARQUET_ROWS = 65_536
 
 
 def arrow_schema() -> Any:
-    """The columns of ``results.parquet`` and :meth:`Evaluation.to_arrow
-    <ctxeval.Evaluation.to_arrow>` (needs pyarrow): a row's fields, its details as JSON text,
-    its usage flattened."""
+    """The columns of ``results.parquet``, :meth:`Evaluation.to_arrow
+    <ctxeval.Evaluation.to_arrow>` and the batch scorer's tables (needs pyarrow): a row's
+    fields, its details as JSON text, its usage flattened."""
     import pyarrow as pa
 
     return pa.schema(

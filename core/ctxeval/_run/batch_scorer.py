@@ -7,8 +7,9 @@ pickles to the workers, and in each worker process it keeps one event loop (a da
 and one handle on the run's SQLite LLM cache across the batches it scores. A batch is a pandas
 DataFrame or a pyarrow Table whose columns are :class:`~ctxeval.Sample` fields (the ragas
 names, the older ones too, and ``id``); the rows come back as a table of the same kind, one
-row per sample and metric, with the columns of ``results.jsonl`` (``details`` and ``usage`` as
-JSON text).
+row per sample and metric, with the columns of ``results.parquet`` and
+:meth:`Evaluation.to_arrow <ctxeval.Evaluation.to_arrow>` (those of ``results.jsonl``,
+``details`` as JSON text, the usage in six columns).
 """
 
 from __future__ import annotations
@@ -17,24 +18,27 @@ import math
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import orjson
 
 from ctxeval._calls.cache import SQLiteCache
-from ctxeval._data.arrow_columns import arrow_samples
+from ctxeval._data.arrow_columns import arrow_ranked, arrow_samples
 from ctxeval._errors import ConfigError, DataError
 from ctxeval._output.lines import (
     PlainRow,
-    arrow_row_fields,
     block_rows,
     built_row,
     evidence_of,
 )
+from ctxeval._output.writers import arrow_schema
+from ctxeval._plugins.hooks import ranked_column_scorer
 from ctxeval._plugins.protocols import Metric
 from ctxeval._results.columns import RowBlock, Scores
-from ctxeval._results.results import NO_USAGE, MetricResult, json_line
+from ctxeval._results.results import NO_USAGE, MetricResult, Usage, json_line
+from ctxeval._results.table import ROW_COLUMNS as TABLE_COLUMNS
+from ctxeval._results.table import USAGE_COLUMNS
 from ctxeval._run.local import score_locally
 from ctxeval._run.loop_thread import LoopThread
 from ctxeval._run.plan import RunPlan
@@ -45,9 +49,16 @@ from ctxeval._run.sink import GatheredParts, RowSink, SampleDigests
 
 __all__ = ["ROW_COLUMNS", "BatchScorer", "ScoredPart", "score_part"]
 
-ROW_COLUMNS = ("sample_id", "metric", "status", "score", "reason", "details", "usage")
-"""The columns of the rows a :class:`BatchScorer` gives, in order (those of
-``results.jsonl``; ``details`` and ``usage`` as JSON text)."""
+ROW_COLUMNS: Final = TABLE_COLUMNS
+"""The columns of the rows a :class:`BatchScorer` gives, in order: those of every table of
+rows ctxeval makes (``results.parquet``, :meth:`Evaluation.to_arrow
+<ctxeval.Evaluation.to_arrow>`, :meth:`Evaluation.to_pandas <ctxeval.Evaluation.to_pandas>`):
+a row's fields of ``results.jsonl``, ``details`` as JSON text, and its usage flattened
+(``requests``, ``retries``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``,
+``cache_hits``)."""
+
+_ZERO: Final = tuple(NO_USAGE.to_dict().values())
+"""A row's usage when it made no outside call, in :data:`USAGE_COLUMNS` order."""
 
 
 @attrs.frozen
@@ -171,6 +182,13 @@ class BatchScorer:
         plan = plan.for_workers(**divided_settings(plan.settings, workers))
         return cls(plan, cache_path=cache_path, details=details)
 
+    def _ranked(self) -> bool:
+        """Whether every metric scores ranked columns (then an Arrow batch of the plain shape
+        is scored as such, without a sample per row: :func:`~ctxeval._data.arrow_columns.
+        arrow_ranked`)."""
+        metrics = self.plan.metrics
+        return bool(metrics) and all(ranked_column_scorer(m) is not None for m in metrics)
+
     @property
     def metrics(self) -> tuple[str, ...]:
         """The metrics' row names, in the order of each sample's rows."""
@@ -189,7 +207,7 @@ class BatchScorer:
     def __call__(self, batch: Any) -> Any:
         """The rows of ``batch`` (a pandas DataFrame, a pyarrow Table or RecordBatch), as a
         table of the same kind."""
-        samples, kind = _samples(batch)
+        samples, kind = _samples(batch, ranked=self._ranked())
         parts = self._parts(samples)
         if kind == "arrow":
             return _arrow_table(parts, details=self.details)
@@ -199,7 +217,7 @@ class BatchScorer:
         """Each sample's rows as one JSON array (the rows as ``results.jsonl`` writes them),
         in the order of ``batch``: for engines whose functions give one value per input row
         (Daft's batch functions, Spark's ``pandas_udf``)."""
-        samples, _ = _samples(batch)
+        samples, _ = _samples(batch, ranked=self._ranked())
         width = len(self.metrics)
         rows = [row for part in self._parts(samples) for row in part]
         return [
@@ -235,7 +253,7 @@ class BatchScorer:
     async def _score_part(self, samples: list[Any], first_index: int) -> ScoredPart:
         return await score_part(self.plan, samples, first_index=first_index)
 
-    def _parts(self, samples: list[Any]) -> list[Sequence[MetricResult]]:
+    def _parts(self, samples: Sequence[Any]) -> list[Sequence[MetricResult]]:
         """The rows of ``samples`` (samples, or dicts of their fields) in the parts the local
         runner gives (row blocks: columns)."""
         if not samples:
@@ -245,7 +263,7 @@ class BatchScorer:
         )
         return parts
 
-    async def _score(self, samples: list[Any]) -> list[Sequence[MetricResult]]:
+    async def _score(self, samples: Sequence[Any]) -> list[Sequence[MetricResult]]:
         parts, error = await _scored(self.plan, samples, None)
         if error is not None:
             raise error
@@ -278,13 +296,17 @@ async def _done() -> None:
     """What the loop cleans up when it stops: nothing."""
 
 
-def _samples(batch: Any) -> tuple[list[Any], str]:
+def _samples(batch: Any, *, ranked: bool = False) -> tuple[Sequence[Any], str]:
     """The samples of ``batch``, and the kind of table it is: an Arrow batch read by columns
-    when it can be (:func:`~ctxeval._data.arrow_columns.arrow_samples`), else each row as a
-    dict of plain Python values (Arrow's cells come plain; pandas' are made plain) that the
-    run reads as it reads any sample."""
+    when it can be (:func:`~ctxeval._data.arrow_columns.arrow_samples`; with ``ranked``, as
+    ranked columns when it is of their plain shape: :func:`~ctxeval._data.arrow_columns.
+    arrow_ranked`), else each row as a dict of plain Python values (Arrow's cells come plain;
+    pandas' are made plain) that the run reads as it reads any sample."""
     module = type(batch).__module__.split(".")[0]
     if module == "pyarrow" and hasattr(batch, "to_pylist"):
+        source = arrow_ranked(batch) if ranked and hasattr(batch, "schema") else None
+        if source is not None:
+            return source, "arrow"
         read = arrow_samples(batch) if hasattr(batch, "schema") else None
         if read is not None:
             return read, "arrow"
@@ -355,8 +377,14 @@ def _table(parts: Sequence[Sequence[MetricResult]], kind: str, *, details: bool)
     import pandas as pd
 
     frame = pd.DataFrame(columns, columns=list(ROW_COLUMNS))
-    frame["score"] = frame["score"].astype("float64")
-    return frame
+    return frame.astype(_PANDAS_TYPES)
+
+
+_PANDAS_TYPES: Final = {
+    "score": "float64",
+    **{name: "float64" if name == "cost_usd" else "int64" for name in USAGE_COLUMNS},
+}
+"""The types of the numeric columns of a pandas table of rows (a column of no rows too)."""
 
 
 def _arrow_table(parts: Sequence[Sequence[MetricResult]], *, details: bool) -> Any:
@@ -365,9 +393,8 @@ def _arrow_table(parts: Sequence[Sequence[MetricResult]], *, details: bool) -> A
     the plain rows' evidence computed a batch at a time (as ``results.jsonl`` is written)."""
     import pyarrow as pa
 
-    zero = orjson.dumps(NO_USAGE.to_dict()).decode()
     pieces = [
-        _block_table(part, zero, details=details)
+        _block_table(part, details=details)
         if isinstance(part, RowBlock)
         else _table([part], "arrow", details=details)
         for part in parts
@@ -378,7 +405,7 @@ def _arrow_table(parts: Sequence[Sequence[MetricResult]], *, details: bool) -> A
     return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
 
 
-def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
+def _block_table(block: RowBlock, *, details: bool) -> Any:
     """The rows of ``block`` as a pyarrow Table (sample by sample, metric by metric)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -398,9 +425,13 @@ def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
     }
     statuses: Any = pa.repeat(pa.scalar("ok"), count)
     reasons: Any = pa.nulls(count, pa.string())
-    usage: Any = pa.repeat(pa.scalar(zero), count)
+    schema = row_schema()
+    usage: list[Any] = [
+        pa.repeat(pa.scalar(value, schema.field(name).type), count)
+        for name, value in zip(USAGE_COLUMNS, _ZERO, strict=True)
+    ]
     if whole:
-        statuses, reasons, usage, scores = _with_whole(whole, count, zero, scores)
+        statuses, reasons, usage, scores = _with_whole(whole, count, scores)
     texts: Any = pa.nulls(count, pa.string())
     if details:
         texts = _detail_texts(block, order)
@@ -412,9 +443,9 @@ def _block_table(block: RowBlock, zero: str, *, details: bool) -> Any:
         scores,
         reasons,
         texts,
-        usage,
+        *usage,
     )
-    return pa.table(dict(zip(ROW_COLUMNS, values, strict=True)), schema=row_schema())
+    return pa.table(dict(zip(ROW_COLUMNS, values, strict=True)), schema=schema)
 
 
 def _detail_texts(block: RowBlock, order: Any) -> Any:
@@ -458,23 +489,35 @@ def _scores(scores: Sequence[float | None]) -> Any:
 
 
 def _with_whole(
-    whole: dict[int, MetricResult], count: int, zero: str, scores: Any
-) -> tuple[list[Any], list[Any], list[str], list[Any]]:
-    """The statuses, reasons, usage and scores of a block of ``count`` rows, those of the
-    rows kept whole (by row number) written in."""
+    whole: dict[int, MetricResult], count: int, scores: Any
+) -> tuple[list[Any], list[Any], list[list[Any]], list[Any]]:
+    """The statuses, reasons, usage columns and scores of a block of ``count`` rows, those of
+    the rows kept whole (by row number) written in."""
     statuses: list[Any] = ["ok"] * count
     reasons: list[Any] = [None] * count
-    usage: list[str] = [zero] * count
+    usage: list[list[Any]] = [[value] * count for value in _ZERO]
     scored: list[Any] = scores.to_pylist()
-    last: tuple[Any, str] = (None, "")  # rows share their usage object
+    values = _UsageValues()
     for number, row in whole.items():
-        if row.usage is not last[0]:
-            last = (row.usage, orjson.dumps(row.usage.to_dict()).decode())
         statuses[number] = row.status.value
         reasons[number] = row.reason
-        usage[number] = last[1]
+        for column, value in zip(usage, values(row.usage), strict=True):
+            column[number] = value
         scored[number] = row.score
     return statuses, reasons, usage, scored
+
+
+class _UsageValues:
+    """A row's usage as the values of :data:`USAGE_COLUMNS` (rows share their usage object:
+    the last one's values are kept)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Usage | None, tuple[Any, ...]] = (NO_USAGE, _ZERO)
+
+    def __call__(self, usage: Usage) -> tuple[Any, ...]:
+        if usage is not self._last[0]:
+            self._last = (usage, tuple(usage.to_dict().values()))
+        return self._last[1]
 
 
 class _Adder:
@@ -483,22 +526,19 @@ class _Adder:
     def __init__(self, columns: dict[str, list[Any]], *, details: bool) -> None:
         self._columns = [columns[name] for name in ROW_COLUMNS]
         self._details = details
-        self._usage: tuple[Any, str] = (None, "")  # rows share their usage object
-        self._zero = orjson.dumps(NO_USAGE.to_dict()).decode()
+        self._usage = _UsageValues()
 
     def row(self, row: MetricResult) -> None:
-        if row.usage is not self._usage[0]:
-            self._usage = (row.usage, orjson.dumps(row.usage.to_dict()).decode())
         these = _json(row.to_dict()["details"]) if self._details else None
-        values = (row.sample_id, row.metric, row.status.value, row.score, row.reason)
-        for column, value in zip(self._columns, (*values, these, self._usage[1]), strict=True):
+        values = (row.sample_id, row.metric, row.status.value, row.score, row.reason, these)
+        for column, value in zip(self._columns, (*values, *self._usage(row.usage)), strict=True):
             column.append(value)
 
     def plain_block(self, block: RowBlock) -> None:
         """The rows of a block whose rows are all plain ``ok`` rows, a column at a time."""
         names = [column.metric for column in block.columns]
         width, size = len(names), len(block.sample_ids)
-        ids, metrics, statuses, scores, reasons, details, usage = self._columns
+        ids, metrics, statuses, scores, reasons, details, *usage = self._columns
         ids.extend(sample_id for sample_id in block.sample_ids for _ in range(width))
         metrics.extend(names * size)
         statuses.extend(["ok"] * (width * size))
@@ -506,7 +546,8 @@ class _Adder:
             s for per in zip(*(c.scores for c in block.columns), strict=True) for s in per
         )
         reasons.extend([None] * (width * size))
-        usage.extend([self._zero] * (width * size))
+        for column, value in zip(usage, _ZERO, strict=True):
+            column.extend([value] * (width * size))
         if not self._details:
             details.extend([None] * (width * size))
             return
@@ -517,7 +558,7 @@ class _Adder:
     def plain(self, block: RowBlock, row: PlainRow) -> None:
         _, column, sample_id, score, _ = row
         these = _details_of(block, row) if self._details else None
-        values = (sample_id, column.metric, "ok", score, None, these, self._zero)
+        values = (sample_id, column.metric, "ok", score, None, these, *_ZERO)
         for target, value in zip(self._columns, values, strict=True):
             target.append(value)
 
@@ -541,7 +582,6 @@ def _json(details: Any) -> str:
 
 
 def row_schema() -> Any:
-    """The pyarrow schema of the rows (:data:`ROW_COLUMNS`)."""
-    import pyarrow as pa
-
-    return pa.schema([*arrow_row_fields(pa), ("usage", pa.string())])
+    """The pyarrow schema of the rows (:data:`ROW_COLUMNS`): that of ``results.parquet`` and
+    :meth:`Evaluation.to_arrow <ctxeval.Evaluation.to_arrow>`."""
+    return arrow_schema()
