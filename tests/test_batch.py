@@ -274,9 +274,14 @@ def _live_samples() -> int:
     return sum(type(o) is Sample for o in gc.get_objects())
 
 
-def test_a_run_of_a_jsonl_file_keeps_lines_not_samples(tmp_path: Path) -> None:
+def test_a_run_of_a_jsonl_file_keeps_lines_not_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The rows of a JSONL file keep the lines their evidence is read from again, not the
-    samples: the same rows and evidence as a run of the same samples, with no sample alive."""
+    samples: the same rows and evidence as a run of the same samples, with no sample alive.
+    (The file is read line by line here: once another test has imported numpy, a file of
+    plain ID samples this size is read as columns, tests/test_jsonl_columns.py.)"""
+    monkeypatch.setattr("ctxeval._run.local.ranked_file", lambda run, samples: None)
     data = _id_rows(5000)  # more than one chunk
     path = tmp_path / "data.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in data))
