@@ -23,6 +23,7 @@ from ctxeval._data import jsonl_columns, loading
 from ctxeval._data.jsonl_columns import JsonlSource, read_plain
 from ctxeval._run import columnar
 from ctxeval.cli import main
+from test_trec_columns import columnar_calls
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -79,19 +80,6 @@ def write(path: Path, rows: list[Any], *, blank: bool = False) -> Path:
         lines.append("")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-def columnar_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the runs that take the columnar path."""
-    calls: list[int] = []
-    original = columnar.score_ranked_in_chunks
-
-    async def counted(*args: Any) -> None:
-        calls.append(1)
-        await original(*args)
-
-    monkeypatch.setattr("ctxeval._run.local.score_ranked_in_chunks", counted)
-    return calls
 
 
 def outcome(path: Path, chosen: list[Any]) -> tuple[bytes, dict[str, Any]]:

@@ -31,7 +31,7 @@ import numpy.typing as npt
 import orjson
 
 from ctxeval._data.collector import collector_paused
-from ctxeval._data.ranked import RankedColumns
+from ctxeval._data.ranked import RankedColumns, position_in
 from ctxeval._data.sample import MAX_ID_LENGTH, Sample, checked_samples
 
 __all__ = ["JsonlSource", "read_plain", "read_plain_lines"]
@@ -80,7 +80,7 @@ class _LazySamples(Sequence[Sample]):
                 return [self[i] for i in range(start, stop, step)]
             first = self._start + start
             return _LazySamples(self._source, first, max(first, self._start + stop))
-        return self._source.sample(self._start + _position(index, len(self)))
+        return self._source.sample(self._start + position_in(index, len(self)))
 
     def __iter__(self) -> Iterator[Sample]:
         return self._source.between(self._start, self._stop)
@@ -132,7 +132,7 @@ class JsonlSource(Sequence[Sample]):
             if step == 1:
                 return self.samples(start, max(start, stop))
             return [self.sample(i) for i in range(start, stop, step)]
-        return self.sample(_position(index, len(self)))
+        return self.sample(position_in(index, len(self)))
 
     def __iter__(self) -> Iterator[Sample]:
         return self.between(0, len(self))
@@ -464,14 +464,6 @@ def _rows(lines: list[bytes], first: bool) -> list[Any] | None:
             except orjson.JSONDecodeError:
                 return None
     return rows
-
-
-def _position(index: int, length: int) -> int:
-    """``index`` of ``length`` samples from 0 (negative: from the end); IndexError outside."""
-    position = index + length if index < 0 else index
-    if not 0 <= position < length:
-        raise IndexError("sample index out of range")
-    return position
 
 
 def _joined(parts: list[Any], dtype: Any) -> Any:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 else:
     IntArray = Any
 
-__all__ = ["RankedColumns", "RankedSource"]
+__all__ = ["RankedColumns", "RankedSource", "position_in"]
 
 
 class RankedColumns:
@@ -87,3 +87,13 @@ class RankedSource(Protocol):
     def __iter__(self) -> Iterator[Sample]: ...
 
     def ranked(self, start: int, stop: int) -> RankedColumns: ...
+
+
+def position_in(index: int, length: int) -> int:
+    """``index`` of a sequence of ``length`` samples as a position from 0 (negative from the
+    end, as a list's); IndexError outside it."""
+    if index < 0:
+        index += length
+    if not 0 <= index < length:
+        raise IndexError("sample index out of range")
+    return index

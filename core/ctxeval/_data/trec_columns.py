@@ -21,7 +21,7 @@ from typing import Any, Final, overload
 import numpy as np
 import numpy.typing as npt
 
-from ctxeval._data.ranked import RankedColumns
+from ctxeval._data.ranked import RankedColumns, position_in
 from ctxeval._data.sample import GradedIDs, Sample, checked_id_sample
 from ctxeval._data.trec import BULK_FROM, read_qrels, read_run, samples_from_dicts
 from ctxeval._data.trec_bulk import (
@@ -62,7 +62,7 @@ class _LazySamples(Sequence[Sample]):
     def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        index = _position(index, len(self))
+        index = position_in(index, len(self))
         sample = self._built.get(index)
         if sample is None:
             sample = self._built[index] = self._source.sample(self._start + index)
@@ -114,7 +114,7 @@ class TrecSource(Sequence[Sample]):
     def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
             return [self.sample(i) for i in range(*index.indices(len(self)))]
-        return self.sample(_position(index, len(self)))
+        return self.sample(position_in(index, len(self)))
 
     def __iter__(self) -> Iterator[Sample]:
         for start in range(0, len(self), _SAMPLES_AT_ONCE):
@@ -289,13 +289,3 @@ def _size(path: Any) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-def _position(index: int, length: int) -> int:
-    """``index`` of a sequence of ``length`` samples as a position from 0 (negative from the
-    end, as a list's); IndexError outside it."""
-    if index < 0:
-        index += length
-    if not 0 <= index < length:
-        raise IndexError("sample index out of range")
-    return index
