@@ -338,19 +338,21 @@ def _ready(metrics: object) -> None:
     runner and the metrics' plugins), so the worker is ready when its first part comes."""
 
 
-def _plain_part(plan: RunPlan, lines: list[bytes], first_line: int, first: int) -> Any:
+def _plain_part(
+    plan: RunPlan, blob: bytes, first_line: int, first: int
+) -> tuple[Any, list[bytes]] | None:
     """The lines of a part as ranked columns (:mod:`ctxeval._data.jsonl_columns`), read in
-    bulk as the local runner reads a whole file of plain ID samples, when the part is large
-    enough to pay numpy's import (a worker pays it once: then the file's last, smaller parts
-    too) and every metric scores such columns; else None."""
+    bulk as the local runner reads a whole file of plain ID samples, and its rows' lines,
+    when the part is large enough to pay numpy's import (a worker pays it once: then the
+    file's last, smaller parts too) and every metric scores such columns; else None."""
     least = COLUMNS_FROM // 32 if "numpy" in sys.modules else COLUMNS_FROM // 8
-    if sum(map(len, lines)) < least:
-        return None
-    if any(ranked_column_scorer(metric) is None for metric in plan.metrics):
+    if len(blob) < least or any(ranked_column_scorer(m) is None for m in plan.metrics):
         return None
     from ctxeval._data.jsonl_columns import read_plain_lines
 
-    return read_plain_lines(lines, first_line=first_line, first_index=first)
+    lines = io.BytesIO(blob).readlines()  # split as iterating the file splits it
+    source = read_plain_lines(lines, first_line=first_line, first_index=first)
+    return None if source is None else (source, [line for line in lines if line.strip()])
 
 
 def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> _Done:
@@ -358,16 +360,15 @@ def _score_part(plan: RunPlan, first: int, payload: _Payload, digests: bool) -> 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     kind, data = payload
     kept: list[bytes] | None = None  # (the part's rows' lines, when read as columns)
+    samples: Any = data
     if kind == "lines":
         path, first_line, blob = data
-        lines = io.BytesIO(blob).readlines()  # split as iterating the file splits it
-        samples: Any = None if digests else _plain_part(plan, lines, first_line, first)
-        if samples is not None:
-            kept = [line for line in lines if line.strip()]
+        plain = None if digests else _plain_part(plan, blob, first_line, first)
+        if plain is not None:
+            samples, kept = plain
         else:
+            lines = io.BytesIO(blob)  # split as iterating the file splits it
             samples = SampleStream.of_lines(Path(path), lines, first_line=first_line)
-    else:
-        samples = data
     collected = GatheredParts()
     log = SampleDigests(plan.previous) if digests else None
     sink = RowSink(plan, collected, ProgressTracker(None, None), log)
